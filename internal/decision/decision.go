@@ -1,0 +1,126 @@
+// Package decision holds the plain values of a policy decision: the call that
+// is judged, the outcome, its reasons and their closed set of codes. It is the
+// leaf of the module: it imports nothing of the project and nothing of OPA, so
+// every adapter (engine, render, ledger, CLI) can depend on it.
+package decision
+
+// Outcome is the verdict on one tool call.
+type Outcome string
+
+// The three outcomes, from least to most severe.
+const (
+	Allow Outcome = "allow"
+	Ask   Outcome = "ask"
+	Deny  Outcome = "deny"
+)
+
+// Severity orders outcomes: allow 0, ask 1, deny 2; an unknown outcome counts
+// as a deny (fail closed).
+func (o Outcome) Severity() int {
+	switch o {
+	case Allow:
+		return 0
+	case Ask:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// Step names the check that decided. It is "" for an allow.
+type Step string
+
+// The steps of the fixed check order (SPEC §1.1), plus StepInput for
+// malformed input and evaluation failures.
+const (
+	StepNone             Step = ""
+	StepHidden           Step = "hidden"
+	StepLedger           Step = "ledger"
+	StepUnknownArgs      Step = "unknown_args"
+	StepArgumentRules    Step = "argument_rules"
+	StepWriteMode        Step = "write_mode"
+	StepDestructiveFloor Step = "destructive_floor"
+	StepOverrides        Step = "overrides"
+	StepInput            Step = "input"
+	// StepConfirmation is the step a surface reports when it turns an ask
+	// into a deny (ConfirmationUnavailable, ConfirmationDeclined).
+	StepConfirmation Step = "confirmation"
+)
+
+// Decision is the decision document of SPEC §1.3. A deny is a value, not an
+// error: every refusal is a Decision with Outcome Deny and at least one
+// reason.
+type Decision struct {
+	Outcome     Outcome  `json:"outcome"`
+	Step        Step     `json:"step"`
+	Reasons     []Reason `json:"reasons"`
+	Warnings    []Reason `json:"warnings"`
+	Write       bool     `json:"write"`
+	Destructive bool     `json:"destructive"`
+	Call        CallRef  `json:"call"`
+}
+
+// CallRef identifies the exact call: SHA256 is the hex SHA-256 of the RFC
+// 8785 canonical form of {"server","tool","arguments"}.
+type CallRef struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	SHA256 string `json:"sha256"`
+}
+
+// Reason is one finding. Details carries code-specific data (unknown keys,
+// ledger entries, an override's own code); Violations is set for
+// ArgumentRuleViolation.
+type Reason struct {
+	Code       Code           `json:"code"`
+	Step       Step           `json:"step"`
+	Message    string         `json:"message"`
+	Violations []Violation    `json:"violations,omitempty"`
+	Details    map[string]any `json:"details,omitempty"`
+}
+
+// Violation is one failed JSON Schema constraint of an argument rule.
+// Path is a JSON Pointer from the arguments' root; Value is the offending
+// value, already cut if long.
+type Violation struct {
+	Path       string  `json:"path"`
+	Value      any     `json:"value"`
+	Constraint string  `json:"constraint"`
+	Expected   any     `json:"expected"`
+	Detail     string  `json:"detail,omitempty"`
+	Rule       RuleRef `json:"rule"`
+}
+
+// RuleRef names the argument rule a violation comes from.
+type RuleRef struct {
+	ID          string `json:"id"`
+	Origin      string `json:"origin"`
+	Description string `json:"description,omitempty"`
+}
+
+// Denied returns a deny decision with a single reason. It is the fail-closed
+// answer of every adapter when it cannot evaluate the policy.
+func Denied(call CallRef, code Code, message string) Decision {
+	step := code.Info().Step
+	return Decision{
+		Outcome:  Deny,
+		Step:     step,
+		Reasons:  []Reason{{Code: code, Step: step, Message: message}},
+		Warnings: []Reason{},
+		Call:     call,
+	}
+}
+
+// First returns the reason that decided: the first reason whose step is the
+// decision's step, or the first reason, or a zero Reason for an allow.
+func (d Decision) First() Reason {
+	for _, r := range d.Reasons {
+		if r.Step == d.Step {
+			return r
+		}
+	}
+	if len(d.Reasons) > 0 {
+		return d.Reasons[0]
+	}
+	return Reason{}
+}
