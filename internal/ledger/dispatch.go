@@ -1,0 +1,168 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// timeFormat is RFC 3339 in UTC with fixed-width nanoseconds, so times sort
+// as strings.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Dispatch is one write on its way to a server. Create it with Begin,
+// write the request bytes, call Sent, then end it with exactly one of
+// Settle, Unknown or Abort. Its methods are safe for concurrent use; the
+// first of Settle, Unknown or Abort to succeed ends it, later calls do
+// nothing and return nil.
+type Dispatch struct {
+	l     *Ledger
+	entry decision.LedgerEntry
+
+	mu   sync.Mutex
+	sent bool
+	done bool
+}
+
+// Begin records an in-flight marker for a write and returns once the
+// marker is durable (file and directory fsynced): only then may the caller
+// write the request bytes. It stores the SHA-256 of the canonical args
+// (decision.ArgsSHA256), never the args. If the process dies before the
+// dispatch ends, the marker becomes an unknown-outcome entry.
+//
+// Errors: server or tool empty, args that are not JSON, an *UnreadableError
+// for a bad ledger file (nothing is written), or an I/O error. On any error
+// nothing was recorded and the request must not be sent.
+func (l *Ledger) Begin(server, tool string, args map[string]any, surface string) (*Dispatch, error) {
+	if server == "" || tool == "" {
+		return nil, errors.New("ledger: begin: server and tool are required")
+	}
+	sum, err := decision.ArgsSHA256(args)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: begin: %w", err)
+	}
+	d := &Dispatch{l: l, entry: decision.LedgerEntry{
+		ID: newID(), Server: server, Tool: tool, ArgsSHA256: sum,
+		Time: time.Now().UTC().Format(timeFormat), Surface: surface,
+	}}
+	m := Marker{LedgerEntry: d.entry, Owner: selfOwner()}
+	err = l.submit(func(st *fileState, _ time.Time, _ int) (bool, error) {
+		st.InFlight = append(st.InFlight, m)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// ID is the dispatch's id: the marker's and, if the outcome turns out
+// unknown, the entry's.
+func (d *Dispatch) ID() string { return d.entry.ID }
+
+// Entry is the ledger entry this dispatch records if its outcome is
+// unknown.
+func (d *Dispatch) Entry() decision.LedgerEntry { return d.entry }
+
+// Sent records that the request bytes were written (or that writing them
+// started). It is kept in memory only: after a crash the ledger cannot
+// tell, so every leftover marker counts as sent. It changes what Abort
+// does.
+func (d *Dispatch) Sent() {
+	d.mu.Lock()
+	d.sent = true
+	d.mu.Unlock()
+}
+
+// Settle ends the dispatch on a definite result or error from the server:
+// the marker is removed and nothing is recorded. It returns once the
+// removal is durable. If the file cannot be written it returns the error,
+// and the removal is retried with the next change this Ledger commits (the
+// marker meanwhile stays in the file, which is conservative: should this
+// process die, it becomes an unknown entry).
+func (d *Dispatch) Settle() error { return d.end(nil) }
+
+// Unknown ends the dispatch when its outcome is lost after the bytes went
+// out: transport failure, process exit, timeout, cancellation. The marker
+// becomes an unknown-outcome entry with cause, durably before it returns.
+// If the file cannot be written it returns the error; the entry is then
+// reported by this Ledger's Entries and List and retried with its next
+// commit, so the server's writes stay blocked either way.
+func (d *Dispatch) Unknown(cause string) error {
+	e := Entry{LedgerEntry: d.entry, Cause: strings.TrimSpace(cause)}
+	if e.Cause == "" {
+		e.Cause = "outcome unknown"
+	}
+	return d.end(&e)
+}
+
+// Abort ends a dispatch whose request bytes were never written: the marker
+// is removed. After Sent it is not an abort any more: it records an
+// unknown-outcome entry as Unknown("aborted after the request was sent")
+// does.
+func (d *Dispatch) Abort() error {
+	d.mu.Lock()
+	sent := d.sent
+	d.mu.Unlock()
+	if sent {
+		return d.Unknown("aborted after the request was sent")
+	}
+	return d.end(nil)
+}
+
+func (d *Dispatch) end(unknown *Entry) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return nil
+	}
+	id := d.entry.ID
+	err := d.l.submit(func(st *fileState, _ time.Time, _ int) (bool, error) {
+		removed := removeMarker(st, id)
+		if unknown == nil {
+			return removed, nil
+		}
+		if containsID(st.Entries, id) {
+			return removed, nil // already an entry: a retried Unknown
+		}
+		st.Entries = append(st.Entries, *unknown)
+		return true, nil
+	})
+	if err != nil {
+		d.l.mu.Lock()
+		d.l.retry[id] = retryOp{id: id, unknown: unknown}
+		d.l.mu.Unlock()
+	}
+	d.done = true
+	return err
+}
+
+// Recover turns the leftover in-flight markers of dead processes (a
+// crashed daemon, a killed proxy) into unknown-outcome entries, and
+// removes temp files a killed writer left. Call it at start. Markers of
+// live processes, including other daemons sharing the directory, are left
+// alone. It returns how many markers it converted. Every change the ledger
+// commits does the same conversion; Recover makes it happen now.
+func (l *Ledger) Recover() (int, error) {
+	n := 0
+	err := l.submit(func(_ *fileState, _ time.Time, recovered int) (bool, error) {
+		l.removeStaleTemps()
+		n = recovered
+		return false, nil
+	})
+	return n, err
+}
+
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}

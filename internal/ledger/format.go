@@ -1,0 +1,152 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Version is the ledger file format version this build reads and writes.
+// A file with a higher version is unreadable (ErrNewerVersion) and is never
+// overwritten.
+const Version = 1
+
+// FileName is the name of the ledger file inside the state directory.
+const FileName = "ledger.json"
+
+// lockName is the lock file beside the ledger. It holds no data: an
+// exclusive flock on it serialises every read-modify-write of FileName.
+const lockName = "ledger.lock"
+
+// Entry is one unknown-outcome write: the request bytes went out and no
+// definite answer came back. It holds the SHA-256 of the canonical
+// arguments, never the arguments.
+type Entry struct {
+	decision.LedgerEntry
+	// Cause says why the outcome is unknown ("timeout", "transport closed",
+	// "process 1234 exited while the call was in flight", ...).
+	Cause string `json:"cause,omitempty"`
+}
+
+// Cleared is an entry an operator cleared, kept for the record.
+type Cleared struct {
+	Entry
+	ClearedAt string `json:"cleared_at"`
+	Reason    string `json:"reason"`
+}
+
+// Marker is an in-flight write: made durable before the request bytes are
+// written, removed when the call settles. A marker whose owner process is
+// gone is an unknown-outcome write.
+type Marker struct {
+	decision.LedgerEntry
+	Owner Owner `json:"owner"`
+}
+
+// Owner identifies the process that dispatched a write, across PID reuse
+// and reboots: the PID, its start time in clock ticks since boot (from
+// /proc/PID/stat) and the kernel boot id. Start and Boot are empty where
+// the platform does not expose them.
+type Owner struct {
+	PID   int    `json:"pid"`
+	Start string `json:"start,omitempty"`
+	Boot  string `json:"boot,omitempty"`
+}
+
+// fileState is the whole ledger file. extra keeps top-level fields this
+// build does not know, so a rewrite never drops them.
+type fileState struct {
+	Version  int       `json:"version"`
+	Entries  []Entry   `json:"entries"`
+	Cleared  []Cleared `json:"cleared"`
+	InFlight []Marker  `json:"in_flight"`
+	extra    map[string]json.RawMessage
+}
+
+var knownFields = map[string]bool{"version": true, "entries": true, "cleared": true, "in_flight": true}
+
+// decodeFile parses a ledger file. Every failure is the cause of an
+// UnreadableError: the caller must neither use nor overwrite the file.
+func decodeFile(b []byte) (*fileState, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("the file is empty")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("not valid json: %w", err)
+	}
+	var version int
+	v, ok := raw["version"]
+	if !ok {
+		return nil, errors.New("no version field")
+	}
+	if err := json.Unmarshal(v, &version); err != nil {
+		return nil, fmt.Errorf("version: %w", err)
+	}
+	if version > Version {
+		return nil, fmt.Errorf("%w: file version %d, this build reads version %d", ErrNewerVersion, version, Version)
+	}
+	if version != Version {
+		return nil, fmt.Errorf("unsupported file version %d", version)
+	}
+	st := &fileState{Version: version}
+	for name, dst := range map[string]any{"entries": &st.Entries, "cleared": &st.Cleared, "in_flight": &st.InFlight} {
+		if r, ok := raw[name]; ok {
+			if err := json.Unmarshal(r, dst); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	for k, r := range raw {
+		if !knownFields[k] {
+			if st.extra == nil {
+				st.extra = map[string]json.RawMessage{}
+			}
+			st.extra[k] = r
+		}
+	}
+	for i, e := range st.Entries {
+		if e.ID == "" || e.Server == "" {
+			return nil, fmt.Errorf("entries[%d]: id and server are required", i)
+		}
+	}
+	for i, m := range st.InFlight {
+		if m.ID == "" || m.Server == "" {
+			return nil, fmt.Errorf("in_flight[%d]: id and server are required", i)
+		}
+	}
+	return st, nil
+}
+
+// encode renders the file: known fields first, then any unknown top-level
+// fields in key order, two-space indented, newline-terminated.
+func (st *fileState) encode() ([]byte, error) {
+	out := map[string]any{
+		"version":   Version,
+		"entries":   nonNil(st.Entries),
+		"cleared":   nonNil(st.Cleared),
+		"in_flight": nonNil(st.InFlight),
+	}
+	for k, v := range st.extra {
+		out[k] = v
+	}
+	// encoding/json sorts map keys; the order is stable, which keeps diffs
+	// of backups readable.
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func emptyState() *fileState { return &fileState{Version: Version} }

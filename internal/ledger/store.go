@@ -1,0 +1,246 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
+)
+
+// op is one change waiting for the group commit. apply runs under the file
+// lock on the freshly read state, after the markers of dead processes were
+// converted (recovered says how many); it must either change the state
+// and return changed, or leave it untouched and return an error.
+type op struct {
+	apply func(st *fileState, now time.Time, recovered int) (changed bool, err error)
+	err   error
+	done  chan error
+}
+
+// retryOp is a change whose commit failed, applied again by the next one.
+type retryOp struct {
+	id      string
+	unknown *Entry // nil: remove the marker (Settle, Abort)
+}
+
+// submit queues apply for the group commit and returns once the change is
+// durable (or failed). Changes submitted while a commit is in progress are
+// written together by the next one: one file write and two fsyncs (file
+// and directory) for the whole batch.
+func (l *Ledger) submit(apply func(st *fileState, now time.Time, recovered int) (bool, error)) error {
+	o := &op{apply: apply, done: make(chan error, 1)}
+	l.mu.Lock()
+	l.queue = append(l.queue, o)
+	if !l.writing {
+		l.writing = true
+		go l.writeLoop()
+	}
+	l.mu.Unlock()
+	return <-o.done
+}
+
+// writeLoop commits batches until the queue is empty, then exits; submit
+// starts it again. At most one runs per Ledger.
+func (l *Ledger) writeLoop() {
+	for {
+		l.mu.Lock()
+		batch := l.queue
+		l.queue = nil
+		if len(batch) == 0 {
+			l.writing = false
+			l.mu.Unlock()
+			return
+		}
+		retry := make([]retryOp, 0, len(l.retry))
+		for _, r := range l.retry {
+			retry = append(retry, r)
+		}
+		l.mu.Unlock()
+
+		err := l.transact(func(st *fileState, now time.Time) bool {
+			changed := applyRetries(st, retry)
+			recovered := recoverDead(st)
+			if recovered > 0 {
+				changed = true
+			}
+			for _, o := range batch {
+				c, err := o.apply(st, now, recovered)
+				o.err = err
+				changed = changed || c
+			}
+			return changed
+		})
+		if err == nil && len(retry) > 0 {
+			l.mu.Lock()
+			for _, r := range retry {
+				delete(l.retry, r.id)
+			}
+			l.mu.Unlock()
+		}
+		for _, o := range batch {
+			if err != nil {
+				o.done <- err
+			} else {
+				o.done <- o.err
+			}
+		}
+	}
+}
+
+func applyRetries(st *fileState, retry []retryOp) bool {
+	changed := false
+	for _, r := range retry {
+		if removeMarker(st, r.id) {
+			changed = true
+		}
+		if r.unknown != nil && !containsID(st.Entries, r.id) {
+			st.Entries = append(st.Entries, *r.unknown)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// recoverDead turns the markers of dead processes into entries.
+func recoverDead(st *fileState) int {
+	self := selfOwner()
+	alive := livenessCache{}
+	n := 0
+	kept := st.InFlight[:0]
+	for _, m := range st.InFlight {
+		if alive.check(m.Owner, self) {
+			kept = append(kept, m)
+			continue
+		}
+		if !containsID(st.Entries, m.ID) {
+			st.Entries = append(st.Entries, deadEntry(m))
+		}
+		n++
+	}
+	clear(st.InFlight[len(kept):])
+	st.InFlight = kept
+	return n
+}
+
+func removeMarker(st *fileState, id string) bool {
+	for i, m := range st.InFlight {
+		if m.ID == id {
+			st.InFlight = append(st.InFlight[:i], st.InFlight[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// transact is one read-modify-write under the exclusive lock: read the
+// file (missing is empty; unreadable aborts with nothing written), let fn
+// change it, and if it did, replace the file atomically and durably.
+func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool) error {
+	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+		return fmt.Errorf("ledger: state dir: %w", err)
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	st, err := l.read()
+	if err != nil {
+		return err
+	}
+	if !fn(st, time.Now().UTC()) {
+		return nil
+	}
+	b, err := st.encode()
+	if err != nil {
+		return fmt.Errorf("ledger: encode: %w", err)
+	}
+	if err := l.replace(b); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.commits++
+	l.mu.Unlock()
+	return nil
+}
+
+// lock takes the exclusive flock on the lock file, blocking until it is
+// free. The lock is released by closing the descriptor, and by the kernel
+// if the process dies.
+func (l *Ledger) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(l.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: lock file: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ledger: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// replace writes b to the ledger file atomically (renameio: temp file in
+// the same directory, fsync, rename) and then fsyncs the directory so the
+// rename itself survives a power cut.
+func (l *Ledger) replace(b []byte) error {
+	pf, err := renameio.NewPendingFile(l.path, renameio.WithTempDir(l.dir), renameio.WithStaticPermissions(0o600))
+	if err != nil {
+		return fmt.Errorf("ledger: write: %w", err)
+	}
+	defer pf.Cleanup()
+	if _, err := pf.Write(b); err != nil {
+		return fmt.Errorf("ledger: write: %w", err)
+	}
+	if err := pf.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("ledger: write: %w", err)
+	}
+	return syncDir(l.dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("ledger: fsync dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("ledger: fsync dir: %w", err)
+	}
+	return nil
+}
+
+// removeStaleTemps deletes temp files a killed writer left behind. Call it
+// only under the lock: then no temp file belongs to a live writer.
+func (l *Ledger) removeStaleTemps() int {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	prefix := "." + FileName
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if strings.Trim(name[len(prefix):], "0123456789") != "" {
+			continue
+		}
+		if os.Remove(filepath.Join(l.dir, name)) == nil {
+			n++
+		}
+	}
+	return n
+}
