@@ -1,0 +1,173 @@
+package mcpx_test
+
+import data.mcpx
+import data.mcpx.testdata
+
+# _decide evaluates the entrypoint against the fixture config.
+_decide(doc) := d if {
+	d := mcpx.decision with input as doc with data.mcpx.config as testdata.config
+}
+
+_codes(d) := [r.code | some r in d.reasons]
+
+# Parameterized cases: input → outcome, deciding step and reason codes.
+_cases := {
+	"read passes": {
+		"input": testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}),
+		"outcome": "allow", "step": "", "codes": [],
+	},
+	"write under allow passes": {
+		"input": testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "content": "x"}),
+		"outcome": "allow", "step": "", "codes": [],
+	},
+	"write under default ask asks": {
+		"input": testdata.call("other", testdata.write_file, {"path": "/tmp/a", "content": "x"}),
+		"outcome": "ask", "step": "write_mode", "codes": ["WriteNeedsConfirmation"],
+	},
+	"caller mode deny denies": {
+		"input": object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"mode": "deny"}),
+		"outcome": "deny", "step": "write_mode", "codes": ["WriteDenied"],
+	},
+	"hidden by server glob": {
+		"input": testdata.call("fs", {"name": "delete_file", "inputSchema": {"type": "object"}}, {"path": "/x", "zzz": 1}),
+		"outcome": "deny", "step": "hidden", "codes": ["HiddenTool"],
+	},
+	"hidden by pool exact name": {
+		"input": testdata.call("git", {"name": "shutdown"}, {}),
+		"outcome": "deny", "step": "hidden", "codes": ["HiddenTool"],
+	},
+	"rule violation and unknown args both reported, unknown args decides": {
+		"input": testdata.call("fs", testdata.write_file, {"path": "/etc/passwd", "conten": "x"}),
+		"outcome": "deny", "step": "unknown_args", "codes": ["UnknownArguments", "ArgumentRuleViolation"],
+	},
+	"regex rule pattern matches move_file": {
+		"input": testdata.call("fs", {"name": "move_file"}, {"path": "/etc/x"}),
+		"outcome": "deny", "step": "argument_rules", "codes": ["ArgumentRuleViolation"],
+	},
+	"ledger blocks writes": {
+		"input": object.union(
+			testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}),
+			{"ledger": {"entries": [{"id": "e1", "server": "fs", "tool": "write_file", "args_sha256": "ab", "time": "t", "surface": "mcp"}]}},
+		),
+		"outcome": "deny", "step": "ledger", "codes": ["UnknownOutcomePending"],
+	},
+	"ledger does not block reads": {
+		"input": object.union(
+			testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}),
+			{"ledger": {"entries": [{"id": "e1", "server": "fs", "tool": "write_file", "args_sha256": "ab", "time": "t", "surface": "mcp"}]}},
+		),
+		"outcome": "allow", "step": "", "codes": [],
+	},
+	"deny in a later step beats an ask in an earlier one": {
+		"input": testdata.call("git", testdata.git_push, {"force": true}),
+		"outcome": "deny", "step": "argument_rules", "codes": ["ArgumentRuleViolation", "WriteNeedsConfirmation"],
+	},
+	"args not an object": {
+		"input": testdata.call("fs", testdata.read_file, ["x"]),
+		"outcome": "deny", "step": "input", "codes": ["InvalidInput"],
+	},
+	"missing server": {
+		"input": {"tool": testdata.read_file, "args": {}},
+		"outcome": "deny", "step": "input", "codes": ["InvalidInput"],
+	},
+	"tool is a bare string": {
+		"input": {"server": "fs", "tool": "read_file", "args": {}},
+		"outcome": "deny", "step": "input", "codes": ["InvalidInput"],
+	},
+	"unknown caller mode": {
+		"input": object.union(testdata.call("fs", testdata.read_file, {}), {"mode": "sometimes"}),
+		"outcome": "deny", "step": "input", "codes": ["InvalidInput"],
+	},
+	"annotation hint not a boolean": {
+		"input": testdata.call("fs", {"name": "read_file", "annotations": {"readOnlyHint": "yes"}}, {}),
+		"outcome": "deny", "step": "input", "codes": ["InvalidInput"],
+	},
+	"input not an object": {
+		"input": "read_file",
+		"outcome": "deny", "step": "input", "codes": ["InvalidInput"],
+	},
+}
+
+test_cases if {
+	every name, c in _cases {
+		d := _decide(c.input)
+		print(name, d.outcome, d.step, _codes(d))
+		d.outcome == c.outcome
+		d.step == c.step
+		_codes(d) == c.codes
+	}
+}
+
+test_hidden_tool_reports_only_hidden if {
+	d := _decide(testdata.call("fs", {"name": "delete_file", "inputSchema": {"type": "object", "properties": {}}}, {"nope": 1}))
+	d == {
+		"outcome": "deny",
+		"step": "hidden",
+		"reasons": [{
+			"code": "HiddenTool",
+			"step": "hidden",
+			"message": `tool "delete_file" on "fs" is hidden by its tools/excludeTools configuration`,
+		}],
+		"warnings": [],
+		"write": false,
+		"destructive": false,
+		"call": {"server": "fs", "tool": "delete_file"},
+	}
+}
+
+test_allow_document if {
+	d := _decide(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}))
+	d == {
+		"outcome": "allow", "step": "", "reasons": [], "warnings": [],
+		"write": false, "destructive": false,
+		"call": {"server": "fs", "tool": "read_file"},
+	}
+}
+
+test_missing_config_is_policy_error if {
+	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {})
+	d.outcome == "deny"
+	_codes(d) == ["PolicyError"]
+}
+
+test_unknown_config_mode_is_policy_error if {
+	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {})
+		with data.mcpx.config as object.union(testdata.config, {"write": "maybe"})
+	d.outcome == "deny"
+	d.step == "input"
+	_codes(d) == ["PolicyError"]
+	contains(d.reasons[0].message, `write mode "maybe"`)
+}
+
+test_missing_rule_package_is_policy_error if {
+	broken := json.patch(testdata.config, [{"op": "replace", "path": "/rules/no-force-push/package", "value": "s_missing"}])
+	d := mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": false})
+		with data.mcpx.config as broken
+	d.outcome == "deny"
+	_codes(d) == ["PolicyError"]
+	contains(d.reasons[0].message, "no-force-push")
+}
+
+test_warning_does_not_change_outcome if {
+	d := _decide(testdata.call("git", {"name": "git_log", "annotations": {"readOnlyHint": true}, "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}, {"m": 1}))
+	d.outcome == "allow"
+	[w.code | some w in d.warnings] == ["IgnoredArguments"]
+	d.warnings[0].step == "unknown_args"
+}
+
+test_overrides_tighten if {
+	d := _decide(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"})) with data.mcpx.overrides.ask as {{"code": "NightShift", "message": "reads at night need a look"}}
+	d.outcome == "ask"
+	d.step == "overrides"
+	d.reasons[0].code == "OverrideAsk"
+	d.reasons[0].details.override_code == "NightShift"
+}
+
+test_write_and_destructive_fields if {
+	d := _decide(testdata.call("git", testdata.git_push, {"force": false}))
+	d.write == true
+	d.destructive == false
+	d2 := _decide(testdata.call("other", {"name": "frob"}, {}))
+	d2.write == true
+	d2.destructive == true
+}

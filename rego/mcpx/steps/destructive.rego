@@ -1,0 +1,22 @@
+# METADATA
+# title: Step 6 — destructive floor
+# description: |
+#   With policy.confirmDestructive, a write whose destructiveHint is not
+#   false asks even under write mode allow. It never loosens a deny.
+package mcpx.steps.destructive
+
+import data.mcpx.lib.call
+import data.mcpx.lib.config
+
+# METADATA
+# title: DestructiveNeedsConfirmation
+# custom:
+#   code: DestructiveNeedsConfirmation
+ask contains {
+	"code": "DestructiveNeedsConfirmation",
+	"message": sprintf("%s may be destructive (destructiveHint is not false) and policy.confirmDestructive asks for every destructive write", [call.label]),
+} if {
+	config.global.confirmDestructive == true
+	call.destructive
+	config.write_mode != "deny"
+}

@@ -1,0 +1,26 @@
+# METADATA
+# title: Step 1 — hidden tool
+# description: |
+#   A tool that matches a hidden pattern of the pool or of its server is
+#   denied with HiddenTool, and nothing else is evaluated or reported, so a
+#   hidden tool leaks no schema and no rule.
+package mcpx.steps.hidden
+
+import data.mcpx.lib.config
+import data.mcpx.lib.patterns
+import data.mcpx.lib.req
+
+default hidden := false
+
+hidden if patterns.matches(object.get(config.pool, "hidden", {}), req.tool)
+
+hidden if patterns.matches(object.get(config.server, "hidden", {}), req.tool)
+
+# METADATA
+# title: HiddenTool
+# custom:
+#   code: HiddenTool
+deny contains {
+	"code": "HiddenTool",
+	"message": sprintf("tool %s on %s is hidden by its tools/excludeTools configuration", [json.marshal(req.tool), json.marshal(req.server)]),
+} if hidden

@@ -1,0 +1,173 @@
+# METADATA
+# title: Step 4 — argument rules
+# description: |
+#   Every argument rule whose tool patterns match the call (pool and server,
+#   looked up by exact name or by the compiled globs and regexes) must accept
+#   the arguments. Each rule's schema is a generated package
+#   data.mcpx.rules.<name> (ADR 0001) that reads targets[<name>] and yields
+#   violations; this step names the rule, cuts and redacts values and fails
+#   closed when a matched rule's package is missing.
+package mcpx.steps.rules
+
+import data.mcpx.lib.call
+import data.mcpx.lib.config
+import data.mcpx.lib.patterns
+import data.mcpx.lib.req
+import data.mcpx.lib.text
+
+# matched is the set of ids of the rules that apply to the call.
+matched := patterns.values(object.get(config.pool, "rules", {}), req.tool) | patterns.values(object.get(config.server, "rules", {}), req.tool)
+
+# targets[package][rule id] is the value a rule's schema checks and the JSON
+# Pointer it sits at; a per-argument rule whose argument is absent has none.
+targets[rule.package][id] := {"value": value, "path": text.pointer(rule.argument)} if {
+	some id in matched
+	rule := data.mcpx.config.rules[id]
+	_present(req.args, rule.argument)
+	value := object.get(req.args, rule.argument, null)
+}
+
+_present(_, path) if count(path) == 0
+
+_present(args, path) if {
+	count(path) > 0
+	object.get(args, path, 0) == object.get(args, path, 1)
+}
+
+# missing_packages are generated packages that matched rules need but the
+# policy does not hold: a broken bundle, never a pass.
+missing_packages contains pkg if {
+	some pkg, _ in targets
+	not data.mcpx.rules[pkg].violations
+}
+
+missing_rules contains id if {
+	some id in matched
+	not data.mcpx.config.rules[id]
+}
+
+_violations[id] := vs if {
+	some pkg, by_rule in targets
+	some id, _ in by_rule
+	vs := data.mcpx.rules[pkg].violations[id]
+	count(vs) > 0
+}
+
+_violations[id] := [{"path": text.pointer(rule.argument), "value": null, "constraint": "required", "expected": true}] if {
+	some id in matched
+	rule := data.mcpx.config.rules[id]
+	rule.required == true
+	not _present(req.args, rule.argument)
+}
+
+# METADATA
+# title: ArgumentRuleViolation
+# custom:
+#   code: ArgumentRuleViolation
+deny contains {
+	"code": "ArgumentRuleViolation",
+	"message": sprintf("%s: %s (rule %s, %s)", [call.label, concat("; ", [_phrase(v) | some v in vs]), id, ref.origin]),
+	"violations": vs,
+} if {
+	some id, raw in _violations
+	ref := _rule_ref(id)
+	vs := [_violation(_normal(v), ref) | some v in raw]
+}
+
+# violation_count is how many rules reported violations; the entrypoint
+# checks it against deny so a reason that cannot be built still denies.
+violation_count := count(_violations)
+
+_rule_ref(id) := {
+	"id": id,
+	"origin": object.get(data.mcpx.config.rules[id], "origin", "?"),
+	"description": object.get(data.mcpx.config.rules[id], "description", ""),
+}
+
+# _normal gives a generated violation every field the message needs.
+_normal(v) := object.union(
+	{"path": "", "value": null, "constraint": "unknown", "expected": null},
+	{k: x | some k, x in v; k in {"path", "value", "constraint", "expected", "detail"}},
+) if is_object(v)
+
+_normal(v) := {"path": "", "value": v, "constraint": "unknown", "expected": null} if not is_object(v)
+
+_violation(v, ref) := object.union(v, {"value": text.show(_last_key(v.path), v.value), "rule": ref})
+
+_last_key(ptr) := replace(replace(parts[count(parts) - 1], "~1", "/"), "~0", "~") if {
+	parts := split(ptr, "/")
+	count(parts) > 1
+}
+
+_last_key(ptr) := "" if ptr == ""
+
+_phrase(v) := sprintf("%s %s", [_where(v.path), _constraint(v)]) if _silent_value(v.constraint)
+
+_phrase(v) := sprintf("%s %s %s", [_where(v.path), _value_text(v.value), _constraint(v)]) if not _silent_value(v.constraint)
+
+_where("") := "arguments"
+
+_where(p) := p if p != ""
+
+_value_text(v) := json.marshal(v)
+
+_silent_value(c) if c in {"required", "additionalProperties", "minProperties", "maxProperties", "dependentRequired", "propertyNames", "false"}
+
+_constraint(v) := sprintf("%s%s", [_base(v), _detail(v)])
+
+_detail(v) := sprintf(" (%s)", [v.detail]) if is_string(v.detail)
+
+_detail(v) := "" if not is_string(v.detail)
+
+_templates := {
+	"type": "is not of type %s",
+	"enum": "is not one of %s",
+	"const": "is not %s",
+	"pattern": "does not match %s",
+	"minLength": "is shorter than %s characters",
+	"maxLength": "is longer than %s characters",
+	"minimum": "is less than %s",
+	"maximum": "is greater than %s",
+	"exclusiveMinimum": "is not greater than %s",
+	"exclusiveMaximum": "is not less than %s",
+	"multipleOf": "is not a multiple of %s",
+	"minItems": "has fewer than %s items",
+	"maxItems": "has more than %s items",
+	"uniqueItems": "has duplicate items",
+	"contains": "has no item that matches its contains schema",
+	"minContains": "has fewer than %s items that match its contains schema",
+	"maxContains": "has more than %s items that match its contains schema",
+	"minProperties": "has fewer than %s properties",
+	"maxProperties": "has more than %s properties",
+	"additionalProperties": "is not allowed",
+	"propertyNames": "has a property name that is not allowed",
+	"dependentRequired": "lacks properties %s",
+	"anyOf": "matches none of the anyOf schemas",
+	"oneOf": "does not match exactly one of the oneOf schemas",
+	"not": "matches a schema it must not match",
+	"false": "is not allowed (false schema)",
+}
+
+_base(v) := "is missing" if {
+	v.constraint == "required"
+	v.expected == true
+}
+
+_base(v) := sprintf("lacks required properties %s", [json.marshal(v.expected)]) if {
+	v.constraint == "required"
+	v.expected != true
+}
+
+_base(v) := replace(_templates[v.constraint], "%s", _expected_text(v.expected)) if {
+	v.constraint != "required"
+	_ = _templates[v.constraint]
+}
+
+_base(v) := sprintf("fails %s %s", [v.constraint, json.marshal(v.expected)]) if {
+	v.constraint != "required"
+	not _templates[v.constraint]
+}
+
+_expected_text(e) := e if is_string(e)
+
+_expected_text(e) := json.marshal(e) if not is_string(e)

@@ -1,0 +1,178 @@
+# METADATA
+# title: Step 3 — unknown arguments
+# description: |
+#   Argument keys the tool's inputSchema does not declare, at the top level
+#   and inside nested objects whose schema declares properties. A schema is
+#   open (nothing is unknown) when additionalProperties is true or a schema,
+#   or patternProperties is present, or it is a $ref; additionalProperties
+#   unset counts as closed. Mode reject denies, warn adds a warning, off
+#   skips. exemptArgs are never reported.
+package mcpx.steps.unknown_args
+
+import data.mcpx.lib.call
+import data.mcpx.lib.config
+import data.mcpx.lib.req
+import data.mcpx.lib.text
+
+# max_echo is how many unknown keys a message names.
+max_echo := 5
+
+# unknown lists the unknown keys as {"path", "parent", "key"}, sorted by path.
+unknown := sort([u | some u in _unknown])
+
+_unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
+	req.has_schema
+	not _open(req.schema)
+	some k, _ in req.args
+	not k in _declared(req.schema)
+	not k in config.exempt
+}
+
+_unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text.pointer(path), "key": k} if {
+	req.has_schema
+	walk(req.args, [path, value])
+	count(path) > 0
+	is_object(value)
+	sub := object.get(req.schema, _schema_path(path), null)
+	is_object(sub)
+	is_object(sub.properties)
+	not _open(sub)
+	some k, _ in value
+	not k in _declared(sub)
+	not k in config.exempt
+}
+
+# valid lists the declared keys of the object at parent.
+valid(parent) := sort(_declared(req.schema)) if parent == ""
+
+valid(parent) := sort(_declared(object.get(req.schema, _schema_path(_segments(parent)), {}))) if parent != ""
+
+_segments(ptr) := [seg |
+	some raw in array.slice(split(ptr, "/"), 1, count(split(ptr, "/")))
+	seg := _segment(raw)
+]
+
+_segment(raw) := to_number(raw) if regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
+
+_segment(raw) := replace(replace(raw, "~1", "/"), "~0", "~") if not regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
+
+_schema_path(path) := [x |
+	some seg in path
+	some x in _schema_step(seg)
+]
+
+_schema_step(seg) := ["properties", seg] if is_string(seg)
+
+_schema_step(seg) := ["items"] if is_number(seg)
+
+_open(s) if s.additionalProperties == true
+
+_open(s) if is_object(s.additionalProperties)
+
+_open(s) if _ = s.patternProperties
+
+_open(s) if _ = s["$ref"]
+
+_open(s) if {
+	some branch in _branches(s)
+	_open_branch(branch)
+}
+
+_open_branch(b) if b.additionalProperties == true
+
+_open_branch(b) if is_object(b.additionalProperties)
+
+_open_branch(b) if _ = b.patternProperties
+
+_open_branch(b) if _ = b["$ref"]
+
+_branches(s) := array.concat(array.concat(object.get(s, "allOf", []), object.get(s, "anyOf", [])), object.get(s, "oneOf", []))
+
+_declared(s) := {k | some k, _ in object.get(s, "properties", {})} | {k |
+	some branch in _branches(s)
+	is_object(branch)
+	some k, _ in object.get(branch, "properties", {})
+}
+
+# METADATA
+# title: UnknownArguments
+# custom:
+#   code: UnknownArguments
+deny contains {
+	"code": "UnknownArguments",
+	"message": sprintf("%s: %s; the call was not executed", [call.label, _summary]),
+	"details": _details,
+} if {
+	config.unknown_args_mode == "reject"
+	count(unknown) > 0
+}
+
+# METADATA
+# title: IgnoredArguments
+# custom:
+#   code: IgnoredArguments
+warn contains {
+	"code": "IgnoredArguments",
+	"message": sprintf("%s: %s; the call went ahead and the server ignores them", [call.label, _summary]),
+	"details": _details,
+} if {
+	config.unknown_args_mode == "warn"
+	count(unknown) > 0
+}
+
+_shown := array.slice(unknown, 0, max_echo)
+
+_details := {
+	"unknown": [{"path": text.cut(u.path, 200), "key": text.cut(u.key, 80), "suggestion": _suggest(u)} | some u in _shown],
+	"more": count(unknown) - count(_shown),
+	"valid": valid(""),
+}
+
+_suggest(u) := text.nearest(u.key, valid(u.parent))
+
+_summary := concat("; ", [_group(parent) | some parent in _parents])
+
+_parents := sort({u.parent | some u in _shown})
+
+_group(parent) := sprintf("unknown %s %s; valid %s: %s", [
+	_noun(parent, count(_in(parent)) + _more(parent)),
+	_keys(parent),
+	_where(parent),
+	_valid_text(parent),
+])
+
+_in(parent) := [u | some u in _shown; u.parent == parent]
+
+_more(parent) := count(unknown) - count(_shown) if parent == _parents[count(_parents) - 1]
+
+_more(parent) := 0 if parent != _parents[count(_parents) - 1]
+
+_keys(parent) := concat(", ", [_key_text(u) | some u in _in(parent)]) if _more(parent) == 0
+
+_keys(parent) := sprintf("%s and %d more", [concat(", ", [_key_text(u) | some u in _in(parent)]), _more(parent)]) if _more(parent) > 0
+
+_key_text(u) := sprintf("%s (did you mean %s?)", [text.quote(u.key, 80), json.marshal(_suggest(u))]) if _suggest(u) != ""
+
+_key_text(u) := text.quote(u.key, 80) if _suggest(u) == ""
+
+_noun("", n) := "argument" if n == 1
+
+_noun("", n) := "arguments" if n > 1
+
+_noun(parent, n) := sprintf("key in %s", [parent]) if {
+	parent != ""
+	n == 1
+}
+
+_noun(parent, n) := sprintf("keys in %s", [parent]) if {
+	parent != ""
+	n > 1
+}
+
+_where("") := "arguments"
+
+_where(parent) := sprintf("keys in %s", [parent]) if parent != ""
+
+_valid_text(parent) := "none" if count(valid(parent)) == 0
+
+_valid_text(parent) := concat(", ", [json.marshal(k) | some k in valid(parent)]) if count(valid(parent)) > 0
