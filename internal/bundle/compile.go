@@ -1,0 +1,314 @@
+package bundle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/spf13/viper"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Defaults of the layered modes (SPEC §6).
+const (
+	DefaultWrite              = "ask"
+	DefaultConfirmDestructive = false
+	DefaultUnknownArgs        = "warn"
+)
+
+// Compiled is a loaded configuration, ready for OPA. It is read-only once
+// Load returns it and safe to share between goroutines.
+type Compiled struct {
+	// Data is the document under data.mcpx: exactly {"config": …} in the
+	// shape of ADR 0001. Values are map[string]any, []any, string and bool.
+	Data map[string]any
+	// Modules maps a file name to Rego source: the generated rule packages
+	// as "generated/<package name>.rego" and the operator overrides as
+	// "overrides/<base name>.rego".
+	Modules map[string]string
+	// Warnings are findings that do not stop the load, with file and line.
+	Warnings []Warning
+	// Revision is the hex SHA-256 over the canonical data and the sorted
+	// modules: equal revisions mean equal policies.
+	Revision string
+	// Catalog is the catalog loaded from LoadOptions.Catalog, or nil.
+	Catalog *Catalog
+
+	pool       scope
+	servers    map[string]*scope
+	serverList []string // in order of first appearance
+}
+
+// compile merges the layers and builds the compiled policy; problems go to c.
+func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
+	out := &Compiled{Modules: map[string]string{}, servers: map[string]*scope{}}
+
+	// The global modes are layered through viper: defaults, then each
+	// layer merged over the one before (a later layer replaces).
+	v := viper.New()
+	v.SetDefault("policy.write", DefaultWrite)
+	v.SetDefault("policy.confirmDestructive", DefaultConfirmDestructive)
+	v.SetDefault("policy.unknownArgs", DefaultUnknownArgs)
+	var exempt []string
+	var overrides []overrideRef
+	serverWrite := map[string]string{}
+	serverUA := map[string]string{}
+	for _, l := range layers {
+		m := map[string]any{}
+		if l.write != nil {
+			m["write"] = l.write.value
+		}
+		if l.confirmDestructive != nil {
+			m["confirmDestructive"] = l.confirmDestructive.value == "true"
+		}
+		if l.unknownArgs != nil {
+			m["unknownArgs"] = l.unknownArgs.value
+		}
+		if len(m) > 0 {
+			if err := v.MergeConfigMap(map[string]any{"policy": m}); err != nil {
+				c.add(l.source, 0, "policy", "%v", err)
+			}
+		}
+		exempt = append(exempt, l.exemptArgs...)
+		overrides = append(overrides, l.overrides...)
+		out.pool.add(l.pool)
+		for _, s := range l.servers {
+			sc, ok := out.servers[s.name]
+			if !ok {
+				sc = &scope{}
+				out.servers[s.name] = sc
+				out.serverList = append(out.serverList, s.name)
+			}
+			sc.add(s.scope)
+			if s.writePolicy != nil {
+				serverWrite[s.name] = s.writePolicy.value
+			}
+			if s.unknownArgs != nil {
+				serverUA[s.name] = s.unknownArgs.value
+			}
+		}
+	}
+
+	rules := out.compileRules(sc, c)
+	servers := map[string]any{}
+	for _, name := range out.serverList {
+		sc := out.servers[name]
+		d := scopeData(sc)
+		d["exemptArgs"] = uniqueStrings(sc.exemptArgs)
+		if w, ok := serverWrite[name]; ok {
+			d["write"] = w
+		}
+		if u, ok := serverUA[name]; ok {
+			d["unknownArgs"] = u
+		}
+		servers[name] = d
+	}
+	config := map[string]any{
+		"write":              v.GetString("policy.write"),
+		"confirmDestructive": v.GetBool("policy.confirmDestructive"),
+		"unknownArgs":        v.GetString("policy.unknownArgs"),
+		"exemptArgs":         uniqueStrings(exempt),
+		"pool":               scopeData(&out.pool),
+		"servers":            servers,
+		"rules":              rules,
+	}
+	out.Data = map[string]any{"config": config}
+	out.Warnings = append(out.Warnings, out.loadOverrides(overrides, c)...)
+	rev, err := revision(out.Data, out.Modules)
+	if err != nil {
+		c.add("", 0, "", "cannot hash the compiled policy: %v", err)
+	}
+	out.Revision = rev
+	return out
+}
+
+// scopeData is the pool's or a server's pattern sets and unknownArgsTools.
+func scopeData(s *scope) map[string]any {
+	hidden, writes, rules := newPatternSet(), newPatternSet(), newPatternSet()
+	for _, p := range s.hidden {
+		hidden.add(p.pat, p.pat.Source)
+	}
+	for _, p := range s.writeTools {
+		writes.add(p.pat, p.pat.Source)
+	}
+	for _, r := range s.rules {
+		for _, p := range r.tools {
+			rules.add(p.pat, r.id)
+		}
+	}
+	ua := make([]any, 0, len(s.ua))
+	for _, u := range s.ua {
+		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
+	}
+	return map[string]any{
+		"hidden":           hidden.data(),
+		"writeTools":       writes.data(),
+		"rules":            rules.data(),
+		"unknownArgsTools": ua,
+	}
+}
+
+// patternSet builds a PS of ADR 0001: exact names in an object, globs and
+// regexes in a list in order of first appearance; a pattern written twice
+// is one entry whose values add up without repeats.
+type patternSet struct {
+	exact   map[string][]any
+	regex   []map[string]any
+	byRegex map[string]int
+}
+
+func newPatternSet() *patternSet {
+	return &patternSet{exact: map[string][]any{}, byRegex: map[string]int{}}
+}
+
+func (ps *patternSet) add(p Pattern, value string) {
+	if p.Kind == Exact {
+		ps.exact[p.Source] = appendUnique(ps.exact[p.Source], value)
+		return
+	}
+	i, ok := ps.byRegex[p.Source]
+	if !ok {
+		i = len(ps.regex)
+		ps.byRegex[p.Source] = i
+		ps.regex = append(ps.regex, map[string]any{"source": p.Source, "re": p.RE, "values": []any{}})
+	}
+	ps.regex[i]["values"] = appendUnique(ps.regex[i]["values"].([]any), value)
+}
+
+func (ps *patternSet) data() map[string]any {
+	exact := make(map[string]any, len(ps.exact))
+	for k, v := range ps.exact {
+		exact[k] = v
+	}
+	regex := make([]any, len(ps.regex))
+	for i, r := range ps.regex {
+		regex[i] = r
+	}
+	return map[string]any{"exact": exact, "regex": regex}
+}
+
+func appendUnique(xs []any, s string) []any {
+	for _, x := range xs {
+		if x == s {
+			return xs
+		}
+	}
+	return append(xs, s)
+}
+
+func uniqueStrings(xs []string) []any {
+	out := []any{}
+	for _, x := range xs {
+		out = appendUnique(out, x)
+	}
+	return out
+}
+
+// SchemaPackage is the name of the generated package for a schema: "s_"
+// and the first 16 hex digits of the SHA-256 of its canonical JSON.
+func SchemaPackage(schema any) (string, error) {
+	b, err := decision.Canonical(schema)
+	if err != nil {
+		return "", err
+	}
+	return "s_" + decision.SHA256Hex(b)[:16], nil
+}
+
+type compiledSchema struct {
+	err error
+}
+
+// compileRules checks rule ids, compiles each distinct schema once and
+// returns data.mcpx.config.rules.
+func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]any {
+	all := append([]*ruleDef{}, out.pool.rules...)
+	for _, name := range out.serverList {
+		all = append(all, out.servers[name].rules...)
+	}
+	rules := map[string]any{}
+	first := map[string]*ruleDef{}
+	done := map[string]*compiledSchema{}
+	for _, r := range all {
+		if f, dup := first[r.id]; dup {
+			c.add(r.at.file, r.at.line, r.at.path, "duplicate rule id %q (first defined at %s, %s); rule ids are unique across the whole config", r.id, f.at, f.at.path)
+			continue
+		}
+		first[r.id] = r
+		pkg, err := SchemaPackage(r.schema)
+		if err != nil {
+			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %v", r.id, err)
+			continue
+		}
+		cs, ok := done[pkg]
+		if !ok {
+			cs = &compiledSchema{}
+			done[pkg] = cs
+			cs.err = out.compileSchema(sc, r.schema, pkg)
+		}
+		if cs.err != nil {
+			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, cs.err.Error())
+			continue
+		}
+		argument := make([]any, len(r.argument))
+		for i, a := range r.argument {
+			argument[i] = a
+		}
+		rules[r.id] = map[string]any{
+			"id":          r.id,
+			"origin":      r.at.String(),
+			"description": r.description,
+			"argument":    argument,
+			"required":    r.required,
+			"package":     pkg,
+		}
+	}
+	return rules
+}
+
+// compileSchema runs the schema compiler and checks that what it returns
+// is Rego v1 in package mcpx.rules.<pkg>.
+func (out *Compiled) compileSchema(sc SchemaCompiler, schema any, pkg string) error {
+	if sc == nil {
+		return fmt.Errorf("no schema compiler configured")
+	}
+	src, err := sc(schema, pkg)
+	if err != nil {
+		return err
+	}
+	name := "generated/" + pkg + ".rego"
+	mod, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return fmt.Errorf("generated Rego does not parse (a bug in the schema compiler): %s", regoError(err))
+	}
+	if want := "data.mcpx.rules." + pkg; mod.Package.Path.String() != want {
+		return fmt.Errorf("generated Rego is package %s, want %s (a bug in the schema compiler)", strings.TrimPrefix(mod.Package.Path.String(), "data."), strings.TrimPrefix(want, "data."))
+	}
+	out.Modules[name] = src
+	return nil
+}
+
+// revision hashes the canonical data and the modules in name order.
+func revision(data map[string]any, modules map[string]string) (string, error) {
+	b, err := decision.Canonical(data)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(b)
+	names := make([]string, 0, len(modules))
+	for n := range modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write([]byte(modules[n]))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

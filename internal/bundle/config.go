@@ -1,0 +1,501 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// origin is where something was written: file, line and config path.
+type origin struct {
+	file string
+	line int
+	path string
+}
+
+func (o origin) String() string {
+	if o.line > 0 {
+		return fmt.Sprintf("%s:%d", o.file, o.line)
+	}
+	return o.file
+}
+
+// setting is one scalar mode as a layer set it, already normalized.
+type setting struct {
+	value string
+	at    origin
+}
+
+type patRef struct {
+	pat Pattern
+	at  origin
+}
+
+type uaRef struct {
+	pat  Pattern
+	mode string
+	at   origin
+}
+
+type overrideRef struct {
+	path string // resolved against the declaring file's folder
+	at   origin
+}
+
+// ruleDef is one argument rule as written.
+type ruleDef struct {
+	id          string
+	description string
+	server      string // "" for a pool rule
+	at          origin // the rule's mapping
+	tools       []patRef
+	argument    []string
+	required    bool
+	schema      any
+	schemaAt    origin // the rule's schema: key
+}
+
+// scope is what the pool or one server holds in one layer (and, merged, in
+// all layers).
+type scope struct {
+	hidden     []patRef
+	writeTools []patRef
+	rules      []*ruleDef
+	ua         []uaRef
+	exemptArgs []string
+}
+
+func (s *scope) add(o scope) {
+	s.hidden = append(s.hidden, o.hidden...)
+	s.writeTools = append(s.writeTools, o.writeTools...)
+	s.rules = append(s.rules, o.rules...)
+	s.ua = append(s.ua, o.ua...)
+	s.exemptArgs = append(s.exemptArgs, o.exemptArgs...)
+}
+
+type serverLayer struct {
+	name        string
+	writePolicy *setting
+	unknownArgs *setting
+	scope
+}
+
+// layer is one configuration source: a file, the environment or the flags.
+type layer struct {
+	source             string
+	write              *setting
+	confirmDestructive *setting
+	unknownArgs        *setting
+	exemptArgs         []string
+	overrides          []overrideRef
+	pool               scope
+	servers            []*serverLayer
+}
+
+func (l *layer) server(name string) *serverLayer {
+	for _, s := range l.servers {
+		if s.name == name {
+			return s
+		}
+	}
+	s := &serverLayer{name: name}
+	l.servers = append(l.servers, s)
+	return s
+}
+
+// The valid keys of each mapping, for strict checking and "did you mean".
+var (
+	topKeys    = []string{"version", "policy", "pool", "servers"}
+	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
+	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
+	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
+	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema"}
+	uaKeys     = []string{"tools", "mode"}
+)
+
+// fileParser reads one YAML file into a layer, reporting errors with the
+// file's name and the node's line.
+type fileParser struct {
+	file string
+	c    *collector
+}
+
+func (p *fileParser) errAt(n *yaml.Node, path, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.c.add(p.file, line, path, format, args...)
+}
+
+func (p *fileParser) at(n *yaml.Node, path string) origin {
+	return origin{file: p.file, line: n.Line, path: path}
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseFile reads and checks one configuration file. A missing or
+// unreadable file, bad YAML or a bad value is reported to c; the layer
+// holds everything that was valid.
+func parseFile(file string, c *collector) *layer {
+	l := &layer{source: file}
+	p := &fileParser{file: file, c: c}
+	f, err := os.Open(file)
+	if err != nil {
+		c.add(file, 0, "", "cannot read config file: %v", unwrapPathError(err))
+		return l
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return l // an empty file is an empty layer
+		}
+		p.yamlError(err)
+		return l
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		p.errAt(&extra, "", "a config file holds one YAML document, found another")
+	} else if !errors.Is(err, io.EOF) {
+		p.yamlError(err)
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return l
+	}
+	root := deref(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		p.errAt(root, "", "want a mapping with keys %s, got %s", strings.Join(topKeys, ", "), kindName(root))
+		return l
+	}
+	for _, e := range p.entries(root, "") {
+		switch e.key {
+		case "version":
+			v := deref(e.value)
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Value != "1" {
+				p.errAt(v, "version", "unsupported config version %s (want 1)", scalarText(v))
+			}
+		case "policy":
+			p.policy(e.value, l)
+		case "pool":
+			p.scope(e.value, "pool", poolKeys, &l.pool, nil, "")
+		case "servers":
+			p.servers(e.value, l)
+		default:
+			p.unknownKey(e, "", topKeys)
+		}
+	}
+	return l
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (p *fileParser) yamlError(err error) {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		p.c.add(p.file, line, "", "invalid YAML: %s", m[2])
+		return
+	}
+	p.c.add(p.file, 0, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+func scalarText(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		if n.ShortTag() == "!!str" {
+			return strconv.Quote(n.Value)
+		}
+		return n.Value
+	}
+	return kindName(n)
+}
+
+func (p *fileParser) unknownKey(e keyValue, path string, valid []string) {
+	msg := fmt.Sprintf("unknown key %q", e.key)
+	if near := nearest(e.key, valid); near != "" {
+		msg += fmt.Sprintf(", did you mean %q?", near)
+	}
+	sorted := slices.Clone(valid)
+	slices.Sort(sorted)
+	msg += " (valid keys: " + strings.Join(sorted, ", ") + ")"
+	p.errAt(e.kNode, join(path, e.key), "%s", msg)
+}
+
+// mapping checks that n is a mapping (or null, which is empty) and returns
+// its entries.
+func (p *fileParser) mapping(n *yaml.Node, path, what string) []keyValue {
+	if isNull(n) {
+		return nil
+	}
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		p.errAt(n, path, "want %s, got %s", what, kindName(n))
+		return nil
+	}
+	return p.entries(n, path)
+}
+
+func (p *fileParser) policy(n *yaml.Node, l *layer) {
+	for _, e := range p.mapping(n, "policy", "a mapping") {
+		path := join("policy", e.key)
+		switch e.key {
+		case "write":
+			l.write = p.writeMode(e.value, path)
+		case "confirmDestructive":
+			l.confirmDestructive = p.boolean(e.value, path)
+		case "unknownArgs":
+			l.unknownArgs = p.uaMode(e.value, path)
+		case "exemptArgs":
+			for _, s := range p.strings(e.value, path, "argument names") {
+				l.exemptArgs = append(l.exemptArgs, s.Value)
+			}
+		case "overrides":
+			for i, s := range p.strings(e.value, path, "Rego files or folders") {
+				target := s.Value
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(filepath.Dir(p.file), target)
+				}
+				l.overrides = append(l.overrides, overrideRef{path: target, at: p.at(s, index(path, i))})
+			}
+		default:
+			p.unknownKey(e, "policy", policyKeys)
+		}
+	}
+}
+
+func (p *fileParser) servers(n *yaml.Node, l *layer) {
+	for _, e := range p.mapping(n, "servers", "a mapping of server names") {
+		if e.key == "" {
+			p.errAt(e.kNode, "servers", "empty server name")
+			continue
+		}
+		s := l.server(e.key)
+		p.scope(e.value, join("servers", e.key), serverKeys, &s.scope, s, e.key)
+	}
+}
+
+// scope reads the pool (srv nil) or one server.
+func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, srv *serverLayer, server string) {
+	for _, e := range p.mapping(n, path, "a mapping") {
+		kp := join(path, e.key)
+		if !slices.Contains(keys, e.key) {
+			p.unknownKey(e, path, keys)
+			continue
+		}
+		switch e.key {
+		case "writePolicy":
+			srv.writePolicy = p.writeMode(e.value, kp)
+		case "unknownArgs":
+			srv.unknownArgs = p.uaMode(e.value, kp)
+		case "exemptArgs":
+			for _, s := range p.strings(e.value, kp, "argument names") {
+				sc.exemptArgs = append(sc.exemptArgs, s.Value)
+			}
+		case "hiddenTools":
+			sc.hidden = append(sc.hidden, p.patterns(e.value, kp)...)
+		case "writeTools":
+			sc.writeTools = append(sc.writeTools, p.patterns(e.value, kp)...)
+		case "argumentRules":
+			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
+		case "unknownArgsTools":
+			sc.ua = append(sc.ua, p.uaTools(e.value, kp)...)
+		}
+	}
+}
+
+func (p *fileParser) writeMode(n *yaml.Node, path string) *setting {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode {
+		p.errAt(n, path, "want a mode (ask, allow or deny), got %s", kindName(n))
+		return nil
+	}
+	v, ok := normalizeWrite(n.Value)
+	if !ok {
+		p.errAt(n, path, "%s", badWrite(n.Value))
+		return nil
+	}
+	return &setting{value: v, at: p.at(n, path)}
+}
+
+func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode {
+		p.errAt(n, path, "want a mode (warn, reject or off), got %s", kindName(n))
+		return nil
+	}
+	v, ok := normalizeUA(n.Value)
+	if !ok {
+		p.errAt(n, path, "%s", badUA(n.Value))
+		return nil
+	}
+	return &setting{value: v, at: p.at(n, path)}
+}
+
+func (p *fileParser) boolean(n *yaml.Node, path string) *setting {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		p.errAt(n, path, "want true or false, got %s", kindName(n))
+		return nil
+	}
+	return &setting{value: strconv.FormatBool(strings.EqualFold(n.Value, "true")), at: p.at(n, path)}
+}
+
+func normalizeWrite(s string) (string, bool) {
+	switch s {
+	case "ask", "allow", "deny":
+		return s, true
+	}
+	return "", false
+}
+
+func badWrite(s string) string {
+	return fmt.Sprintf("unknown mode %q (want ask, allow or deny)", s)
+}
+
+// normalizeUA maps an unknown-arguments mode to warn, reject or off; off
+// is also spelled 0, false or no (YAML booleans false and no included).
+func normalizeUA(s string) (string, bool) {
+	switch s {
+	case "warn", "reject", "off":
+		return s, true
+	case "0":
+		return "off", true
+	}
+	switch strings.ToLower(s) {
+	case "false", "no", "off":
+		return "off", true
+	}
+	return "", false
+}
+
+func badUA(s string) string {
+	return fmt.Sprintf("unknown mode %q (want warn, reject or off; off is also spelled 0, false or no)", s)
+}
+
+// strings reads a list of non-empty strings; null is the empty list.
+func (p *fileParser) strings(n *yaml.Node, path, what string) []*yaml.Node {
+	if isNull(n) {
+		return nil
+	}
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode {
+		p.errAt(n, path, "want a list of %s, got %s", what, kindName(n))
+		return nil
+	}
+	var out []*yaml.Node
+	for i, c := range n.Content {
+		c = deref(c)
+		switch {
+		case c.Kind != yaml.ScalarNode || c.ShortTag() != "!!str":
+			p.errAt(c, index(path, i), "want a string, got %s", kindName(c))
+		case c.Value == "":
+			p.errAt(c, index(path, i), "empty string")
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (p *fileParser) patterns(n *yaml.Node, path string) []patRef {
+	if isNull(n) {
+		return nil
+	}
+	if d := deref(n); d.Kind != yaml.SequenceNode {
+		p.errAt(d, path, "want a list of tool patterns, got %s", kindName(d))
+		return nil
+	}
+	var out []patRef
+	for i, c := range deref(n).Content {
+		c = deref(c)
+		ip := index(path, i)
+		if c.Kind != yaml.ScalarNode || c.ShortTag() != "!!str" {
+			p.errAt(c, ip, "want a tool pattern (a string), got %s", kindName(c))
+			continue
+		}
+		pat, err := ParsePattern(c.Value)
+		if err != nil {
+			p.errAt(c, ip, "%v", err)
+			continue
+		}
+		out = append(out, patRef{pat: pat, at: p.at(c, ip)})
+	}
+	return out
+}
+
+func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
+	if isNull(n) {
+		return nil
+	}
+	if d := deref(n); d.Kind != yaml.SequenceNode {
+		p.errAt(d, path, "want a list of {tools, mode} entries, got %s", kindName(d))
+		return nil
+	}
+	var out []uaRef
+	for i, c := range deref(n).Content {
+		ip := index(path, i)
+		c = deref(c)
+		if c.Kind != yaml.MappingNode {
+			p.errAt(c, ip, "want a mapping with keys tools and mode, got %s", kindName(c))
+			continue
+		}
+		var pats []patRef
+		var mode *setting
+		hasTools := false
+		for _, e := range p.entries(c, ip) {
+			switch e.key {
+			case "tools":
+				hasTools = true
+				pats = p.patterns(e.value, join(ip, "tools"))
+			case "mode":
+				mode = p.uaMode(e.value, join(ip, "mode"))
+				if mode == nil {
+					mode = &setting{} // reported already
+				}
+			default:
+				p.unknownKey(e, ip, uaKeys)
+			}
+		}
+		if !hasTools || (len(pats) == 0 && len(deref(c).Content) > 0 && !p.hasBadChild(c, "tools")) {
+			p.errAt(c, ip, "entry has no tools (want a list of tool patterns)")
+		}
+		if mode == nil {
+			p.errAt(c, ip, "entry has no mode (want warn, reject or off)")
+			continue
+		}
+		if mode.value == "" {
+			continue
+		}
+		for _, pr := range pats {
+			out = append(out, uaRef{pat: pr.pat, mode: mode.value, at: pr.at})
+		}
+	}
+	return out
+}
+
+// hasBadChild reports whether key's value is a non-empty list, so that an
+// error inside it is not reported again as "no tools".
+func (p *fileParser) hasBadChild(m *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if deref(m.Content[i]).Value == key {
+			v := deref(m.Content[i+1])
+			return v.Kind != yaml.SequenceNode || len(v.Content) > 0
+		}
+	}
+	return false
+}

@@ -1,0 +1,260 @@
+package bundle
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SchemaCompiler compiles one argument-rule schema (JSON-compatible Go
+// values, numbers as json.Number) into the Rego module of package
+// mcpx.rules.<pkgName> (ADR 0001). The real one is schemarego.Compile.
+type SchemaCompiler func(schema any, pkgName string) (module string, err error)
+
+// LoadOptions says where the configuration comes from.
+type LoadOptions struct {
+	// Paths are the main config files (--config), in layer order. The
+	// conf.d/*.yaml files in the folder of the first one are layered
+	// after them, in lexical order.
+	Paths []string
+	// Env holds "NAME=value" pairs; only MCPX_POLICY_* names are read.
+	// Nil means os.Environ(); an empty non-nil slice means no environment.
+	Env []string
+	// Set holds flag-level overrides, the highest layer, by config path:
+	// policy.write, policy.confirmDestructive, policy.unknownArgs,
+	// servers.<name>.writePolicy, servers.<name>.unknownArgs.
+	Set map[string]string
+	// Catalog is an optional tool catalog file (see LoadCatalog). With it,
+	// Load adds CheckCatalog's warnings to Compiled.Warnings.
+	Catalog string
+	// SchemaCompiler compiles argument-rule schemas. Nil makes every
+	// argument rule a load error.
+	SchemaCompiler SchemaCompiler
+}
+
+// EnvPrefix starts every environment variable the configuration reads.
+const EnvPrefix = "MCPX_POLICY_"
+
+// Load reads, layers, validates and compiles the configuration:
+// defaults < each of opts.Paths in order < conf.d/*.yaml beside the first
+// path (lexical order) < MCPX_POLICY_* environment < opts.Set. Modes are
+// replaced by later layers; patterns, rules, exemptArgs, unknownArgsTools
+// and overrides add up. Every problem found is returned at once as
+// ConfigErrors (each a *ConfigError with file and line); on error the
+// *Compiled is nil. Load is safe for concurrent use.
+func Load(opts LoadOptions) (*Compiled, error) {
+	c := &collector{}
+	var layers []*layer
+	for _, p := range opts.Paths {
+		layers = append(layers, parseFile(p, c))
+	}
+	if len(opts.Paths) > 0 {
+		for _, p := range confD(opts.Paths[0], c) {
+			layers = append(layers, parseFile(p, c))
+		}
+	}
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	layers = append(layers, envLayer(env, layers, c), setLayer(opts.Set, c))
+
+	var cat *Catalog
+	if opts.Catalog != "" {
+		var err error
+		cat, err = LoadCatalog(opts.Catalog)
+		if err != nil {
+			if ces, ok := err.(ConfigErrors); ok {
+				c.errs = append(c.errs, ces...)
+			} else {
+				c.add(opts.Catalog, 0, "", "%v", err)
+			}
+		}
+	}
+	compiled := compile(layers, opts.SchemaCompiler, c)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if cat != nil {
+		compiled.Catalog = cat
+		compiled.Warnings = append(compiled.Warnings, CheckCatalog(compiled, cat)...)
+	}
+	return compiled, nil
+}
+
+// confD lists conf.d/*.yaml beside the first main file, in lexical order.
+// A missing folder is no layer.
+func confD(first string, c *collector) []string {
+	dir := filepath.Join(filepath.Dir(first), "conf.d")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			c.add(dir, 0, "", "cannot read conf.d folder: %v", unwrapPathError(err))
+		}
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		out = append(out, filepath.Join(dir, e.Name()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// envLayer reads the MCPX_POLICY_* scalars. Variables of other parts of
+// the program (MCPX_POLICY_STATE_DIR and the like) are left alone; a
+// MCPX_POLICY_POLICY_* or MCPX_POLICY_SERVERS_* name this package does not
+// know is an error, so a typo never goes unnoticed.
+func envLayer(env []string, files []*layer, c *collector) *layer {
+	l := &layer{source: "env"}
+	var names []string
+	vals := map[string]string{}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvPrefix) {
+			continue
+		}
+		if _, dup := vals[k]; !dup {
+			names = append(names, k)
+		}
+		vals[k] = v
+	}
+	sort.Strings(names)
+	servers := map[string][]string{} // env form of a configured server name -> names
+	for _, f := range files {
+		for _, s := range f.servers {
+			k := envName(s.name)
+			if !containsStr(servers[k], s.name) {
+				servers[k] = append(servers[k], s.name)
+			}
+		}
+	}
+	for _, k := range names {
+		src := "env $" + k
+		rest := strings.TrimPrefix(k, EnvPrefix)
+		v := vals[k]
+		switch {
+		case rest == "POLICY_WRITE":
+			l.write = scalarSetting(c, src, "policy.write", "write", v)
+		case rest == "POLICY_CONFIRMDESTRUCTIVE":
+			l.confirmDestructive = scalarSetting(c, src, "policy.confirmDestructive", "bool", v)
+		case rest == "POLICY_UNKNOWNARGS":
+			l.unknownArgs = scalarSetting(c, src, "policy.unknownArgs", "ua", v)
+		case strings.HasPrefix(rest, "POLICY_"):
+			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY or _UNKNOWNARGS)")
+		case strings.HasPrefix(rest, "SERVERS_"):
+			body := strings.TrimPrefix(rest, "SERVERS_")
+			var key, kind string
+			switch {
+			case strings.HasSuffix(body, "_WRITEPOLICY"):
+				body, key, kind = strings.TrimSuffix(body, "_WRITEPOLICY"), "writePolicy", "write"
+			case strings.HasSuffix(body, "_UNKNOWNARGS"):
+				body, key, kind = strings.TrimSuffix(body, "_UNKNOWNARGS"), "unknownArgs", "ua"
+			default:
+				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY or _UNKNOWNARGS)")
+				continue
+			}
+			match := servers[body]
+			if len(match) != 1 {
+				if len(match) == 0 {
+					c.add(src, 0, "", "no configured server is named %s (the name is upper-cased, other characters than letters and digits become _)", strings.ToLower(body))
+				} else {
+					c.add(src, 0, "", "ambiguous: servers %s all match", strings.Join(match, ", "))
+				}
+				continue
+			}
+			s := l.server(match[0])
+			set := scalarSetting(c, src, "servers."+match[0]+"."+key, kind, v)
+			if key == "writePolicy" {
+				s.writePolicy = set
+			} else {
+				s.unknownArgs = set
+			}
+		}
+	}
+	return l
+}
+
+// envName is a server name as it appears in an environment variable name.
+func envName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func containsStr(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// setLayer reads LoadOptions.Set.
+func setLayer(set map[string]string, c *collector) *layer {
+	l := &layer{source: "flags"}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := set[k]
+		switch {
+		case strings.EqualFold(k, "policy.write"):
+			l.write = scalarSetting(c, "flags", "policy.write", "write", v)
+		case strings.EqualFold(k, "policy.confirmDestructive"):
+			l.confirmDestructive = scalarSetting(c, "flags", "policy.confirmDestructive", "bool", v)
+		case strings.EqualFold(k, "policy.unknownArgs"):
+			l.unknownArgs = scalarSetting(c, "flags", "policy.unknownArgs", "ua", v)
+		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".writepolicy") && len(k) > len("servers..writePolicy"):
+			name := k[len("servers.") : len(k)-len(".writePolicy")]
+			l.server(name).writePolicy = scalarSetting(c, "flags", "servers."+name+".writePolicy", "write", v)
+		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".unknownargs") && len(k) > len("servers..unknownArgs"):
+			name := k[len("servers.") : len(k)-len(".unknownArgs")]
+			l.server(name).unknownArgs = scalarSetting(c, "flags", "servers."+name+".unknownArgs", "ua", v)
+		default:
+			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, servers.<name>.writePolicy and servers.<name>.unknownArgs)")
+		}
+	}
+	return l
+}
+
+// scalarSetting checks one string-valued setting from the environment or
+// the flags.
+func scalarSetting(c *collector, src, path, kind, v string) *setting {
+	at := origin{file: src, path: path}
+	switch kind {
+	case "write":
+		if n, ok := normalizeWrite(v); ok {
+			return &setting{value: n, at: at}
+		}
+		c.add(src, 0, path, "%s", badWrite(v))
+	case "ua":
+		if n, ok := normalizeUA(v); ok {
+			return &setting{value: n, at: at}
+		}
+		c.add(src, 0, path, "%s", badUA(v))
+	case "bool":
+		if b, err := strconv.ParseBool(v); err == nil {
+			return &setting{value: strconv.FormatBool(b), at: at}
+		}
+		c.add(src, 0, path, "want true or false, got %q", v)
+	default:
+		panic(fmt.Sprintf("bundle: unknown setting kind %q", kind))
+	}
+	return nil
+}

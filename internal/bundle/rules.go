@@ -1,0 +1,137 @@
+package bundle
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// rules reads a list of argument rules.
+func (p *fileParser) rules(n *yaml.Node, path, server string) []*ruleDef {
+	if isNull(n) {
+		return nil
+	}
+	if d := deref(n); d.Kind != yaml.SequenceNode {
+		p.errAt(d, path, "want a list of argument rules, got %s", kindName(d))
+		return nil
+	}
+	var out []*ruleDef
+	for i, c := range deref(n).Content {
+		if r := p.rule(c, index(path, i), server); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		p.errAt(n, path, "want an argument rule (a mapping with id, tools and schema), got %s", kindName(n))
+		return nil
+	}
+	before := len(p.c.errs)
+	r := &ruleDef{server: server, at: p.at(n, path), argument: []string{}}
+	var toolsNode, schemaNode *yaml.Node
+	for _, e := range p.entries(n, path) {
+		kp := join(path, e.key)
+		v := deref(e.value)
+		switch e.key {
+		case "id":
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
+				p.errAt(v, kp, "want a rule id (a non-empty string), got %s", kindName(v))
+				continue
+			}
+			r.id = v.Value
+		case "description":
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+				p.errAt(v, kp, "want a string, got %s", kindName(v))
+				continue
+			}
+			r.description = v.Value
+		case "tools":
+			toolsNode = v
+			r.tools = p.patterns(v, kp)
+		case "argument":
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+				p.errAt(v, kp, "want an argument name or a JSON Pointer such as /options/force, got %s", kindName(v))
+				continue
+			}
+			arg, err := parseArgument(v.Value)
+			if err != nil {
+				p.errAt(v, kp, "%v", err)
+				continue
+			}
+			r.argument = arg
+		case "required":
+			if s := p.boolean(v, kp); s != nil {
+				r.required = s.value == "true"
+			}
+		case "schema":
+			schemaNode = e.kNode
+			r.schemaAt = p.at(e.kNode, kp)
+			s, bad, err := toJSON(v)
+			if err != nil {
+				p.errAt(bad, kp, "%v", err)
+				continue
+			}
+			switch s.(type) {
+			case map[string]any, bool:
+				r.schema = s
+			default:
+				p.errAt(v, kp, "want a JSON Schema (a mapping or a boolean), got %s", kindName(v))
+			}
+		default:
+			p.unknownKey(e, path, ruleKeys)
+		}
+	}
+	name := "argument rule"
+	if r.id != "" {
+		name = fmt.Sprintf("argument rule %q", r.id)
+	}
+	if r.id == "" && !hasKey(n, "id") {
+		p.errAt(n, path, "argument rule has no id (every rule needs a unique id)")
+	}
+	if toolsNode == nil || (toolsNode.Kind == yaml.SequenceNode && len(toolsNode.Content) == 0) || isNull(toolsNode) {
+		p.errAt(n, path, "%s has no tools (want a list of tool patterns)", name)
+	}
+	if schemaNode == nil {
+		p.errAt(n, path, "%s has no schema", name)
+	}
+	if len(p.c.errs) > before {
+		return nil
+	}
+	return r
+}
+
+func hasKey(m *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if deref(m.Content[i]).Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// parseArgument turns a rule's argument into a key path: a plain name is
+// one key; a JSON Pointer (RFC 6901) starts with / and unescapes ~1 to /
+// and ~0 to ~.
+func parseArgument(s string) ([]string, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty argument (want a name or a JSON Pointer such as /options/force)")
+	}
+	if !strings.HasPrefix(s, "/") {
+		return []string{s}, nil
+	}
+	parts := strings.Split(s[1:], "/")
+	for i, part := range parts {
+		for j := 0; j < len(part); j++ {
+			if part[j] == '~' && (j+1 >= len(part) || (part[j+1] != '0' && part[j+1] != '1')) {
+				return nil, fmt.Errorf("bad JSON Pointer %q: ~ must be followed by 0 or 1 (~0 is ~, ~1 is /)", s)
+			}
+		}
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
