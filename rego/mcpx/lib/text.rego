@@ -69,9 +69,10 @@ list(names, n) := sprintf("%s and %d more", [
 	count(names) - n,
 ]) if count(names) > n
 
-# nearest returns the candidate most like key (Dice coefficient over
-# character bigrams of the lowercased, space-padded names), or "" when none
-# is at least half alike.
+# nearest returns the candidate most like key, or "" when none is at least
+# half alike. Likeness is the Dice coefficient over character bigrams of the
+# lowercased, space-padded names, raised to 0.9 for an anagram (a swapped
+# pair of letters, "tial" for "tail"). Ties go to the first in order.
 nearest(key, candidates) := best if {
 	scored := [[0 - _likeness(key, c), c] | some c in candidates; _likeness(key, c) >= 0.5]
 	count(scored) > 0
@@ -82,7 +83,13 @@ nearest(key, candidates) := "" if {
 	count([c | some c in candidates; _likeness(key, c) >= 0.5]) == 0
 }
 
-_likeness(a, b) := (2 * count(_bigrams(a) & _bigrams(b))) / (count(_bigrams(a)) + count(_bigrams(b)))
+_likeness(a, b) := max([_dice(a, b), _anagram(a, b)])
+
+_dice(a, b) := (2 * count(_bigrams(a) & _bigrams(b))) / (count(_bigrams(a)) + count(_bigrams(b)))
+
+_anagram(a, b) := 0.9 if sort(split(lower(a), "")) == sort(split(lower(b), ""))
+
+_anagram(a, b) := 0 if sort(split(lower(a), "")) != sort(split(lower(b), ""))
 
 _bigrams(s) := {substring(p, i, 2) | p := sprintf(" %s ", [lower(s)]); some i in numbers.range(0, count(p) - 2)}
 

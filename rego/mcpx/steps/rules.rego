@@ -115,9 +115,9 @@ _silent_value(c) if c in {"required", "additionalProperties", "minProperties", "
 
 _constraint(v) := sprintf("%s%s", [_base(v), _detail(v)])
 
-_detail(v) := sprintf(" (%s)", [v.detail]) if is_string(v.detail)
+_detail(v) := sprintf(" (%s)", [v.detail]) if is_string(object.get(v, "detail", null))
 
-_detail(v) := "" if not is_string(v.detail)
+_detail(v) := "" if not is_string(object.get(v, "detail", null))
 
 _templates := {
 	"type": "is not of type %s",

@@ -1,0 +1,42 @@
+package mcpx.lib.req_test
+
+import data.mcpx.lib.req
+
+_ok := {"server": "fs", "tool": {"name": "t"}, "args": {}}
+
+_cases := [
+	{"input": _ok, "problems": set()},
+	{"input": {"tool": {"name": "t"}}, "problems": {"server must be a non-empty string"}},
+	{"input": {"server": "", "tool": {"name": "t"}}, "problems": {"server must be a non-empty string"}},
+	{"input": {"server": "fs", "tool": "t"}, "problems": {"tool must be an object (an MCP Tool with name, annotations, inputSchema)"}},
+	{"input": {"server": "fs", "tool": {}}, "problems": {"tool.name must be a non-empty string"}},
+	{"input": object.union(_ok, {"args": []}), "problems": {"args must be an object"}},
+	{"input": object.union(_ok, {"args": null}), "problems": {"args must be an object"}},
+	{"input": object.union(_ok, {"mode": "yolo"}), "problems": {`mode "yolo" is not a write mode (want ask, allow or deny)`}},
+	{"input": object.union(_ok, {"ledger": []}), "problems": {"ledger must be an object"}},
+	{"input": object.union(_ok, {"ledger": {"entries": {}}}), "problems": {"ledger.entries must be an array of objects"}},
+	{"input": object.union(_ok, {"ledger": {"entries": [1]}}), "problems": {"ledger.entries must be an array of objects"}},
+	{"input": object.union(_ok, {"principal": "root"}), "problems": {"principal must be an object"}},
+	{"input": object.union(_ok, {"surface": 1}), "problems": {"surface must be a string"}},
+	{"input": {"server": "fs", "tool": {"name": "t", "annotations": []}}, "problems": {"tool.annotations must be an object"}},
+	{"input": {"server": "fs", "tool": {"name": "t", "inputSchema": true}}, "problems": {"tool.inputSchema must be an object"}},
+	{"input": {"server": "fs", "tool": {"name": "t", "annotations": {"destructiveHint": 0}}}, "problems": {"tool.annotations.destructiveHint must be a boolean"}},
+	{"input": [], "problems": {"input must be an object", "server must be a non-empty string", "tool must be an object (an MCP Tool with name, annotations, inputSchema)"}},
+]
+
+test_problems if {
+	every c in _cases {
+		got := req.problems with input as c.input
+		print(c.input, got)
+		got == c.problems
+	}
+}
+
+test_defaults if {
+	req.args == {} with input as {"server": "fs", "tool": {"name": "t"}}
+	req.read_only == false with input as {"server": "fs", "tool": {"name": "t"}}
+	req.destructive == true with input as {"server": "fs", "tool": {"name": "t"}}
+	req.destructive == false with input as {"server": "fs", "tool": {"name": "t", "annotations": {"destructiveHint": false}}}
+	req.has_schema == false with input as {"server": "fs", "tool": {"name": "t"}}
+	req.ledger_error == null with input as {"server": "fs", "tool": {"name": "t"}}
+}

@@ -1,0 +1,86 @@
+package mcpx.steps.rules_test
+
+import data.mcpx.steps.rules
+import data.mcpx.testdata
+
+_deny(server, tool, args) := d if {
+	d := rules.deny with input as testdata.call(server, tool, args) with data.mcpx.config as testdata.config
+}
+
+test_matching_is_by_exact_name_and_regex if {
+	m1 := rules.matched with input as testdata.call("fs", {"name": "write_file"}, {}) with data.mcpx.config as testdata.config
+	m1 == {"fs-writes-in-workspace"}
+	m2 := rules.matched with input as testdata.call("fs", {"name": "move_file"}, {}) with data.mcpx.config as testdata.config
+	m2 == {"fs-writes-in-workspace"}
+	m3 := rules.matched with input as testdata.call("fs", {"name": "read_file"}, {}) with data.mcpx.config as testdata.config
+	m3 == set()
+	m4 := rules.matched with input as testdata.call("git", {"name": "write_file"}, {}) with data.mcpx.config as testdata.config
+	m4 == set()
+}
+
+test_violation_document if {
+	_deny("fs", testdata.write_file, {"path": "/etc/passwd", "content": "x"}) == {{
+		"code": "ArgumentRuleViolation",
+		"message": `fs.write_file: /path "/etc/passwd" does not match ^/workspace/ (rule fs-writes-in-workspace, mcpx-policy.yaml:14)`,
+		"violations": [{
+			"path": "/path", "value": "/etc/passwd", "constraint": "pattern", "expected": "^/workspace/",
+			"rule": {"id": "fs-writes-in-workspace", "origin": "mcpx-policy.yaml:14", "description": "writes stay in the workspace"},
+		}],
+	}}
+}
+
+test_accepted_arguments_pass if {
+	count(_deny("fs", testdata.write_file, {"path": "/workspace/a"})) == 0
+}
+
+test_per_argument_rule_targets_the_argument if {
+	t := rules.targets with input as testdata.call("git", testdata.git_push, {"force": true, "branch": "x"})
+		with data.mcpx.config as testdata.config
+	t == {"test_const_false": {"no-force-push": {"value": true, "path": "/force"}}}
+	[v.path | some r in _deny("git", testdata.git_push, {"force": true}); some v in r.violations] == ["/force"]
+}
+
+test_absent_argument_passes_unless_required if {
+	count(_deny("git", testdata.git_push, {})) == 0
+	cfg := json.patch(testdata.config, [{"op": "replace", "path": "/rules/no-force-push/required", "value": true}])
+	d := rules.deny with input as testdata.call("git", testdata.git_push, {}) with data.mcpx.config as cfg
+	[r.message | some r in d] == ["git.git_push: /force is missing (rule no-force-push, mcpx-policy.yaml:22)"]
+}
+
+test_false_and_null_arguments_are_present if {
+	count(_deny("git", testdata.git_push, {"force": false})) == 0
+	count(_deny("git", testdata.git_push, {"force": null})) == 1
+}
+
+test_secret_values_are_redacted_in_violations_and_messages if {
+	d := _deny("git", testdata.git_push, {"force": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"})
+	some r in d
+	not contains(r.message, "ghp_")
+	r.violations[0].value == "[redacted]"
+}
+
+_phrase_cases := [
+	{"v": {"path": "/n", "value": 5, "constraint": "maximum", "expected": 3}, "want": "/n 5 is greater than 3"},
+	{"v": {"path": "", "value": {}, "constraint": "required", "expected": ["a"]}, "want": `arguments lacks required properties ["a"]`},
+	{"v": {"path": "/x", "value": 1, "constraint": "additionalProperties", "expected": false}, "want": "/x is not allowed"},
+	{"v": {"path": "/t", "value": [1, 1], "constraint": "uniqueItems", "expected": true}, "want": "/t [1,1] has duplicate items"},
+	{"v": {"path": "/m", "value": "x", "constraint": "anyOf", "expected": 2, "detail": "branch 0: type; branch 1: enum"}, "want": `/m "x" matches none of the anyOf schemas (branch 0: type; branch 1: enum)`},
+	{"v": {"path": "/m", "value": "x", "constraint": "frobnicate", "expected": 2}, "want": `/m "x" fails frobnicate 2`},
+	{"v": {"path": "/m", "value": "x", "constraint": "enum", "expected": ["a", "b"]}, "want": `/m "x" is not one of ["a","b"]`},
+]
+
+test_phrases if {
+	every c in _phrase_cases {
+		got := rules._phrase(c.v)
+		print(got)
+		got == c.want
+	}
+}
+
+test_malformed_generated_violation_still_denies if {
+	d := data.mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": true})
+		with data.mcpx.config as testdata.config
+		with data.mcpx.rules.test_const_false.violations as {"no-force-push": ["not an object"]}
+	d.outcome == "deny"
+	d.step == "argument_rules"
+}
