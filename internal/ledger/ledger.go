@@ -69,6 +69,7 @@ type Ledger struct {
 
 	mu      sync.Mutex
 	queue   []*op
+	pending int // submitted, not yet committed
 	writing bool
 	// retry holds changes whose commit failed: they are applied again with
 	// the next commit. Unknowns among them are reported by Entries meanwhile.

@@ -36,6 +36,7 @@ func (l *Ledger) submit(apply func(st *fileState, now time.Time, recovered int) 
 	o := &op{apply: apply, done: make(chan error, 1)}
 	l.mu.Lock()
 	l.queue = append(l.queue, o)
+	l.pending++
 	if !l.writing {
 		l.writing = true
 		go l.writeLoop()
@@ -82,6 +83,9 @@ func (l *Ledger) writeLoop() {
 			}
 			l.mu.Unlock()
 		}
+		l.mu.Lock()
+		l.pending -= len(batch)
+		l.mu.Unlock()
 		for _, o := range batch {
 			if err != nil {
 				o.done <- err

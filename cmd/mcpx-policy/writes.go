@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+)
+
+const writesUsage = `usage: mcpx-policy writes [--state-dir D] [--format text|json]
+       mcpx-policy writes clear SERVER [--id ID] [--reason TEXT] [--state-dir D]
+
+Lists the writes whose outcome is unknown: the request went out and no
+definite answer came back. While a server has one, further writes to it are
+denied. Check on the server's side whether each write happened, then clear.
+
+  mcpx-policy writes
+  mcpx-policy writes --format json
+  mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason "file present, write happened"
+  mcpx-policy writes clear fs --reason "checked all three by hand"
+
+The state dir defaults to $MCPX_POLICY_STATE_DIR, else
+$XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+`
+
+// runWrites runs `mcpx-policy writes …` (args exclude "writes") and returns
+// the exit code: 0 success, 1 error (usage, unreadable ledger, no such
+// entry).
+func runWrites(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "clear" {
+		return runWritesClear(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("mcpx-policy writes", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
+	format := fs.String("format", "text", "output format: text or json")
+	if err := fs.Parse(args); err != nil {
+		return writesUsageErr(stdout, stderr, err)
+	}
+	if fs.NArg() > 0 {
+		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *format != "text" && *format != "json" {
+		return writesUsageErr(stdout, stderr, fmt.Errorf("unknown format %q (want text or json)", *format))
+	}
+	l, err := ledger.Open(*stateDir)
+	if err != nil {
+		return writesFail(stderr, err, "")
+	}
+	st, err := l.List()
+	if err != nil {
+		return writesLedgerFail(stderr, l, err)
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return writesFail(stderr, err, "")
+		}
+		return 0
+	}
+	extra := ""
+	if *stateDir != "" {
+		extra = " --state-dir " + writesQuote(*stateDir)
+	}
+	if len(st.Entries) == 0 {
+		fmt.Fprintln(stdout, "no unknown-outcome writes")
+	}
+	for _, e := range st.Entries {
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, ledger.ClearCommand(e.Server, e.ID), extra)
+	}
+	if n := len(st.InFlight); n > 0 {
+		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
+	}
+	return 0
+}
+
+func runWritesClear(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy writes clear", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
+	id := fs.String("id", "", "clear only the entry with this id")
+	reason := fs.String("reason", "", "why the entries are cleared (kept with them)")
+	// Flags may come before or after SERVER.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return writesUsageErr(stdout, stderr, err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		if len(pos) == 0 {
+			return writesUsageErr(stdout, stderr, errors.New("writes clear needs a SERVER"))
+		}
+		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
+	}
+	server := pos[0]
+	l, err := ledger.Open(*stateDir)
+	if err != nil {
+		return writesFail(stderr, err, "")
+	}
+	cleared, err := l.Clear(server, *id, *reason)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return writesFail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
+			"list them with: mcpx-policy writes")
+	}
+	if err != nil {
+		return writesLedgerFail(stderr, l, err)
+	}
+	if len(cleared) == 0 {
+		fmt.Fprintf(stdout, "server %s has no unknown-outcome writes; nothing cleared\n", server)
+		return 0
+	}
+	for _, e := range cleared {
+		fmt.Fprintf(stdout, "cleared %s\t%s\t%s\tid=%s\n", e.Server, e.Tool, e.Time, e.ID)
+	}
+	fmt.Fprintf(stdout, "%d write(s) cleared; writes to %s are no longer blocked by the ledger\n", len(cleared), server)
+	return 0
+}
+
+func writesLedgerFail(stderr io.Writer, l *ledger.Ledger, err error) int {
+	if errors.Is(err, ledger.ErrUnreadable) {
+		hint := "the file was left untouched and writes stay blocked: inspect it, then restore it from a backup or move it aside (see docs/ledger.md)"
+		if errors.Is(err, ledger.ErrNewerVersion) {
+			hint = "a newer mcpx-policy wrote this file: use that version, the file was left untouched"
+		}
+		return writesFail(stderr, err, hint)
+	}
+	return writesFail(stderr, err, "state dir: "+l.Dir())
+}
+
+func writesUsageErr(stdout, stderr io.Writer, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, writesUsage)
+		return 0
+	}
+	return writesFail(stderr, err, "run 'mcpx-policy writes --help' for usage")
+}
+
+func writesFail(stderr io.Writer, err error, hint string) int {
+	fmt.Fprintf(stderr, "mcpx-policy: error: %s\n", strings.TrimSuffix(err.Error(), "."))
+	if hint != "" {
+		fmt.Fprintf(stderr, "mcpx-policy: hint: %s\n", hint)
+	}
+	return 1
+}
+
+func writesQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

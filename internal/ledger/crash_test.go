@@ -1,0 +1,232 @@
+package ledger_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+)
+
+// crashChild is the child role of TestCrashKill: 4 goroutines run the
+// dispatch lifecycle until the parent kills the process. Each step is
+// reported on stdout (fd 1, a pipe) with one write(2) of a short line,
+// which a pipe delivers whole:
+//
+//	SENDING <id>   Begin returned; about to write the request bytes
+//	SETTLING <id>  a definite answer came; about to Settle
+//	SETTLED <id>   Settle returned
+//	UNKNOWN <id>   Unknown returned
+//	ABORTED <id>   Abort returned; the bytes were never written
+func crashChild() {
+	l, err := ledger.Open(os.Getenv(childDir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var mu sync.Mutex
+	say := func(what, id string) {
+		mu.Lock()
+		os.Stdout.WriteString(what + " " + id + "\n")
+		mu.Unlock()
+	}
+	say("READY", strconv.Itoa(os.Getpid()))
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				d, err := l.Begin("srv", "write", map[string]any{"g": g, "i": i}, "test")
+				if err != nil {
+					fail(err)
+				}
+				r := rand.IntN(100)
+				if r < 15 {
+					if err := d.Abort(); err != nil {
+						fail(err)
+					}
+					say("ABORTED", d.ID())
+					continue
+				}
+				say("SENDING", d.ID())
+				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond) // the request and its answer
+				d.Sent()
+				if r < 85 {
+					say("SETTLING", d.ID())
+					if err := d.Settle(); err != nil {
+						fail(err)
+					}
+					say("SETTLED", d.ID())
+				} else {
+					if err := d.Unknown("timeout"); err != nil {
+						fail(err)
+					}
+					say("UNKNOWN", d.ID())
+				}
+			}
+		}()
+	}
+	select {}
+}
+
+// TestCrashKill starts a child that runs the lifecycle in a loop, kills it
+// with SIGKILL at a random moment, and checks after each kill that the file
+// parses and that every write the child reported as being sent is either
+// settled or an unknown-outcome entry. MCPX_LEDGER_CRASH_KILLS sets the
+// number of kills (default 400; 20 with -short).
+func TestCrashKill(t *testing.T) {
+	kills := 400
+	if testing.Short() {
+		kills = 20
+	}
+	if s := os.Getenv("MCPX_LEDGER_CRASH_KILLS"); s != "" {
+		kills, _ = strconv.Atoi(s)
+	}
+	root := t.TempDir()
+	var dir string
+	start := time.Now()
+	var stats struct{ sending, settled, unknown, aborted, extra, recovered, lost, unreadable int }
+	for k := range kills {
+		if k%25 == 0 { // a fresh dir now and then keeps the cleared list short
+			dir = filepath.Join(root, strconv.Itoa(k))
+		}
+		lines, err := runAndKill(t, dir)
+		if err != nil {
+			t.Fatalf("kill %d: %v", k, err)
+		}
+		// Restart: a fresh process (here, the parent) opens the ledger.
+		if b, err := os.ReadFile(filepath.Join(dir, ledger.FileName)); err == nil && !json.Valid(b) {
+			stats.unreadable++
+			t.Fatalf("kill %d: the file does not parse:\n%s", k, b)
+		}
+		l := open(t, dir)
+		n, err := l.Recover()
+		if err != nil {
+			stats.unreadable++
+			t.Fatalf("kill %d: Recover: %v", k, err)
+		}
+		stats.recovered += n
+		st, err := l.List()
+		if err != nil {
+			t.Fatalf("kill %d: List: %v", k, err)
+		}
+		if len(st.InFlight) != 0 {
+			t.Fatalf("kill %d: %d markers of the dead child left in flight", k, len(st.InFlight))
+		}
+		if temps, _ := filepath.Glob(filepath.Join(dir, "."+ledger.FileName+"*")); len(temps) != 0 {
+			t.Fatalf("kill %d: temp files left after Recover: %v", k, temps)
+		}
+		entries := map[string]bool{}
+		for _, e := range st.Entries {
+			entries[e.ID] = true
+		}
+		seen := map[string]bool{}
+		for id, steps := range lines {
+			seen[id] = true
+			switch {
+			case steps["ABORTED"]:
+				stats.aborted++
+				if entries[id] {
+					t.Errorf("kill %d: aborted write %s is an entry", k, id)
+				}
+			case steps["SETTLED"]:
+				stats.settled++
+				if entries[id] {
+					t.Errorf("kill %d: settled write %s is an entry", k, id)
+				}
+			case steps["UNKNOWN"]:
+				stats.unknown++
+				if !entries[id] {
+					stats.lost++
+					t.Errorf("kill %d: unknown write %s is not an entry", k, id)
+				}
+			case steps["SETTLING"]:
+				// Killed inside Settle: settled or an entry, both fine.
+				stats.settled++
+			case steps["SENDING"]:
+				stats.sending++
+				if !entries[id] {
+					stats.lost++
+					t.Errorf("kill %d: write %s was being sent when the child died and is not an entry: a lost write", k, id)
+				}
+			}
+		}
+		for id := range entries {
+			if !seen[id] {
+				stats.extra++ // killed after Begin, before it said SENDING: conservative
+			}
+		}
+		// The operator clears after investigating; the next round starts
+		// from an empty ledger.
+		cleared, err := l.Clear("srv", "", fmt.Sprintf("round %d", k))
+		if err != nil || len(cleared) != len(st.Entries) {
+			t.Fatalf("kill %d: Clear = %d, %v; want %d", k, len(cleared), err, len(st.Entries))
+		}
+	}
+	t.Logf("%d kills in %v: %d writes in flight at the kill became entries, %d settled, %d unknown, %d aborted, "+
+		"%d conservative entries (killed between Begin and send), %d markers recovered; lost writes %d, unreadable files %d",
+		kills, time.Since(start).Round(time.Millisecond), stats.sending, stats.settled, stats.unknown, stats.aborted,
+		stats.extra, stats.recovered, stats.lost, stats.unreadable)
+}
+
+// runAndKill runs one crash child in dir, SIGKILLs it at a random moment
+// and returns what it reported: id → steps.
+func runAndKill(t *testing.T, dir string) (map[string]map[string]bool, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=crash", childDir+"="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(out)
+	// Most kills land while the lifecycle runs; one in ten lands during
+	// start-up, before the child has even opened the ledger.
+	if rand.IntN(10) > 0 {
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "READY ") {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("child did not start: %q %v: %s", line, err, stderr.String())
+		}
+		time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
+	} else {
+		time.Sleep(time.Duration(rand.IntN(5_000)) * time.Microsecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return nil, err
+	}
+	rest, _ := io.ReadAll(r)
+	werr := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		return nil, fmt.Errorf("child ended without our SIGKILL: %v: %s", werr, stderr.String())
+	}
+	lines := map[string]map[string]bool{}
+	for _, line := range strings.Split(string(rest), "\n") {
+		what, id, ok := strings.Cut(line, " ")
+		if !ok || what == "READY" {
+			continue
+		}
+		if lines[id] == nil {
+			lines[id] = map[string]bool{}
+		}
+		lines[id][what] = true
+	}
+	return lines, nil
+}
