@@ -3,8 +3,12 @@ package bundle
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -209,13 +213,59 @@ func uniqueStrings(xs []string) []any {
 }
 
 // SchemaPackage is the name of the generated package for a schema: "s_"
-// and the first 16 hex digits of the SHA-256 of its canonical JSON.
+// and the first 16 hex digits of the SHA-256 of its RFC 8785 canonical
+// JSON (ADR 0001). RFC 8785 reads numbers as float64, so two schemas that
+// differ only in a number whose value float64 loses (an integer beyond
+// 2^53, a decimal such as 0.1000000000000000001, 1e400) would share a name; a
+// schema with such a number is named instead by the SHA-256 of "exact:"
+// and its JSON with every number as written. Equal schemas get equal
+// names either way, whatever the order of the rules.
 func SchemaPackage(schema any) (string, error) {
+	if !floatExact(schema) {
+		b, err := json.Marshal(schema)
+		if err != nil {
+			return "", err
+		}
+		return "s_" + decision.SHA256Hex(append([]byte("exact:"), b...))[:16], nil
+	}
 	b, err := decision.Canonical(schema)
 	if err != nil {
 		return "", err
 	}
 	return "s_" + decision.SHA256Hex(b)[:16], nil
+}
+
+// floatExact reports whether RFC 8785 keeps the value of every number in v.
+func floatExact(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			if !floatExact(x) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !floatExact(x) {
+				return false
+			}
+		}
+	case json.Number:
+		var exact big.Rat
+		if _, ok := exact.SetString(string(v)); !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return false
+		}
+		// RFC 8785 writes the shortest text that reads back as f; the
+		// name is exact when that text has the number's value.
+		var shortest big.Rat
+		shortest.SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		return shortest.Cmp(&exact) == 0
+	}
+	return true
 }
 
 type compiledSchema struct {

@@ -82,6 +82,8 @@ func (p *fileParser) entries(n *yaml.Node, path string) []keyValue {
 // jsonNumber matches the JSON number grammar.
 var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 
+var leadingZero = regexp.MustCompile(`^[-+]?0[0-9]+$`)
+
 // numberText turns a YAML number's text into JSON number text without
 // changing its value: the decimal digits are kept as written so that large
 // integers and decimals stay exact.
@@ -90,6 +92,9 @@ func numberText(tag, s string) (json.Number, error) {
 		return json.Number(s), nil
 	}
 	t := strings.ReplaceAll(s, "_", "")
+	if tag == "!!int" && leadingZero.MatchString(t) {
+		return "", fmt.Errorf("%s is ambiguous (octal in YAML 1.1, decimal in YAML 1.2): write it without the leading 0, or as 0o%s for octal", s, strings.TrimLeft(strings.TrimLeft(t, "+-"), "0"))
+	}
 	if tag == "!!int" {
 		var z big.Int
 		if _, ok := z.SetString(t, 0); ok {
