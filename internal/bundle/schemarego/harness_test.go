@@ -1,0 +1,81 @@
+package schemarego_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+)
+
+// rule is one compiled schema prepared for evaluation the way the rules step
+// calls it: data.mcpx.steps.rules.targets[name]["case"] = {"value": input,
+// "path": ""}, query data.mcpx.rules.<name>.violations, strict builtins.
+type rule struct {
+	name string
+	src  string
+	pq   rego.PreparedEvalQuery
+}
+
+func prepare(schema any) (*rule, error) {
+	name := schemarego.PackageName(schema)
+	src, err := schemarego.Compile(schema, name)
+	if err != nil {
+		return nil, err
+	}
+	harness := fmt.Sprintf("package mcpx.steps.rules\n\ntargets := {%q: {\"case\": {\"value\": input, \"path\": \"\"}}}\n", name)
+	pq, err := rego.New(
+		rego.Query("data.mcpx.rules."+name+".violations"),
+		rego.Module("generated.rego", src),
+		rego.Module("harness.rego", harness),
+		rego.StrictBuiltinErrors(true),
+	).PrepareForEval(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w\n%s", err, src)
+	}
+	return &rule{name: name, src: src, pq: pq}, nil
+}
+
+// violations evaluates the rule on one instance (decoded with UseNumber).
+func (r *rule) violations(instance any) ([]any, error) {
+	v, err := ast.InterfaceToValue(instance)
+	if err != nil {
+		return nil, err
+	}
+	return r.eval(v)
+}
+
+func (r *rule) eval(v ast.Value) ([]any, error) {
+	rs, err := r.pq.Eval(context.Background(), rego.EvalParsedInput(v))
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, fmt.Errorf("unexpected result set %v", rs)
+	}
+	m, ok := rs[0].Expressions[0].Value.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("violations is %T", rs[0].Expressions[0].Value)
+	}
+	vs, ok := m["case"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("violations[case] is %T", m["case"])
+	}
+	return vs, nil
+}
+
+func decodeJSON(t testing.TB, s string) any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+	return v
+}

@@ -1,0 +1,97 @@
+// Package schemarego compiles one JSON Schema (draft 2020-12) into one
+// specialized Rego v1 module, the "generated rule package" of ADR 0001.
+//
+// The schema is validated and its references resolved by
+// santhosh-tekuri/jsonschema/v6; the compiled *jsonschema.Schema is then
+// walked and every subschema becomes its own Rego function, so the module is
+// straight-line code without recursion. The module is built as OPA AST from
+// fixed templates whose user-supplied parts (property names, patterns, enum
+// values, numbers) are inserted as AST terms, never as source text, and is
+// printed with OPA's formatter.
+//
+// Anything the generated code could not decide exactly is refused with an
+// *Error instead of being evaluated approximately: see Compile.
+package schemarego
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// MaxModuleSize is the cap on the size of one generated module, in bytes of
+// formatted Rego source. A schema whose module would be larger is refused
+// (keyword "$size"); 256 KiB is about 100 times the module of a typical
+// rule and keeps policy load and bundle size bounded.
+const MaxModuleSize = 256 << 10
+
+// Error is the one error type Compile returns. Keyword is the JSON Schema
+// keyword at fault ("" when the schema as a whole is invalid and no keyword
+// can be named, "$size" for the size cap, "name" for a bad package name),
+// Pointer is a JSON Pointer into the schema document ("" is the root) and
+// Msg says what is wrong.
+type Error struct {
+	Keyword string
+	Pointer string
+	Msg     string
+}
+
+func (e *Error) Error() string {
+	kw := e.Keyword
+	if kw == "" {
+		kw = "schema"
+	}
+	ptr := e.Pointer
+	if ptr == "" {
+		ptr = "/"
+	}
+	return fmt.Sprintf("schemarego: %s at %s: %s", kw, ptr, e.Msg)
+}
+
+// PackageName returns the generated package name of schema: "s_" followed by
+// the first 16 hex digits of the SHA-256 of its RFC 8785 canonical JSON, so
+// identical schemas share one package. A value that is not JSON yields the
+// name of the JSON null document's hash prefix is never returned: such a
+// schema cannot be compiled either, and PackageName returns "".
+func PackageName(schema any) string {
+	b, err := decision.Canonical(schema)
+	if err != nil {
+		return ""
+	}
+	return "s_" + decision.SHA256Hex(b)[:16]
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Compile validates schema (decoded JSON: objects map[string]any, numbers
+// json.Number or float64) as JSON Schema 2020-12 and returns the formatted
+// source of one Rego v1 module `package mcpx.rules.<name>` whose rule
+// `violations[key]` yields, for every target in
+// data.mcpx.steps.rules.targets[name], the array of violations of the
+// target's value (empty when valid), as ADR 0001 specifies.
+//
+// A schema without "$schema" is read as 2020-12; a "$schema" naming another
+// draft is refused. Refused, each as an *Error naming the keyword: an invalid
+// schema, unevaluatedProperties, unevaluatedItems, $dynamicRef,
+// $recursiveRef, a recursive $ref, a $ref to anything outside the schema
+// document (nothing is ever fetched), a pattern that Go's regexp (RE2)
+// cannot compile, and a module larger than MaxModuleSize.
+//
+// The generated code never raises a builtin error on any JSON value under
+// StrictBuiltinErrors. Compile is safe for concurrent use.
+func Compile(schema any, name string) (string, error) {
+	if !identRE.MatchString(name) {
+		return "", &Error{Keyword: "name", Msg: fmt.Sprintf("package name %q is not a Rego identifier", name)}
+	}
+	sch, raw, err := compileSchema(schema)
+	if err != nil {
+		return "", err
+	}
+	g := newGen(raw)
+	root, err := g.schema(sch, "")
+	if err != nil {
+		return "", err
+	}
+	return g.module(name, root)
+}
