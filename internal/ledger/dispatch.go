@@ -56,6 +56,15 @@ func (l *Ledger) Begin(server, tool string, args map[string]any, surface string)
 		st.InFlight = append(st.InFlight, m)
 		return true, nil
 	})
+	if err != nil && !errors.Is(err, ErrUnreadable) {
+		// The replace may have happened even though the commit failed
+		// (say, the directory fsync): take the marker out with the next
+		// commit, or it would turn into an unknown entry at exit for a call
+		// that was never sent.
+		l.mu.Lock()
+		l.retry[d.entry.ID] = retryOp{id: d.entry.ID}
+		l.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -76,6 +77,13 @@ type Ledger struct {
 	retry map[string]retryOp
 
 	commits uint64 // successful file replacements, for tests and benchmarks
+
+	// The last file List parsed, reused while the bytes are identical, so
+	// the per-decision read costs a read and a compare, not a parse of the
+	// whole cleared history.
+	cacheMu    sync.Mutex
+	cacheBytes []byte
+	cacheState *fileState
 }
 
 // DefaultStateDir is $MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy,
@@ -137,11 +145,11 @@ type State struct {
 // whole). A missing file is an empty State; any other read problem is an
 // *UnreadableError.
 func (l *Ledger) List() (State, error) {
-	st, err := l.read()
+	st, err := l.readCached()
 	if err != nil {
 		return State{Entries: []Entry{}, InFlight: []Marker{}, Cleared: []Cleared{}}, err
 	}
-	s := State{Entries: slices.Clone(st.Entries), Cleared: nonNil(st.Cleared), InFlight: []Marker{}}
+	s := State{Entries: slices.Clone(st.Entries), Cleared: slices.Clone(nonNil(st.Cleared)), InFlight: []Marker{}}
 	self := selfOwner()
 	alive := livenessCache{}
 	for _, m := range st.InFlight {
@@ -197,6 +205,33 @@ func (l *Ledger) read() (*fileState, error) {
 	if err != nil {
 		return nil, &UnreadableError{Path: l.path, Err: err}
 	}
+	return st, nil
+}
+
+// readCached is read for readers: the state it returns is shared and must
+// not be modified. The cache is keyed on the exact file bytes, so it is
+// never stale.
+func (l *Ledger) readCached() (*fileState, error) {
+	b, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return emptyState(), nil
+	}
+	if err != nil {
+		return nil, &UnreadableError{Path: l.path, Err: err}
+	}
+	l.cacheMu.Lock()
+	st := l.cacheState
+	hit := st != nil && bytes.Equal(b, l.cacheBytes)
+	l.cacheMu.Unlock()
+	if hit {
+		return st, nil
+	}
+	if st, err = decodeFile(b); err != nil {
+		return nil, &UnreadableError{Path: l.path, Err: err}
+	}
+	l.cacheMu.Lock()
+	l.cacheBytes, l.cacheState = b, st
+	l.cacheMu.Unlock()
 	return st, nil
 }
 

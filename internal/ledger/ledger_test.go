@@ -489,8 +489,14 @@ func TestUnreadableAfterBegin(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := os.ReadFile(l.Path())
+	if _, err := l.Entries("fs"); err != nil { // fills the read cache
+		t.Fatal(err)
+	}
 	bad := []byte(`{"version": 1, "entr`)
 	os.WriteFile(l.Path(), bad, 0o600)
+	if _, err := l.Entries("fs"); !errors.Is(err, ledger.ErrUnreadable) {
+		t.Fatalf("Entries after the file went bad: %v", err)
+	}
 	d.Sent()
 	if err := d.Unknown("timeout"); !errors.Is(err, ledger.ErrUnreadable) {
 		t.Fatalf("Unknown on a bad file: %v", err)
