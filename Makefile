@@ -1,0 +1,41 @@
+# The project's verbs. CI runs `make test` through .ci/run.
+GO        ?= go
+OPA       := $(GO) tool opa
+COVERAGE  ?= 90
+BIN       := bin/mcpx-policy
+
+.PHONY: all build test test-go test-rego lint demo bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/mcpx-policy
+
+## test: every test — Rego (coverage gate, fmt, strict check) and Go
+test: test-rego test-go
+
+test-rego:
+	@echo "== opa fmt"; test -z "$$($(OPA) fmt -l rego/)" || { $(OPA) fmt -l rego/; echo "rego/ is not opa-fmt formatted: run 'go tool opa fmt -w rego/'"; exit 1; }
+	@echo "== opa check --strict"; $(OPA) check --strict rego/
+	@echo "== opa test"; $(OPA) test rego/ --fail-on-empty
+	@echo "== opa test coverage >= $(COVERAGE)%"; $(OPA) test rego/ --coverage --threshold $(COVERAGE) > /dev/null
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(OPA) fmt -l rego/ && $(OPA) check --strict rego/
+
+## demo: evaluate the bundled example calls and print each decision
+demo:
+	@$(GO) run ./cmd/mcpx-policy eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
+	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

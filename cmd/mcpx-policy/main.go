@@ -1,0 +1,77 @@
+// Command mcpx-policy is the command line of the mcpx-policy gate: it
+// evaluates tool calls against a config, checks configs, lists and clears
+// the unknown-outcome ledger and writes OPA bundles. It is a thin layer over
+// the mcpxpolicy SDK.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const usage = `usage: mcpx-policy <command> [flags]
+
+Commands:
+  eval     decide tool calls:       mcpx-policy eval --config F [--catalog F] CALL.json…
+  check    validate a config:       mcpx-policy check --config F [--catalog F]
+  writes   list or clear unknown-outcome writes:
+                                    mcpx-policy writes [clear SERVER [--id ID]]
+  bundle   write an OPA bundle:     mcpx-policy bundle --config F (-o bundle.tar.gz | --dir D)
+
+Run 'mcpx-policy <command> -h' for a command's flags and examples.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches a command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 1
+	}
+	switch args[0] {
+	case "eval":
+		return runEval(args[1:], stdout, stderr)
+	case "check":
+		return runCheck(args[1:], stdout, stderr)
+	case "writes":
+		return runWrites(args[1:], stdout, stderr)
+	case "bundle":
+		return runBundle(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		return fail(stderr, fmt.Errorf("unknown command %q", args[0]), "run 'mcpx-policy help' for the list of commands")
+	}
+}
+
+// fail prints err (one "error:" line per line of err) and an optional hint
+// to stderr in the house format and returns exit code 1.
+func fail(stderr io.Writer, err error, hint string) int {
+	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
+		fmt.Fprintf(stderr, "mcpx-policy: error: %s\n", line)
+	}
+	if hint != "" {
+		fmt.Fprintf(stderr, "mcpx-policy: hint: %s\n", hint)
+	}
+	return 1
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// errUsage marks a usage error: the command's usage text follows it.
+var errUsage = errors.New("usage")

@@ -1,0 +1,178 @@
+package mcpxpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/rego"
+)
+
+// Options says where an Engine's config and state come from.
+type Options struct {
+	// ConfigPaths are the main config files, in layer order; conf.d/*.yaml
+	// beside the first one is layered after them. At least one is needed.
+	ConfigPaths []string
+	// Catalog is an optional tool catalog file; with it, rules and patterns
+	// that match no tool become warnings.
+	Catalog string
+	// Env holds "NAME=value" pairs for the MCPX_POLICY_* layer; nil means
+	// os.Environ().
+	Env []string
+	// Set holds flag-level overrides by config path (for example
+	// "policy.write": "deny"), the highest layer.
+	Set map[string]string
+	// StateDir is where the unknown-outcome ledger lives; "" means
+	// DefaultStateDir().
+	StateDir string
+}
+
+// DefaultStateDir is $MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy,
+// else ~/.local/state/mcpx-policy.
+func DefaultStateDir() (string, error) { return ledger.DefaultStateDir() }
+
+// Engine decides tool calls. It is safe for concurrent use; Reload swaps the
+// prepared policy atomically, so a Decide sees either the old or the new
+// config, never a mix.
+type Engine struct {
+	opts   Options
+	ledger *ledger.Ledger
+	cur    atomic.Pointer[revision]
+	mu     sync.Mutex // serializes Reload
+}
+
+type revision struct {
+	engine   *engine.Engine
+	compiled *bundle.Compiled
+}
+
+// ConfigError is a load-time config error with its file and line.
+type ConfigError = bundle.ConfigError
+
+// New loads the config and the ledger and prepares the policy. A bad config
+// is an error listing every problem with its file and line (errors.As finds
+// each *ConfigError); an unreadable ledger is not an error here: it makes
+// every write deny with LedgerUnreadable until it reads again.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if len(opts.ConfigPaths) == 0 {
+		return nil, errors.New("mcpxpolicy: no config file given")
+	}
+	dir := opts.StateDir
+	if dir == "" {
+		var err error
+		if dir, err = ledger.DefaultStateDir(); err != nil {
+			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
+		}
+	}
+	led, err := ledger.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	e := &Engine{opts: opts, ledger: led}
+	rev, err := e.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.cur.Store(rev)
+	return e, nil
+}
+
+// Compile loads and compiles a config without preparing it: what `check`
+// and `bundle` need.
+func compileConfig(opts Options) (*bundle.Compiled, error) {
+	return bundle.Load(bundle.LoadOptions{
+		Paths:          opts.ConfigPaths,
+		Env:            opts.Env,
+		Set:            opts.Set,
+		Catalog:        opts.Catalog,
+		SchemaCompiler: schemarego.Compile,
+	})
+}
+
+func (e *Engine) load(ctx context.Context) (*revision, error) {
+	compiled, err := compileConfig(e.opts)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.Prepare(ctx, Policy(compiled))
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	return &revision{engine: eng, compiled: compiled}, nil
+}
+
+// Policy assembles the static policy and a compiled config into what the
+// engine evaluates and a bundle ships.
+func Policy(c *bundle.Compiled) engine.Policy {
+	mods := rego.Modules()
+	for name, src := range c.Modules {
+		mods[name] = src
+	}
+	return engine.Policy{Modules: mods, Data: c.Data, Revision: c.Revision}
+}
+
+// Reload loads the config files again and swaps the new policy in. When the
+// new config fails to load, the Engine keeps deciding with the old one and
+// the error is returned.
+func (e *Engine) Reload(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rev, err := e.load(ctx)
+	if err != nil {
+		return err
+	}
+	e.cur.Store(rev)
+	return nil
+}
+
+// Revision identifies the config the Engine decides with: a hex SHA-256 of
+// the compiled data and modules.
+func (e *Engine) Revision() string { return e.cur.Load().compiled.Revision }
+
+// Warnings are the load-time warnings of the current config (for example a
+// rule that matches no tool of the catalog), as "file:line: path: message".
+func (e *Engine) Warnings() []string {
+	ws := e.cur.Load().compiled.Warnings
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.String()
+	}
+	return out
+}
+
+// Decide judges one call. Annotations in call.Tool must come from the
+// server's own tools/list. The server's unknown-outcome entries are read
+// from the ledger and fed to the policy. Decide always returns a decision;
+// when it also returns an error, the decision is a deny.
+func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+	led := &engine.Ledger{}
+	led.Entries, led.Err = e.ledger.Entries(call.Server)
+	d, err := e.cur.Load().engine.Decide(ctx, call, led)
+	if err != nil {
+		return d, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	return d, nil
+}
+
+// ToolFromCatalog returns the tool of the Engine's catalog (Options.Catalog)
+// by server and name.
+func (e *Engine) ToolFromCatalog(server, name string) (Tool, bool) {
+	cat := e.cur.Load().compiled.Catalog
+	if cat == nil {
+		return Tool{}, false
+	}
+	return catalogTool(cat, server, name)
+}
+
+// Denied is the deny decision a surface returns when it cannot use the
+// engine at all (for example a config that never loaded).
+func Denied(server, tool string, code Code, message string) Decision {
+	return decision.Denied(decision.CallRef{Server: server, Tool: tool}, code, message)
+}

@@ -1,0 +1,133 @@
+// Package engine is the one adapter that evaluates the policy with OPA. It
+// prepares the query data.mcpx.decision once per policy revision and turns
+// each call into a decision.Decision. No OPA type leaves this package.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Query is the policy's entrypoint.
+const Query = "data.mcpx.decision"
+
+// Policy is everything the engine evaluates: Rego modules by file name and
+// the data document that goes under data.mcpx (normally {"config": …}).
+type Policy struct {
+	Modules  map[string]string
+	Data     map[string]any
+	Revision string
+}
+
+// Engine is a prepared policy. It is immutable and safe for concurrent use.
+type Engine struct {
+	query    rego.PreparedEvalQuery
+	revision string
+}
+
+// forbidden are builtins the policy may never call: no network, no runtime
+// introspection. Stock OPA runs the same policy, so the restriction is a
+// guard against operator overrides reaching out, not a semantic change.
+var forbidden = map[string]bool{
+	"http.send":          true,
+	"net.lookup_ip_addr": true,
+	"opa.runtime":        true,
+	"rego.parse_module":  true,
+}
+
+// capabilities is this OPA's capabilities less the forbidden builtins.
+func capabilities() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	kept := caps.Builtins[:0:0]
+	for _, b := range caps.Builtins {
+		if !forbidden[b.Name] {
+			kept = append(kept, b)
+		}
+	}
+	caps.Builtins = kept
+	caps.AllowNet = []string{}
+	return caps
+}
+
+// Prepare compiles p and prepares the decision query. A module that does not
+// parse or compile is an error naming the file and line.
+func Prepare(ctx context.Context, p Policy) (*Engine, error) {
+	names := make([]string, 0, len(p.Modules))
+	for n := range p.Modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	opts := []func(*rego.Rego){
+		rego.Query(Query),
+		rego.Store(inmem.NewFromObject(map[string]any{"mcpx": p.Data})),
+		rego.StrictBuiltinErrors(true),
+		rego.Capabilities(capabilities()),
+		rego.SetRegoVersion(ast.RegoV1),
+	}
+	for _, n := range names {
+		opts = append(opts, rego.Module(n, p.Modules[n]))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("prepare policy: %w", err)
+	}
+	return &Engine{query: pq, revision: p.Revision}, nil
+}
+
+// Revision is the policy revision the engine was prepared from.
+func (e *Engine) Revision() string { return e.revision }
+
+// Ledger is what the caller knows of the server's unknown-outcome entries:
+// the entries, or the error that kept it from reading them.
+type Ledger struct {
+	Entries []decision.LedgerEntry
+	Err     error
+}
+
+// Decide evaluates the policy for call. It always returns a decision; when
+// evaluation fails the decision is a PolicyError deny and the error is
+// returned as well (fail closed).
+func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
+	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
+	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+	if err != nil {
+		return decision.Denied(ref, decision.InvalidInput, "invalid call: arguments are not JSON: "+err.Error()), err
+	}
+	ref.SHA256 = sum
+	input, err := Input(call, led)
+	if err != nil {
+		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err
+	}
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), errors.New("evaluate policy: undefined decision")
+	}
+	d, err := FromValue(rs[0].Expressions[0].Value)
+	if err != nil {
+		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), err
+	}
+	d.Call.SHA256 = sum
+	return d, nil
+}
+
+// LedgerErrorText is the text the policy shows for a ledger that could not
+// be read: the cause's first line, without the file's content.
+func LedgerErrorText(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

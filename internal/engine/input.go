@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Input builds the policy input (SPEC §1.2) as an ast.Value directly from
+// the call, without a JSON round trip.
+func Input(call decision.Call, led *Ledger) (ast.Value, error) {
+	obj := ast.NewObject(
+		ast.Item(ast.InternedTerm("server"), ast.StringTerm(call.Server)),
+		ast.Item(ast.InternedTerm("tool"), ast.NewTerm(toolValue(call.Tool))),
+	)
+	if call.Surface != "" {
+		obj.Insert(ast.InternedTerm("surface"), ast.StringTerm(call.Surface))
+	}
+	if call.Mode != "" {
+		obj.Insert(ast.InternedTerm("mode"), ast.StringTerm(call.Mode))
+	}
+	args, err := value(call.Args)
+	if err != nil {
+		return nil, fmt.Errorf("args: %w", err)
+	}
+	if call.Args == nil {
+		args = ast.NewObject()
+	}
+	obj.Insert(ast.InternedTerm("args"), ast.NewTerm(args))
+	if call.Tool.InputSchema != nil {
+		schema, err := value(call.Tool.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("tool.inputSchema: %w", err)
+		}
+		obj.Get(ast.InternedTerm("tool")).Value.(ast.Object).Insert(ast.InternedTerm("inputSchema"), ast.NewTerm(schema))
+	}
+	if p := call.Principal; p != nil {
+		groups := make([]*ast.Term, len(p.Groups))
+		for i, g := range p.Groups {
+			groups[i] = ast.StringTerm(g)
+		}
+		obj.Insert(ast.InternedTerm("principal"), ast.ObjectTerm(
+			ast.Item(ast.InternedTerm("id"), ast.StringTerm(p.ID)),
+			ast.Item(ast.InternedTerm("groups"), ast.ArrayTerm(groups...)),
+		))
+	}
+	if led != nil {
+		obj.Insert(ast.InternedTerm("ledger"), ast.NewTerm(ledgerValue(led)))
+	}
+	return obj, nil
+}
+
+func toolValue(t decision.Tool) ast.Object {
+	tool := ast.NewObject(ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)))
+	if a := t.Annotations; a != nil {
+		ann := ast.NewObject()
+		for _, h := range []struct {
+			key string
+			v   *bool
+		}{{"readOnlyHint", a.ReadOnlyHint}, {"destructiveHint", a.DestructiveHint}, {"idempotentHint", a.IdempotentHint}, {"openWorldHint", a.OpenWorldHint}} {
+			if h.v != nil {
+				ann.Insert(ast.InternedTerm(h.key), ast.InternedTerm(*h.v))
+			}
+		}
+		if a.Title != "" {
+			ann.Insert(ast.InternedTerm("title"), ast.StringTerm(a.Title))
+		}
+		tool.Insert(ast.InternedTerm("annotations"), ast.NewTerm(ann))
+	}
+	return tool
+}
+
+func ledgerValue(led *Ledger) ast.Object {
+	obj := ast.NewObject()
+	if led.Err != nil {
+		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(LedgerErrorText(led.Err)))
+	}
+	entries := make([]*ast.Term, 0, len(led.Entries))
+	for _, e := range led.Entries {
+		entries = append(entries, ast.ObjectTerm(
+			ast.Item(ast.InternedTerm("id"), ast.StringTerm(e.ID)),
+			ast.Item(ast.InternedTerm("server"), ast.StringTerm(e.Server)),
+			ast.Item(ast.InternedTerm("tool"), ast.StringTerm(e.Tool)),
+			ast.Item(ast.InternedTerm("args_sha256"), ast.StringTerm(e.ArgsSHA256)),
+			ast.Item(ast.InternedTerm("time"), ast.StringTerm(e.Time)),
+			ast.Item(ast.InternedTerm("surface"), ast.StringTerm(e.Surface)),
+		))
+	}
+	obj.Insert(ast.InternedTerm("entries"), ast.ArrayTerm(entries...))
+	return obj
+}
+
+// value converts decoded JSON (numbers as json.Number, float64 or integers)
+// to an ast.Value, keeping a json.Number's exact text.
+func value(v any) (ast.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return ast.Null{}, nil
+	case json.Number:
+		return ast.Number(x), nil
+	case map[string]any:
+		obj := ast.NewObject()
+		for k, e := range x {
+			ev, err := value(e)
+			if err != nil {
+				return nil, err
+			}
+			obj.Insert(ast.StringTerm(k), ast.NewTerm(ev))
+		}
+		return obj, nil
+	case []any:
+		terms := make([]*ast.Term, len(x))
+		for i, e := range x {
+			ev, err := value(e)
+			if err != nil {
+				return nil, err
+			}
+			terms[i] = ast.NewTerm(ev)
+		}
+		return ast.NewArray(terms...), nil
+	default:
+		return ast.InterfaceToValue(v)
+	}
+}

@@ -1,0 +1,63 @@
+package mcpxpolicy
+
+import "github.com/mcpx/mcpx-policy/internal/decision"
+
+// The decision's value types. They are plain Go values shared by every part
+// of the module; see the internal/decision documentation for each field.
+type (
+	// Call is one tool call to judge.
+	Call = decision.Call
+	// Tool is an MCP Tool as the server's tools/list returns it.
+	Tool = decision.Tool
+	// Annotations are the MCP tool hints; nil hints take the MCP defaults.
+	Annotations = decision.Annotations
+	// Principal is who the call is made for (read by operator overrides).
+	Principal = decision.Principal
+	// Decision is the decision document of SPEC §1.3.
+	Decision = decision.Decision
+	// Reason is one finding with its code, step and message.
+	Reason = decision.Reason
+	// Violation is one failed argument-rule constraint.
+	Violation = decision.Violation
+	// Outcome is allow, ask or deny.
+	Outcome = decision.Outcome
+	// Code is a reason code from the closed set.
+	Code = decision.Code
+	// Step names a step of the check order.
+	Step = decision.Step
+	// LedgerEntry is one unknown-outcome write.
+	LedgerEntry = decision.LedgerEntry
+)
+
+// The outcomes.
+const (
+	Allow = decision.Allow
+	Ask   = decision.Ask
+	Deny  = decision.Deny
+)
+
+// The closed set of reason codes.
+const (
+	HiddenTool                   = decision.HiddenTool
+	UnknownOutcomePending        = decision.UnknownOutcomePending
+	UnknownArguments             = decision.UnknownArguments
+	ArgumentRuleViolation        = decision.ArgumentRuleViolation
+	WriteDenied                  = decision.WriteDenied
+	WriteNeedsConfirmation       = decision.WriteNeedsConfirmation
+	DestructiveNeedsConfirmation = decision.DestructiveNeedsConfirmation
+	OverrideDeny                 = decision.OverrideDeny
+	OverrideAsk                  = decision.OverrideAsk
+	IgnoredArguments             = decision.IgnoredArguments
+	InvalidInput                 = decision.InvalidInput
+	PolicyError                  = decision.PolicyError
+	LedgerUnreadable             = decision.LedgerUnreadable
+	ConfirmationUnavailable      = decision.ConfirmationUnavailable
+	ConfirmationDeclined         = decision.ConfirmationDeclined
+)
+
+// CallSHA256 is the hex SHA-256 of the RFC 8785 canonical call
+// {"server","tool","arguments"}: the identity of the exact call in the
+// ledger, approvals and logs.
+func CallSHA256(server, tool string, args map[string]any) (string, error) {
+	return decision.CallSHA256(server, tool, args)
+}
