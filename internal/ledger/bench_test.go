@@ -1,6 +1,11 @@
 package ledger_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,6 +77,30 @@ func BenchmarkEntries(b *testing.B) {
 	for b.Loop() {
 		if es, err := l.Entries("fs"); err != nil || len(es) != 3 {
 			b.Fatal(es, err)
+		}
+	}
+}
+
+// BenchmarkEntriesLargeHistory is the same read with 10,000 cleared entries
+// in the file (years of clears): the bytes are compared, not parsed again.
+func BenchmarkEntriesLargeHistory(b *testing.B) {
+	dir := b.TempDir()
+	cleared := make([]ledger.Cleared, 10_000)
+	for i := range cleared {
+		cleared[i].ID = fmt.Sprintf("%016x", i)
+		cleared[i].Server, cleared[i].Tool, cleared[i].Time = "fs", "write_file", "2026-01-01T00:00:00.000000000Z"
+		cleared[i].ArgsSHA256 = strings.Repeat("ab", 32)
+		cleared[i].ClearedAt, cleared[i].Reason = "2026-01-02T00:00:00.000000000Z", "checked"
+	}
+	raw, _ := json.Marshal(map[string]any{"version": 1, "entries": []any{}, "cleared": cleared, "in_flight": []any{}})
+	if err := os.WriteFile(filepath.Join(dir, ledger.FileName), raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	l := open(b, dir)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := l.Entries("fs"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

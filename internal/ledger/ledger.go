@@ -144,12 +144,18 @@ type State struct {
 // List reads the ledger without locking (the file is only ever replaced
 // whole). A missing file is an empty State; any other read problem is an
 // *UnreadableError.
-func (l *Ledger) List() (State, error) {
+func (l *Ledger) List() (State, error) { return l.snapshot(true) }
+
+// snapshot is List; the cleared history is copied only when asked for.
+func (l *Ledger) snapshot(withCleared bool) (State, error) {
 	st, err := l.readCached()
 	if err != nil {
 		return State{Entries: []Entry{}, InFlight: []Marker{}, Cleared: []Cleared{}}, err
 	}
-	s := State{Entries: slices.Clone(st.Entries), Cleared: slices.Clone(nonNil(st.Cleared)), InFlight: []Marker{}}
+	s := State{Entries: slices.Clone(st.Entries), Cleared: []Cleared{}, InFlight: []Marker{}}
+	if withCleared {
+		s.Cleared = slices.Clone(nonNil(st.Cleared))
+	}
 	self := selfOwner()
 	alive := livenessCache{}
 	for _, m := range st.InFlight {
@@ -178,7 +184,7 @@ func (l *Ledger) List() (State, error) {
 // deny writes with LedgerUnreadable. Safe for concurrent use; it does not
 // lock and does not write.
 func (l *Ledger) Entries(server string) ([]decision.LedgerEntry, error) {
-	s, err := l.List()
+	s, err := l.snapshot(false)
 	if err != nil {
 		return nil, err
 	}
