@@ -1,0 +1,63 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// CLI renders d as the text a person reads on a terminal (stderr): a first
+// line with the outcome, the call and the deciding code, then every reason
+// as "CODE: message" with its violations one per line beneath it, the
+// warnings, the call's sha256 and the deciding code's doc page. A hidden
+// tool is one line with mcpx's HiddenTool text and nothing else. The text
+// ends with a newline. `--format json` does not use it: it prints the
+// decision document unchanged.
+func CLI(d decision.Decision) string {
+	d = Redact(d, nil)
+	var b strings.Builder
+	first := d.First()
+	if d.Outcome != decision.Allow && first.Code == decision.HiddenTool {
+		fmt.Fprintf(&b, "deny %s: %s (HiddenTool)\n", callName(d.Call), hiddenMessage(d.Call.Server, d.Call.Tool))
+		return b.String()
+	}
+	outcome := d.Outcome
+	if outcome.Severity() == 2 {
+		outcome = decision.Deny
+	}
+	switch {
+	case outcome == decision.Allow:
+		fmt.Fprintf(&b, "allow %s\n", callName(d.Call))
+	case first.Code == "":
+		fmt.Fprintf(&b, "%s %s: %s (%s)\n", outcome, callName(d.Call), decision.PolicyError.Info().Title, decision.PolicyError)
+	default:
+		fmt.Fprintf(&b, "%s %s: %s (%s, step %s)\n", outcome, callName(d.Call), first.Code.Info().Title, first.Code, d.Step)
+	}
+	for _, r := range d.Reasons {
+		fmt.Fprintf(&b, "  %s: %s\n", r.Code, r.Message)
+		for _, v := range r.Violations {
+			fmt.Fprintf(&b, "    %s\n", violationLine(v))
+		}
+		if r.Code == decision.UnknownArguments {
+			if valid := stringsIn(r.Details, "valid"); len(valid) > 0 {
+				fmt.Fprintf(&b, "    valid arguments: %s\n", strings.Join(valid, ", "))
+			}
+		}
+		if r.Code == decision.UnknownOutcomePending {
+			if c := stringIn(r.Details, "clear", "clear_command", "command"); c != "" {
+				fmt.Fprintf(&b, "    clear with: %s\n", c)
+			}
+		}
+	}
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "  warning %s: %s\n", w.Code, w.Message)
+	}
+	if d.Call.SHA256 != "" {
+		fmt.Fprintf(&b, "  call sha256: %s\n", d.Call.SHA256)
+	}
+	if outcome != decision.Allow && first.Code != "" {
+		fmt.Fprintf(&b, "  see %s\n", first.Code.Info().Doc)
+	}
+	return b.String()
+}

@@ -1,0 +1,96 @@
+package render
+
+import (
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Redact returns a copy of d fit to show on any surface: violation values,
+// expected values and details are redacted and cut like arguments (a
+// violation's value is judged by the last key of its path, so /token is a
+// secret by name), and every message, detail text and string in details has
+// the secrets found anywhere in d — and in args, when given — replaced, then
+// every secret shape. args are the call's unredacted arguments; nil is
+// allowed and then only what d itself shows is known. d is not modified.
+//
+// Every surface function calls Redact(d, nil) itself; a caller that holds
+// the arguments calls Redact(d, call.Args) first so that a secret echoed in
+// an operator's message is caught even when no violation names it.
+// Redacting twice changes nothing.
+func Redact(d decision.Decision, args map[string]any) decision.Decision {
+	r := newRedactor()
+	if args != nil {
+		r.value("", "", map[string]any(args), false)
+	}
+	// Pass 1: values, collecting secrets known by key name.
+	out := d
+	out.Reasons = redactReasons(r, d.Reasons)
+	out.Warnings = redactReasons(r, d.Warnings)
+	// Pass 2: free text, and every string again for secrets seen elsewhere.
+	scrubReasons(r, out.Reasons)
+	scrubReasons(r, out.Warnings)
+	return out
+}
+
+func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
+	if in == nil {
+		return nil
+	}
+	out := make([]decision.Reason, len(in))
+	for i, rs := range in {
+		o := rs
+		if rs.Violations != nil {
+			o.Violations = make([]decision.Violation, len(rs.Violations))
+			for j, v := range rs.Violations {
+				nv := v
+				nv.Value = r.value(v.Path, lastToken(v.Path), v.Value, false)
+				nv.Expected = r.value("", "", v.Expected, false)
+				o.Violations[j] = nv
+			}
+		}
+		if rs.Details != nil {
+			o.Details, _ = r.value("", "", map[string]any(rs.Details), false).(map[string]any)
+		}
+		out[i] = o
+	}
+	return out
+}
+
+func scrubReasons(r *redactor, rs []decision.Reason) {
+	for i := range rs {
+		rs[i].Message = r.text(rs[i].Message)
+		for j := range rs[i].Violations {
+			v := &rs[i].Violations[j]
+			v.Value = scrubTree(r, v.Value)
+			v.Expected = scrubTree(r, v.Expected)
+			v.Detail = r.text(v.Detail)
+			v.Rule.Description = r.text(v.Rule.Description)
+		}
+		if rs[i].Details != nil {
+			rs[i].Details, _ = scrubTree(r, rs[i].Details).(map[string]any)
+		}
+	}
+}
+
+// scrubTree applies r.text to every string of a tree that pass 1 copied.
+func scrubTree(r *redactor, v any) any {
+	switch t := v.(type) {
+	case string:
+		if markerRE.MatchString(t) {
+			return t
+		}
+		s, _ := cut(r.text(t))
+		return s
+	case map[string]any:
+		for k, e := range t {
+			t[k] = scrubTree(r, e)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = scrubTree(r, e)
+		}
+		return t
+	default:
+		return v
+	}
+}
