@@ -161,3 +161,28 @@ func TestUnknownArgsSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestYAMLAnchors: an anchored schema reused through an alias is the same
+// schema, so both rules share one package.
+func TestYAMLAnchors(t *testing.T) {
+	t.Parallel()
+	cfg := `servers:
+  fs:
+    argumentRules:
+      - id: a
+        tools: [x]
+        schema: &ws {properties: {path: {pattern: "^/workspace/"}}}
+      - id: b
+        tools: [y]
+        schema: *ws
+`
+	fc := &fakeCompiler{}
+	c, err, _ := load(t, map[string]string{"main.yaml": cfg}, bundle.LoadOptions{SchemaCompiler: fc.compile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := config(t, c)["rules"].(map[string]any)
+	if rules["a"].(map[string]any)["package"] != rules["b"].(map[string]any)["package"] || fc.n != 1 {
+		t.Errorf("aliased schema compiled %d times: %v", fc.n, rules)
+	}
+}
