@@ -103,6 +103,18 @@ func slackPost() decision.Call {
 	}
 }
 
+// unknownDetails are the details the unknown-args step reports.
+func unknownDetails() map[string]any {
+	return map[string]any{
+		"unknown": []any{
+			map[string]any{"path": "/colour", "key": "colour", "suggestion": ""},
+			map[string]any{"path": "/line", "key": "line", "suggestion": "lines"},
+		},
+		"more":  0,
+		"valid": []any{"head", "lines", "path", "tail"},
+	}
+}
+
 func goldenCases(t *testing.T) []goldenCase {
 	t.Helper()
 	var cs []goldenCase
@@ -135,19 +147,15 @@ func goldenCases(t *testing.T) []goldenCase {
 				"head": map[string]any{"type": "integer"}, "tail": map[string]any{"type": "integer"}}}},
 		Args: map[string]any{"path": "/workspace/main.go", "line": 40, "colour": "auto"}}
 	unknown := reason(decision.UnknownArguments,
-		"fs.read_file does not take the arguments `colour`, `line` (did you mean `lines`?); valid arguments are `head`, `lines`, `path`, `tail`; the call was not executed")
-	unknown.Details = map[string]any{
-		"unknown":     []any{"colour", "line"},
-		"valid":       []any{"head", "lines", "path", "tail"},
-		"suggestions": map[string]any{"line": "lines"},
-	}
+		`fs.read_file: unknown arguments "colour", "line" (did you mean "lines"?); valid arguments: "head", "lines", "path", "tail"; the call was not executed`)
+	unknown.Details = unknownDetails()
 	d := deny(t, read, false, unknown)
 	d.Destructive = false
 	add("UnknownArguments", read, d)
 
 	ignored := reason(decision.IgnoredArguments,
-		"fs.read_file does not declare `colour`, `line`; they were passed on and the server may have ignored them")
-	ignored.Details = map[string]any{"ignored": []any{"colour", "line"}}
+		`fs.read_file: unknown arguments "colour", "line" (did you mean "lines"?); valid arguments: "head", "lines", "path", "tail"; the call went ahead and the server ignores them`)
+	ignored.Details = unknownDetails()
 	add("IgnoredArguments", read, decision.Decision{Outcome: decision.Allow, Reasons: []decision.Reason{},
 		Warnings: []decision.Reason{ignored}, Call: ref(t, read)})
 

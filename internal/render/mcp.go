@@ -125,15 +125,19 @@ func mcpText(d decision.Decision) string {
 		}
 	}
 	if code == decision.UnknownArguments {
-		unknown := stringsIn(first.Details, "unknown", "keys")
+		unknown, suggestions, more := unknownArgs(first.Details)
 		if len(unknown) > 0 {
-			fmt.Fprintf(&b, "Unknown arguments: %s.\n", strings.Join(unknown, ", "))
+			list := strings.Join(unknown, ", ")
+			if more > 0 {
+				list += fmt.Sprintf(" and %d more", more)
+			}
+			fmt.Fprintf(&b, "Unknown arguments: %s.\n", list)
 		}
 		if valid := stringsIn(first.Details, "valid"); len(valid) > 0 {
 			fmt.Fprintf(&b, "Valid arguments: %s.\n", strings.Join(valid, ", "))
 		}
-		if s := suggestionsIn(first.Details); len(s) > 0 {
-			fmt.Fprintf(&b, "Did you mean: %s?\n", strings.Join(s, ", "))
+		if len(suggestions) > 0 {
+			fmt.Fprintf(&b, "Did you mean: %s?\n", strings.Join(suggestions, ", "))
 		}
 		b.WriteString("Retry with only the valid arguments.\n")
 	} else if h, ok := hints[code]; ok {

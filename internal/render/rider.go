@@ -14,14 +14,20 @@ const RiderKey = "_ignored_options"
 // maxRiderKeys is the most ignored keys a rider lists; more are counted.
 const maxRiderKeys = 20
 
-// Ignored returns the argument keys d's IgnoredArguments warnings name
-// (details "ignored", else "unknown", else "keys"), in order, unredacted.
-// nil when there are none.
+// Ignored returns the argument keys d's IgnoredArguments warnings name, in
+// order, unredacted: a top-level key by itself, a nested one by its JSON
+// Pointer (details "unknown", as the unknown-args step reports them). nil
+// when there are none. Keys the step counted but did not list (details
+// "more") are summed up in one last element, "…+N more".
 func Ignored(d decision.Decision) []string {
 	var out []string
 	for _, w := range d.Warnings {
 		if w.Code == decision.IgnoredArguments {
-			out = append(out, stringsIn(w.Details, "ignored", "unknown", "keys")...)
+			names, _, more := unknownArgs(w.Details)
+			out = append(out, names...)
+			if more > 0 {
+				out = append(out, fmt.Sprintf("…+%d more", more))
+			}
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -152,26 +151,51 @@ func stringIn(details map[string]any, keys ...string) string {
 	return ""
 }
 
-// suggestionsIn reads details["suggestions"] (unknown key → nearest valid
-// key), in key order.
-func suggestionsIn(details map[string]any) []string {
-	var pairs []string
-	switch t := details["suggestions"].(type) {
-	case map[string]any:
-		for k, v := range t {
-			if s, ok := v.(string); ok && s != "" {
-				pairs = append(pairs, fmt.Sprintf("`%s` → `%s`", k, s))
-			}
-		}
-	case map[string]string:
-		for k, v := range t {
-			if v != "" {
-				pairs = append(pairs, fmt.Sprintf("`%s` → `%s`", k, v))
+// unknownArgs reads the unknown keys of an UnknownArguments or
+// IgnoredArguments reason, as the unknown-args step reports them in
+// details: "unknown" is a list of {"path", "key", "suggestion"} (or of
+// plain key strings), "more" counts the keys not listed. A top-level key is
+// named by itself, a nested one by its JSON Pointer. It returns the names,
+// the suggestions as "`name` → `suggestion`", and the count not listed.
+func unknownArgs(details map[string]any) (names, suggestions []string, more int) {
+	list, _ := details["unknown"].([]any)
+	if list == nil {
+		if ss := stringsIn(details, "unknown", "ignored", "keys"); ss != nil {
+			for _, s := range ss {
+				list = append(list, s)
 			}
 		}
 	}
-	sort.Strings(pairs)
-	return pairs
+	for _, e := range list {
+		switch u := e.(type) {
+		case string:
+			names = append(names, u)
+		case map[string]any:
+			key, _ := u["key"].(string)
+			path, _ := u["path"].(string)
+			name := key
+			if path != "" && path != "/"+escapePointer(key) {
+				name = path
+			}
+			if name == "" {
+				continue
+			}
+			names = append(names, name)
+			if s, ok := u["suggestion"].(string); ok && s != "" {
+				suggestions = append(suggestions, fmt.Sprintf("`%s` → `%s`", name, s))
+			}
+		}
+	}
+	switch n := details["more"].(type) {
+	case int:
+		more = n
+	case float64:
+		more = int(n)
+	case json.Number:
+		i, _ := n.Int64()
+		more = int(i)
+	}
+	return names, suggestions, more
 }
 
 // askCodes lists the codes of the ask reasons of d.
