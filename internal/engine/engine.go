@@ -103,6 +103,9 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: arguments are not JSON: "+err.Error()), err
 	}
 	ref.SHA256 = sum
+	if err := ctx.Err(); err != nil {
+		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
+	}
 	input, err := Input(call, led)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err

@@ -1,0 +1,89 @@
+// Package policy_test holds black-box tests of the whole engine: through the
+// public SDK (package mcpxpolicy) and through the built CLI binary.
+package policy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	readOnly    = &mcpxpolicy.Annotations{ReadOnlyHint: ptr(true)}
+	destructive = &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(true)}
+	additive    = &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(false)}
+)
+
+func object(props ...string) map[string]any {
+	p := map[string]any{}
+	for _, k := range props {
+		p[k] = map[string]any{}
+	}
+	return map[string]any{"type": "object", "properties": p}
+}
+
+var (
+	readFile  = mcpxpolicy.Tool{Name: "read_file", Annotations: readOnly, InputSchema: object("path", "lines", "tail")}
+	writeFile = mcpxpolicy.Tool{Name: "write_file", Annotations: destructive, InputSchema: object("path", "content")}
+	mkdir     = mcpxpolicy.Tool{Name: "create_directory", Annotations: additive, InputSchema: object("path")}
+	deleteF   = mcpxpolicy.Tool{Name: "delete_file", Annotations: destructive, InputSchema: object("path", "secret_schema_key")}
+	gitPush   = mcpxpolicy.Tool{Name: "git_push", Annotations: additive, InputSchema: object("remote", "branch", "force")}
+)
+
+// writeFiles writes name → content under a new temp dir and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// newEngine loads config into an Engine with its own state dir and no
+// environment layer.
+func newEngine(t *testing.T, config string) (*mcpxpolicy.Engine, string) {
+	t.Helper()
+	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+	state := filepath.Join(dir, "state")
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{
+		ConfigPaths: []string{filepath.Join(dir, "mcpx-policy.yaml")},
+		Env:         []string{},
+		StateDir:    state,
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return eng, dir
+}
+
+func decide(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call) mcpxpolicy.Decision {
+	t.Helper()
+	d, err := eng.Decide(context.Background(), call)
+	if err != nil {
+		t.Fatalf("Decide(%s.%s): %v", call.Server, call.Tool.Name, err)
+	}
+	return d
+}
+
+func codes(rs []mcpxpolicy.Reason) []mcpxpolicy.Code {
+	out := []mcpxpolicy.Code{}
+	for _, r := range rs {
+		out = append(out, r.Code)
+	}
+	return out
+}
+
+func sameCodes(a, b []mcpxpolicy.Code) bool { return slices.Equal(a, b) }

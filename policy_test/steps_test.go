@@ -1,0 +1,161 @@
+package policy_test
+
+import (
+	"strings"
+	"testing"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+const stepsConfig = `version: 1
+policy:
+  write: ask
+  unknownArgs: warn
+  exemptArgs: [cursor]
+pool:
+  hiddenTools: ["shutdown"]
+servers:
+  fs:
+    writePolicy: allow
+    hiddenTools: ["delete_*"]
+    unknownArgs: reject
+    argumentRules:
+      - id: fs-writes-in-workspace
+        tools: ["write_file", "create_directory", "/^move_/"]
+        description: writes stay in the workspace
+        schema:
+          properties:
+            path: {type: string, pattern: "^/workspace/"}
+  git:
+    writePolicy: deny
+    argumentRules:
+      - id: no-force-push
+        tools: ["git_push"]
+        argument: force
+        schema: {const: false}
+  vault:
+    writePolicy: allow
+`
+
+// TestEachStepDecides walks the check order through the SDK: each row is a
+// call, the outcome and deciding step it must get, and every reason code in
+// step order.
+func TestEachStepDecides(t *testing.T) {
+	t.Parallel()
+	eng, _ := newEngine(t, stepsConfig)
+	cases := []struct {
+		name    string
+		call    mcpxpolicy.Call
+		outcome mcpxpolicy.Outcome
+		step    mcpxpolicy.Step
+		codes   []mcpxpolicy.Code
+		warn    []mcpxpolicy.Code
+		message string // a substring of the deciding reason's message
+	}{
+		{"read passes", mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/etc/hosts"}},
+			mcpxpolicy.Allow, "", nil, nil, ""},
+		{"hidden by server glob", mcpxpolicy.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/x"}},
+			mcpxpolicy.Deny, "hidden", []mcpxpolicy.Code{mcpxpolicy.HiddenTool}, nil, `tool "delete_file" on "fs" is hidden`},
+		{"hidden by pool name on any server", mcpxpolicy.Call{Server: "other", Tool: mcpxpolicy.Tool{Name: "shutdown"}},
+			mcpxpolicy.Deny, "hidden", []mcpxpolicy.Code{mcpxpolicy.HiddenTool}, nil, ""},
+		{"unknown argument rejected with suggestion", mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a", "line": 3}},
+			mcpxpolicy.Deny, "unknown_args", []mcpxpolicy.Code{mcpxpolicy.UnknownArguments}, nil, `unknown argument "line" (did you mean "lines"?)`},
+		{"exempt argument not reported", mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a", "cursor": "c"}},
+			mcpxpolicy.Allow, "", nil, nil, ""},
+		{"unknown argument warned elsewhere", mcpxpolicy.Call{Server: "other", Tool: readFile, Args: map[string]any{"path": "/a", "tial": 3}},
+			mcpxpolicy.Allow, "", nil, []mcpxpolicy.Code{mcpxpolicy.IgnoredArguments}, ""},
+		{"argument rule violation", mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd", "content": "x"}},
+			mcpxpolicy.Deny, "argument_rules", []mcpxpolicy.Code{mcpxpolicy.ArgumentRuleViolation},
+			nil, `fs.write_file: /path "/etc/passwd" does not match ^/workspace/ (rule fs-writes-in-workspace, `},
+		{"rule passes inside the workspace", mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a", "content": "x"}},
+			mcpxpolicy.Allow, "", nil, nil, ""},
+		{"every finding kept, first deny decides", mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/x", "contnet": "x"}},
+			mcpxpolicy.Deny, "unknown_args", []mcpxpolicy.Code{mcpxpolicy.UnknownArguments, mcpxpolicy.ArgumentRuleViolation}, nil, ""},
+		{"write mode deny", mcpxpolicy.Call{Server: "git", Tool: gitPush, Args: map[string]any{"force": false}},
+			mcpxpolicy.Deny, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteDenied}, nil, "writes to git are denied"},
+		{"per-argument rule and write mode both deny", mcpxpolicy.Call{Server: "git", Tool: gitPush, Args: map[string]any{"force": true}},
+			mcpxpolicy.Deny, "argument_rules", []mcpxpolicy.Code{mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.WriteDenied}, nil, "/force true is not false"},
+		{"write mode ask for an unconfigured server", mcpxpolicy.Call{Server: "other", Tool: writeFile, Args: map[string]any{"path": "/a"}},
+			mcpxpolicy.Ask, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteNeedsConfirmation}, nil, "need confirmation"},
+		{"caller's resolved mode wins", mcpxpolicy.Call{Server: "fs", Tool: mkdir, Args: map[string]any{"path": "/workspace/d"}, Mode: "ask"},
+			mcpxpolicy.Ask, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteNeedsConfirmation}, nil, ""},
+		{"missing annotations are a destructive write", mcpxpolicy.Call{Server: "other", Tool: mcpxpolicy.Tool{Name: "frob"}},
+			mcpxpolicy.Ask, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteNeedsConfirmation}, nil, ""},
+		{"empty tool name is invalid input", mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{}},
+			mcpxpolicy.Deny, "input", []mcpxpolicy.Code{mcpxpolicy.InvalidInput}, nil, "tool.name must be a non-empty string"},
+		{"unknown caller mode is invalid input", mcpxpolicy.Call{Server: "fs", Tool: readFile, Mode: "sometimes"},
+			mcpxpolicy.Deny, "input", []mcpxpolicy.Code{mcpxpolicy.InvalidInput}, nil, `mode "sometimes" is not a write mode`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := decide(t, eng, c.call)
+			if d.Outcome != c.outcome || d.Step != c.step {
+				t.Fatalf("got %s at step %q, want %s at %q: %+v", d.Outcome, d.Step, c.outcome, c.step, d.Reasons)
+			}
+			if want := append([]mcpxpolicy.Code{}, c.codes...); !sameCodes(codes(d.Reasons), want) {
+				t.Fatalf("reasons %v, want %v", codes(d.Reasons), want)
+			}
+			if want := append([]mcpxpolicy.Code{}, c.warn...); !sameCodes(codes(d.Warnings), want) {
+				t.Fatalf("warnings %v, want %v", codes(d.Warnings), want)
+			}
+			if c.message != "" && !strings.Contains(d.First().Message, c.message) {
+				t.Fatalf("message %q does not contain %q", d.First().Message, c.message)
+			}
+			sum, _ := mcpxpolicy.CallSHA256(c.call.Server, c.call.Tool.Name, c.call.Args)
+			if c.step != "input" && d.Call.SHA256 != sum {
+				t.Fatalf("call sha256 %q, want %q", d.Call.SHA256, sum)
+			}
+		})
+	}
+}
+
+// TestHiddenToolLeaksNothing: the decision of a hidden tool carries only
+// HiddenTool — no schema, no rule, no unknown argument, no write finding.
+func TestHiddenToolLeaksNothing(t *testing.T) {
+	t.Parallel()
+	eng, _ := newEngine(t, stepsConfig)
+	d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/etc/x", "nope": 1}})
+	if len(d.Reasons) != 1 || d.Reasons[0].Code != mcpxpolicy.HiddenTool || len(d.Warnings) != 0 {
+		t.Fatalf("hidden decision has %v / %v", d.Reasons, d.Warnings)
+	}
+	r := d.Reasons[0]
+	if len(r.Violations) != 0 || len(r.Details) != 0 || strings.Contains(r.Message, "secret_schema_key") || strings.Contains(r.Message, "nope") {
+		t.Fatalf("hidden reason leaks: %+v", r)
+	}
+	if d.Write || d.Destructive {
+		t.Fatalf("hidden decision reports write=%v destructive=%v", d.Write, d.Destructive)
+	}
+}
+
+// TestDestructiveFloor: confirmDestructive asks for destructive writes even
+// under allow, not for additive ones, and never loosens a deny.
+func TestDestructiveFloor(t *testing.T) {
+	t.Parallel()
+	eng, _ := newEngine(t, strings.Replace(stepsConfig, "  write: ask\n", "  write: ask\n  confirmDestructive: true\n", 1))
+	d := decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: writeFile, Args: map[string]any{"path": "/a"}})
+	if d.Outcome != mcpxpolicy.Ask || d.Step != "destructive_floor" || !sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.DestructiveNeedsConfirmation}) {
+		t.Fatalf("destructive write under allow: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
+	}
+	if d := decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: mkdir, Args: map[string]any{"path": "/a"}}); d.Outcome != mcpxpolicy.Allow {
+		t.Fatalf("additive write under allow: %s %v", d.Outcome, codes(d.Reasons))
+	}
+	if d := decide(t, eng, mcpxpolicy.Call{Server: "git", Tool: mcpxpolicy.Tool{Name: "git_reset"}}); d.Outcome != mcpxpolicy.Deny {
+		t.Fatalf("destructive write under deny: %s", d.Outcome)
+	}
+}
+
+// TestWriteToolsForceAWrite: an operator's writeTools pattern makes a tool
+// that claims to be read-only count as a write.
+func TestWriteToolsForceAWrite(t *testing.T) {
+	t.Parallel()
+	eng, _ := newEngine(t, stepsConfig+"    writeTools: [\"read_*\"]\n")
+	d := decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}})
+	if !d.Write {
+		t.Fatalf("read_file under writeTools is not a write: %+v", d)
+	}
+	d = decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}, Mode: "deny"})
+	if d.Outcome != mcpxpolicy.Deny || d.Step != "write_mode" {
+		t.Fatalf("forced write under deny: %s %s", d.Outcome, d.Step)
+	}
+}

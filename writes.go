@@ -1,0 +1,69 @@
+package mcpxpolicy
+
+import (
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+)
+
+// Dispatch is one write on its way to a server, tracked by the
+// unknown-outcome ledger (SPEC §4). Create it with BeginWrite before the
+// request bytes go out, call Sent once they have, then end it with exactly
+// one of Settle (a definite result or error came back), Unknown (the
+// transport failed, the server exited, the call timed out or was cancelled
+// after the bytes went out) or Abort (the bytes never went out). Its
+// methods are safe for concurrent use; the first ending wins.
+type Dispatch struct{ d *ledger.Dispatch }
+
+// ID is the ledger id the write gets if its outcome turns out unknown.
+func (d *Dispatch) ID() string { return d.d.ID() }
+
+// Sent records that the request bytes were written.
+func (d *Dispatch) Sent() { d.d.Sent() }
+
+// Settle ends the dispatch with a definite answer: nothing is recorded.
+func (d *Dispatch) Settle() error { return d.d.Settle() }
+
+// Unknown ends the dispatch with a lost answer: the write becomes an
+// unknown-outcome entry and further writes to the server are denied until
+// an operator clears it. cause says what happened ("timeout", …).
+func (d *Dispatch) Unknown(cause string) error { return d.d.Unknown(cause) }
+
+// Abort ends a dispatch whose bytes were never sent: nothing is recorded.
+func (d *Dispatch) Abort() error { return d.d.Abort() }
+
+// BeginWrite makes an in-flight marker for call durable and returns once it
+// is; only then may the caller send the request. Call it only for calls the
+// decision marked as writes. On error nothing was recorded and the request
+// must not be sent. If the process dies mid-call, the marker becomes an
+// unknown-outcome entry at the next start (RecoverWrites).
+func (e *Engine) BeginWrite(call Call) (*Dispatch, error) {
+	d, err := e.ledger.Begin(call.Server, call.Tool.Name, call.Args, call.Surface)
+	if err != nil {
+		return nil, err
+	}
+	return &Dispatch{d: d}, nil
+}
+
+// RecoverWrites turns the in-flight markers of processes that died into
+// unknown-outcome entries and returns how many it found. Daemons call it
+// once at start.
+func (e *Engine) RecoverWrites() (int, error) { return e.ledger.Recover() }
+
+// UnknownWrite is an unknown-outcome entry with the reason it is unknown.
+type UnknownWrite = ledger.Entry
+
+// UnknownWrites lists every server's unknown-outcome entries, oldest first.
+// An unreadable ledger is an error (and blocks every write meanwhile).
+func (e *Engine) UnknownWrites() ([]UnknownWrite, error) {
+	st, err := e.ledger.List()
+	if err != nil {
+		return nil, err
+	}
+	return st.Entries, nil
+}
+
+// ClearWrites clears a server's unknown-outcome entries (id "" clears all
+// of them) and keeps each in the ledger's cleared list with reason. It
+// returns the entries it cleared.
+func (e *Engine) ClearWrites(server, id, reason string) ([]UnknownWrite, error) {
+	return e.ledger.Clear(server, id, reason)
+}
