@@ -39,11 +39,6 @@ func CLI(d decision.Decision) string {
 		for _, v := range r.Violations {
 			fmt.Fprintf(&b, "    %s\n", violationLine(v))
 		}
-		if r.Code == decision.UnknownArguments {
-			if valid := stringsIn(r.Details, "valid"); len(valid) > 0 {
-				fmt.Fprintf(&b, "    valid arguments: %s\n", strings.Join(valid, ", "))
-			}
-		}
 		if r.Code == decision.UnknownOutcomePending {
 			if c := stringIn(r.Details, "clear", "clear_command", "command"); c != "" {
 				fmt.Fprintf(&b, "    clear with: %s\n", c)
