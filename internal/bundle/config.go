@@ -456,11 +456,11 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 		}
 		var pats []patRef
 		var mode *setting
-		hasTools := false
+		var toolsNode *yaml.Node
 		for _, e := range p.entries(c, ip) {
 			switch e.key {
 			case "tools":
-				hasTools = true
+				toolsNode = deref(e.value)
 				pats = p.patterns(e.value, join(ip, "tools"))
 			case "mode":
 				mode = p.uaMode(e.value, join(ip, "mode"))
@@ -471,7 +471,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 				p.unknownKey(e, ip, uaKeys)
 			}
 		}
-		if !hasTools || (len(pats) == 0 && len(deref(c).Content) > 0 && !p.hasBadChild(c, "tools")) {
+		if toolsNode == nil || isNull(toolsNode) || (toolsNode.Kind == yaml.SequenceNode && len(toolsNode.Content) == 0) {
 			p.errAt(c, ip, "entry has no tools (want a list of tool patterns)")
 		}
 		if mode == nil {
@@ -486,16 +486,4 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 		}
 	}
 	return out
-}
-
-// hasBadChild reports whether key's value is a non-empty list, so that an
-// error inside it is not reported again as "no tools".
-func (p *fileParser) hasBadChild(m *yaml.Node, key string) bool {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if deref(m.Content[i]).Value == key {
-			v := deref(m.Content[i+1])
-			return v.Kind != yaml.SequenceNode || len(v.Content) > 0
-		}
-	}
-	return false
 }
