@@ -300,7 +300,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			cs.err = out.compileSchema(sc, r.schema, pkg)
 		}
 		if cs.err != nil {
-			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, cs.err.Error())
+			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
 			continue
 		}
 		argument := make([]any, len(r.argument))
@@ -361,4 +361,17 @@ func revision(data map[string]any, modules map[string]string) (string, error) {
 		h.Write([]byte(modules[n]))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// oneLine folds a multi-line message into one line, so that every error
+// of a load stays one line of output.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	parts := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -168,7 +168,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "schema compiler error",
 			files: map[string]string{"main.yaml": "version: 1\nservers:\n  fs:\n    argumentRules:\n      - id: fs-dyn\n        tools: [write_file]\n        description: x\n        schema:\n          $dynamicRef: \"#meta\"\n"},
-			want:  []string{`main.yaml:8: servers.fs.argumentRules[0].schema: rule "fs-dyn": keyword $dynamicRef at /$dynamicRef is not supported`},
+			want:  []string{`main.yaml:8: servers.fs.argumentRules[0].schema: rule "fs-dyn": keyword $dynamicRef at /$dynamicRef; - is not supported`},
 		},
 		{
 			name:  "schema compiler returns the wrong package",

@@ -48,7 +48,7 @@ func (f *fakeCompiler) compile(schema any, name string) (string, error) {
 	f.calls[name] = schema
 	if m, ok := schema.(map[string]any); ok {
 		if _, bad := m["$dynamicRef"]; bad {
-			return "", fmt.Errorf("keyword $dynamicRef at /$dynamicRef is not supported")
+			return "", fmt.Errorf("keyword $dynamicRef at /$dynamicRef\n  - is not supported")
 		}
 	}
 	return "package mcpx.rules." + name + "\n\nviolations := {}\n", nil
