@@ -75,18 +75,23 @@ var secretKeyExact = map[string]bool{
 	"sig": true, "dsn": true, "pat": true, "key": false,
 }
 
-// notSecretKey are normalised names that contain a secret part but count
-// tokens, not hold one (SPEC §3's response-shaping max_tokens).
-func notSecretKey(n string) bool {
-	return strings.HasSuffix(n, "tokens") || strings.Contains(n, "tokencount") ||
-		strings.Contains(n, "tokenlimit") || strings.Contains(n, "tokenizer") ||
-		strings.HasPrefix(n, "maxtoken")
+// tokenCounts are normalised names that contain "token" but count tokens,
+// not hold one (SPEC §3's response-shaping max_tokens and its kin).
+var tokenCounts = map[string]bool{
+	"tokens": true, "maxtokens": true, "maxnewtokens": true, "maxoutputtokens": true,
+	"maxinputtokens": true, "maxcompletiontokens": true, "numtokens": true,
+	"totaltokens": true, "inputtokens": true, "outputtokens": true,
+	"prompttokens": true, "completiontokens": true, "tokencount": true,
+	"tokenlimit": true, "tokenizer": true, "tokensused": true, "maxtoken": true,
 }
+
+func notSecretKey(n string) bool { return tokenCounts[n] }
 
 // SecretKey reports whether an argument named key holds a secret by its name
 // alone: token, password, passwd, secret, api_key, authorization,
 // credential, private_key, cookie, session and their kin, in any case and
-// with any separators. Names that count tokens (max_tokens) are not secrets.
+// with any separators. Names that count tokens (max_tokens, total_tokens,
+// tokenizer, …) are not secrets.
 func SecretKey(key string) bool {
 	var b strings.Builder
 	for _, r := range strings.ToLower(key) {
@@ -142,6 +147,16 @@ var shapes = []shape{
 	{kind: "flag", re: regexp.MustCompile(`(?i)--?([a-z0-9_-]+)\s+("[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)`), group: 2, name: 1},
 }
 
+// isScheme reports whether v is an HTTP auth scheme word, which an
+// assignment shape must not take for the secret.
+func isScheme(v string) bool {
+	switch strings.ToLower(strings.Trim(v, `"'`)) {
+	case "bearer", "basic", "token", "digest":
+		return true
+	}
+	return false
+}
+
 // runRE finds the runs of token characters the entropy test looks at.
 var runRE = regexp.MustCompile(`[A-Za-z0-9+/=_-]{20,}`)
 
@@ -179,6 +194,9 @@ func redactShapes(s string) (string, bool) {
 				continue
 			}
 			val := s[start:end]
+			if sh.name > 0 && isScheme(val) {
+				continue // "Authorization: Bearer …": the credential is its own shape
+			}
 			if strings.HasPrefix(val, "[REDACTED") {
 				continue
 			}

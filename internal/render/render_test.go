@@ -345,6 +345,7 @@ func TestRedactKeepsOrdinaryValues(t *testing.T) {
 		"digest":     "sha256:5c7bec01208aaff5140b593ab9af038090ec2e852dccb94f63df1eb856ab2582",
 		"request_id": "3f2504e0-4f89-11d3-9a0c-0305e82c3301",
 		"max_tokens": 4096,
+		"tokenizer":  "cl100k_base",
 		"query":      "SELECT name FROM users WHERE id = 42",
 		"url":        "https://example.com/search?q=policy&page=2",
 		"text":       "Please summarise the meeting notes in three bullet points.",
@@ -357,6 +358,15 @@ func TestRedactKeepsOrdinaryValues(t *testing.T) {
 	}
 	if jsonOf(t, shown) != jsonOf(t, args) {
 		t.Errorf("changed ordinary values: %v", shown)
+	}
+}
+
+func TestRedactStringKeepsTheSchemeWord(t *testing.T) {
+	t.Parallel()
+	got := render.RedactString("curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh' https://api.example.com")
+	want := "curl -H 'Authorization: Bearer [REDACTED bearer-token, 24 chars]' https://api.example.com"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
 

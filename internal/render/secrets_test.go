@@ -32,6 +32,7 @@ var secrets = []secret{
 	{"env password", "env", map[string]any{"PGPASSWORD": "pg-pass-9981", "PGHOST": "db.internal"}, "pg-pass-9981"},
 	{"otp number", "otp", 482913, "482913"},
 	{"private key by name", "private_key", "base64:Qk1hY2tTdGF0aWNLZXk=", "Qk1hY2tTdGF0aWNLZXk"},
+	{"token list", "api_tokens", []any{"plain-token-one", "plain-token-two"}, "plain-token-two"},
 	{"session id", "session_id", "s%3AJ8x2kq.Lm9", "J8x2kq.Lm9"},
 	// By value shape.
 	{"bearer token", "command", "curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh' https://api.example.com", "8xKq0ZtYwV3nR7uLp2sD5fGh"},
