@@ -98,7 +98,9 @@ func TestCrashKill(t *testing.T) {
 	root := t.TempDir()
 	var dir string
 	start := time.Now()
-	var stats struct{ sending, settled, unknown, aborted, extra, recovered, lost, unreadable int }
+	var stats struct {
+		sending, settled, settlingEntry, settlingGone, unknown, aborted, extra, recovered, lost, unreadable int
+	}
 	for k := range kills {
 		if k%25 == 0 { // a fresh dir now and then keeps the cleared list short
 			dir = filepath.Join(root, strconv.Itoa(k))
@@ -155,7 +157,11 @@ func TestCrashKill(t *testing.T) {
 				}
 			case steps["SETTLING"]:
 				// Killed inside Settle: settled or an entry, both fine.
-				stats.settled++
+				if entries[id] {
+					stats.settlingEntry++
+				} else {
+					stats.settlingGone++
+				}
 			case steps["SENDING"]:
 				stats.sending++
 				if !entries[id] {
@@ -176,10 +182,11 @@ func TestCrashKill(t *testing.T) {
 			t.Fatalf("kill %d: Clear = %d, %v; want %d", k, len(cleared), err, len(st.Entries))
 		}
 	}
-	t.Logf("%d kills in %v: %d writes in flight at the kill became entries, %d settled, %d unknown, %d aborted, "+
-		"%d conservative entries (killed between Begin and send), %d markers recovered; lost writes %d, unreadable files %d",
-		kills, time.Since(start).Round(time.Millisecond), stats.sending, stats.settled, stats.unknown, stats.aborted,
-		stats.extra, stats.recovered, stats.lost, stats.unreadable)
+	t.Logf("%d kills in %v; writes reported: %d settled, %d unknown, %d aborted; killed while sent and unanswered: %d, all entries; "+
+		"killed inside Settle: %d settled, %d entries; %d conservative entries (killed between Begin and the send report); "+
+		"%d markers recovered; lost writes %d, unreadable files %d",
+		kills, time.Since(start).Round(time.Millisecond), stats.settled, stats.unknown, stats.aborted, stats.sending,
+		stats.settlingGone, stats.settlingEntry, stats.extra, stats.recovered, stats.lost, stats.unreadable)
 }
 
 // runAndKill runs one crash child in dir, SIGKILLs it at a random moment
