@@ -1,0 +1,133 @@
+package mcpxpolicy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+// exampleEngine loads a small config from a temp dir. Examples share it.
+func exampleEngine(config string) (*mcpxpolicy.Engine, func()) {
+	dir, err := os.MkdirTemp("", "mcpx-policy-example")
+	if err != nil {
+		panic(err)
+	}
+	path := filepath.Join(dir, "mcpx-policy.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		panic(err)
+	}
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{
+		ConfigPaths: []string{path},
+		Env:         []string{},
+		StateDir:    filepath.Join(dir, "state"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return eng, func() { os.RemoveAll(dir) }
+}
+
+const exampleConfig = `version: 1
+policy:
+  write: ask
+servers:
+  fs:
+    writePolicy: allow
+    hiddenTools: ["move_*"]
+    argumentRules:
+      - id: fs-writes-in-workspace
+        tools: ["write_file"]
+        description: writes stay in the workspace
+        schema:
+          properties:
+            path: {type: string, pattern: "^/workspace/"}
+`
+
+func boolPtr(b bool) *bool { return &b }
+
+var writeFile = mcpxpolicy.Tool{
+	Name:        "write_file",
+	Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: boolPtr(false)},
+	InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{}, "content": map[string]any{}}},
+}
+
+// Load a config into an Engine and decide calls: the engine is prepared once
+// and Decide is safe for concurrent use.
+func ExampleEngine_Decide() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+
+	for _, path := range []string{"/workspace/notes.md", "/etc/passwd"} {
+		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{
+			Server: "fs",
+			Tool:   writeFile,
+			Args:   map[string]any{"path": path, "content": "hello"},
+		})
+		if err != nil {
+			fmt.Println("error (the decision is a deny):", err)
+		}
+		fmt.Println(d.Outcome, "step="+string(d.Step))
+		for _, r := range d.Reasons {
+			fmt.Println(" ", r.Code, r.Violations[0].Path, r.Violations[0].Constraint, r.Violations[0].Rule.ID)
+		}
+	}
+	// Output:
+	// allow step=
+	// deny step=argument_rules
+	//   ArgumentRuleViolation /path pattern fs-writes-in-workspace
+}
+
+// Render one decision natively for each surface that can ask for it.
+func ExampleRender() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}}
+	d, _ := eng.Decide(context.Background(), call)
+
+	fmt.Println("daemon status:", mcpxpolicy.HTTPStatus(d))
+	text, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
+	fmt.Println(text)
+	// Output:
+	// daemon status: 400
+	// deny fs.move_file: tool "move_file" on "fs" is hidden by its tools/excludeTools configuration (HiddenTool)
+}
+
+// Track a write through the ledger's dispatch lifecycle. A write whose
+// answer is lost blocks further writes to that server until it is cleared.
+func ExampleEngine_BeginWrite() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	call := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}, Surface: "mcp"}
+
+	w, err := eng.BeginWrite(call) // durable before the request goes out
+	if err != nil {
+		panic(err)
+	}
+	w.Sent()                 // the request bytes were written
+	_ = w.Unknown("timeout") // ...and no answer came back
+
+	d, _ := eng.Decide(context.Background(), call)
+	fmt.Println(d.Outcome, d.Reasons[0].Code)
+
+	_, _ = eng.ClearWrites("fs", w.ID(), "checked: the file was written")
+	d, _ = eng.Decide(context.Background(), call)
+	fmt.Println(d.Outcome)
+	// Output:
+	// deny UnknownOutcomePending
+	// allow
+}
+
+// Reload swaps a new config in atomically, and keeps the old one when the
+// new one fails to load.
+func ExampleEngine_Reload() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	before := eng.Revision()
+	err := eng.Reload(context.Background()) // same files: same revision
+	fmt.Println(err == nil, eng.Revision() == before)
+	// Output:
+	// true true
+}
