@@ -218,19 +218,7 @@ func pkgOf(t *testing.T, schema any) string {
 
 func TestRevision(t *testing.T) {
 	t.Parallel()
-	a, err, _ := load(t, map[string]string{"main.yaml": smallConfig}, bundle.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err, _ := load(t, map[string]string{"main.yaml": smallConfig}, bundle.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Origins hold the (different) temp paths, so compare with the same
-	// folder: reload it with one mode changed by a flag.
-	if a.Revision == "" || b.Revision == "" {
-		t.Fatal("empty revision")
-	}
+	// Origins hold the file path, so every load reads the same folder.
 	dir := writeTree(t, map[string]string{"main.yaml": smallConfig})
 	opts := func(set map[string]string) bundle.LoadOptions {
 		return bundle.LoadOptions{Paths: []string{dir + "/main.yaml"}, Env: []string{}, Set: set, SchemaCompiler: (&fakeCompiler{}).compile}
@@ -374,6 +362,20 @@ func TestOverrides(t *testing.T) {
 	}
 	if !strings.Contains(c.Modules["overrides/policy.rego"], `input.server == "prod"`) {
 		t.Errorf("overrides/policy.rego = %q", c.Modules["overrides/policy.rego"])
+	}
+}
+
+func TestOverridesEmptyFolderWarns(t *testing.T) {
+	t.Parallel()
+	c, err, dir := load(t, map[string]string{
+		"main.yaml":         "policy:\n  overrides: [ov]\n",
+		"ov/only_test.rego": "package mcpx.overrides_test\n",
+	}, bundle.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || rel(dir, c.Warnings[0].String()) != "main.yaml:2: policy.overrides[0]: override folder ov holds no .rego files" {
+		t.Errorf("warnings %v", c.Warnings)
 	}
 }
 

@@ -186,3 +186,14 @@ func TestYAMLAnchors(t *testing.T) {
 		t.Errorf("aliased schema compiled %d times: %v", fc.n, rules)
 	}
 }
+
+func TestSetAddsServer(t *testing.T) {
+	t.Parallel()
+	c, err, _ := load(t, map[string]string{"main.yaml": "version: 1\n"}, bundle.LoadOptions{Set: map[string]string{"servers.new.writePolicy": "deny"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonOf(t, get(t, config(t, c), "servers", "new")); got != `{"exemptArgs":[],"hidden":{"exact":{},"regex":[]},"rules":{"exact":{},"regex":[]},"unknownArgsTools":[],"write":"deny","writeTools":{"exact":{},"regex":[]}}` {
+		t.Errorf("servers.new = %s", got)
+	}
+}
