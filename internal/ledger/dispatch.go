@@ -38,7 +38,9 @@ type Dispatch struct {
 //
 // Errors: server or tool empty, args that are not JSON, an *UnreadableError
 // for a bad ledger file (nothing is written), or an I/O error. On any error
-// nothing was recorded and the request must not be sent.
+// the request must not be sent; a marker a half-failed commit may have left
+// (say, the directory fsync failed) is removed by this Ledger's next commit.
+// Concurrent Begins share commits (group commit).
 func (l *Ledger) Begin(server, tool string, args map[string]any, surface string) (*Dispatch, error) {
 	if server == "" || tool == "" {
 		return nil, errors.New("ledger: begin: server and tool are required")

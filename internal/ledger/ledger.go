@@ -51,6 +51,7 @@ type UnreadableError struct {
 	Err  error
 }
 
+// Error names the file and the cause.
 func (e *UnreadableError) Error() string {
 	return fmt.Sprintf("ledger %s is unreadable: %v", e.Path, e.Err)
 }
@@ -143,7 +144,7 @@ type State struct {
 
 // List reads the ledger without locking (the file is only ever replaced
 // whole). A missing file is an empty State; any other read problem is an
-// *UnreadableError.
+// *UnreadableError. Safe for concurrent use; it does not write.
 func (l *Ledger) List() (State, error) { return l.snapshot(true) }
 
 // snapshot is List; the cleared history is copied only when asked for.
