@@ -51,11 +51,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// fail prints err (one "error:" line per line of err) and an optional hint
-// to stderr in the house format and returns exit code 1.
+// fail prints err (one "error:" line per line of err, without a trailing
+// period) and an optional hint to stderr in the house format and returns
+// exit code 1.
 func fail(stderr io.Writer, err error, hint string) int {
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
-		fmt.Fprintf(stderr, "mcpx-policy: error: %s\n", line)
+		fmt.Fprintf(stderr, "mcpx-policy: error: %s\n", strings.TrimSuffix(line, "."))
 	}
 	if hint != "" {
 		fmt.Fprintf(stderr, "mcpx-policy: hint: %s\n", hint)

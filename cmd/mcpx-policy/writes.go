@@ -49,7 +49,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	}
 	l, err := ledger.Open(*stateDir)
 	if err != nil {
-		return writesFail(stderr, err, "")
+		return fail(stderr, err, "")
 	}
 	st, err := l.List()
 	if err != nil {
@@ -59,7 +59,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(st); err != nil {
-			return writesFail(stderr, err, "")
+			return fail(stderr, err, "")
 		}
 		return 0
 	}
@@ -107,11 +107,11 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	server := pos[0]
 	l, err := ledger.Open(*stateDir)
 	if err != nil {
-		return writesFail(stderr, err, "")
+		return fail(stderr, err, "")
 	}
 	cleared, err := l.Clear(server, *id, *reason)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return writesFail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
+		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
 			"list them with: mcpx-policy writes")
 	}
 	if err != nil {
@@ -134,9 +134,9 @@ func writesLedgerFail(stderr io.Writer, l *ledger.Ledger, err error) int {
 		if errors.Is(err, ledger.ErrNewerVersion) {
 			hint = "a newer mcpx-policy wrote this file: use that version, the file was left untouched"
 		}
-		return writesFail(stderr, err, hint)
+		return fail(stderr, err, hint)
 	}
-	return writesFail(stderr, err, "state dir: "+l.Dir())
+	return fail(stderr, err, "state dir: "+l.Dir())
 }
 
 func writesUsageErr(stdout, stderr io.Writer, err error) int {
@@ -144,16 +144,9 @@ func writesUsageErr(stdout, stderr io.Writer, err error) int {
 		fmt.Fprint(stdout, writesUsage)
 		return 0
 	}
-	return writesFail(stderr, err, "run 'mcpx-policy writes --help' for usage")
+	return fail(stderr, err, "run 'mcpx-policy writes --help' for usage")
 }
 
-func writesFail(stderr io.Writer, err error, hint string) int {
-	fmt.Fprintf(stderr, "mcpx-policy: error: %s\n", strings.TrimSuffix(err.Error(), "."))
-	if hint != "" {
-		fmt.Fprintf(stderr, "mcpx-policy: hint: %s\n", hint)
-	}
-	return 1
-}
 
 func writesQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
