@@ -147,7 +147,6 @@ func writesUsageErr(stdout, stderr io.Writer, err error) int {
 	return fail(stderr, err, "run 'mcpx-policy writes --help' for usage")
 }
 
-
 func writesQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
 		return s
