@@ -20,6 +20,8 @@ Commands:
   writes   list or clear unknown-outcome writes:
                                     mcpx-policy writes [clear SERVER [--id ID]]
   bundle   write an OPA bundle:     mcpx-policy bundle --config F (-o bundle.tar.gz | --dir D)
+  serve    the HTTP decision service: mcpx-policy serve --config F [--addr 127.0.0.1:8181]
+  proxy    gate an MCP server:      mcpx-policy proxy --config F --server NAME -- CMD ARGS…
 
 Run 'mcpx-policy <command> -h' for a command's flags and examples.
 `
@@ -43,6 +45,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runWrites(args[1:], stdout, stderr)
 	case "bundle":
 		return runBundle(args[1:], stdout, stderr)
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
+	case "proxy":
+		return runProxy(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

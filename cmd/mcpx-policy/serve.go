@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/server"
+)
+
+const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
+                         [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
+
+Serves decisions over HTTP (docs/service.md):
+  POST /v1/decide        a call document in, the decision document out
+  GET  /v1/writes        the unknown-outcome writes
+  POST /v1/writes/clear  clear them (Authorization: Bearer <token from --token-file>)
+  GET  /healthz          liveness and the config revision
+
+It binds to loopback unless --addr says otherwise. Config files (and
+conf.d/*.yaml) are watched and reloaded on change and on SIGHUP; a config
+that fails to load is logged and the old policy stays. SIGINT or SIGTERM
+drains in-flight requests and exits.
+
+  mcpx-policy serve --config /etc/mcpx-policy/config.yaml
+  mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
+  curl -s localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
+`
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var configs stringList
+	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
+	catalog := fs.String("catalog", "", "tool catalog file (lets calls name a tool instead of sending it)")
+	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
+	addr := fs.String("addr", "127.0.0.1:8181", "listen address")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear")
+	decisionLog := fs.String("decision-log", "-", "decision log: - (stdout), a file to append to, or off")
+	maxBody := fs.Int64("max-body", server.DefaultMaxBody, "largest request body in bytes")
+	if err := fs.Parse(args); err != nil {
+		return usageError(stdout, stderr, serveUsage, err)
+	}
+	if len(configs) == 0 || fs.NArg() > 0 {
+		return usageError(stdout, stderr, serveUsage, fmt.Errorf("serve takes --config files and no arguments"))
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	var token string
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fail(stderr, err, "")
+		}
+		token = strings.TrimSpace(string(b))
+		if len(token) < 16 {
+			return fail(stderr, fmt.Errorf("%s: the token is shorter than 16 characters", *tokenFile), "generate one with: head -c 32 /dev/urandom | base64 > "+*tokenFile)
+		}
+	}
+	var logw io.Writer
+	switch *decisionLog {
+	case "off":
+	case "-":
+		logw = stdout
+	default:
+		f, err := os.OpenFile(*decisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(stderr, err, "")
+		}
+		defer f.Close()
+		logw = f
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir}
+	eng, err := mcpxpolicy.New(ctx, opts)
+	if err != nil {
+		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
+	}
+	for _, w := range eng.Warnings() {
+		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	if !loopback(ln.Addr()) {
+		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
+	}
+	srv := &http.Server{
+		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hupc := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case hupc <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	watchPaths := append([]string(nil), configs...)
+	if *catalog != "" {
+		watchPaths = append(watchPaths, *catalog)
+	}
+	go func() {
+		if err := server.Watch(ctx, eng, watchPaths, hupc, logger, nil); err != nil {
+			logger.Error("config watch failed; reload with SIGHUP", "err", err)
+		}
+	}()
+	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fail(stderr, err, "")
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail(stderr, err, "")
+	}
+	return 0
+}
+
+// loopback reports whether a listener's address is a loopback one.
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}

@@ -1,0 +1,335 @@
+// Package server is the HTTP decision service behind `mcpx-policy serve`:
+// POST /v1/decide, GET /v1/writes, POST /v1/writes/clear and GET /healthz
+// over one *mcpxpolicy.Engine. It renders nothing itself: decisions come
+// from the engine and HTTP bodies from internal/render.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/render"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultMaxBody       = 1 << 20 // bytes of a request body
+	DefaultDecideTimeout = 5 * time.Second
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Token is the bearer token POST /v1/writes/clear needs. Empty disables
+	// clearing over HTTP (403).
+	Token string
+	// DecisionLog receives one JSON line per decision (LogEntry); nil logs
+	// nothing. Writes are serialized.
+	DecisionLog io.Writer
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// MaxBody caps a request body; 0 means DefaultMaxBody. A larger body is
+	// a 413.
+	MaxBody int64
+	// DecideTimeout bounds one evaluation; 0 means DefaultDecideTimeout. An
+	// evaluation that runs out of time is a PolicyError deny.
+	DecideTimeout time.Duration
+	// Now is the clock of the decision log; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler serves the decision API. It is safe for concurrent use.
+type Handler struct {
+	eng   *mcpxpolicy.Engine
+	opts  Options
+	token [sha256.Size]byte
+	log   *decisionLog
+	mux   *http.ServeMux
+}
+
+// New returns the handler of the decision API over eng.
+func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.DecideTimeout <= 0 {
+		opts.DecideTimeout = DefaultDecideTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token))}
+	if opts.DecisionLog != nil {
+		h.log = newDecisionLog(opts.DecisionLog, opts.Now)
+	}
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
+	h.mux.HandleFunc("/v1/writes", only(http.MethodGet, h.writes))
+	h.mux.HandleFunc("/v1/writes/clear", only(http.MethodPost, h.clear))
+	h.mux.HandleFunc("/healthz", only(http.MethodGet, h.healthz))
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint %s (see docs/service.md)", r.URL.Path))
+	})
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+// only restricts a route to one method; others get 405 with Allow.
+func only(method string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("%s takes %s only", r.URL.Path, method))
+			return
+		}
+		next(w, r)
+	}
+}
+
+// CallDocument is the body of POST /v1/decide: the call file of `eval`.
+// Tool is an MCP Tool object, or a tool name looked up in the engine's
+// catalog.
+type CallDocument struct {
+	Server    string                `json:"server"`
+	Tool      json.RawMessage       `json:"tool"`
+	Args      map[string]any        `json:"args"`
+	Surface   string                `json:"surface,omitempty"`
+	Principal *mcpxpolicy.Principal `json:"principal,omitempty"`
+	Mode      string                `json:"mode,omitempty"`
+}
+
+// DecideResponse is the body of POST /v1/decide: the decision document
+// (SPEC §1.3) with "rendered", the rendering for the call's surface
+// (default daemon: {"status", "body"}).
+type DecideResponse struct {
+	mcpxpolicy.Decision
+	Rendered any `json:"rendered"`
+}
+
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	call, err := h.readCall(r)
+	if err != nil {
+		status := http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+		writeJSON(w, status, DecideResponse{Decision: d, Rendered: mustRender(render.SurfaceDaemon, call, d)})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
+	defer cancel()
+	d, err := h.eng.Decide(ctx, call)
+	if err != nil {
+		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
+	}
+	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+	rendered, err := render.Render(call.Surface, call, d)
+	if err != nil {
+		h.opts.Logger.Error("render", "err", err)
+		rendered = nil
+	}
+	writeJSON(w, http.StatusOK, DecideResponse{Decision: d, Rendered: rendered})
+}
+
+func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {
+	v, err := render.Render(surface, call, d)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// readCall reads and checks a call document. On error the returned call
+// holds whatever names were readable, for the deny.
+func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
+	var call mcpxpolicy.Call
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return call, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	var doc CallDocument
+	if err := dec.Decode(&doc); err != nil {
+		return call, fmt.Errorf("not a call document: %v", err)
+	}
+	if dec.More() {
+		return call, errors.New("not a call document: trailing data after the JSON object")
+	}
+	call = mcpxpolicy.Call{Server: doc.Server, Args: doc.Args, Surface: doc.Surface, Principal: doc.Principal, Mode: doc.Mode}
+	if call.Surface == "" {
+		call.Surface = render.SurfaceDaemon
+	}
+	switch call.Surface {
+	case render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI:
+	default:
+		return call, fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
+	}
+	var name string
+	switch {
+	case len(doc.Tool) == 0:
+		return call, errors.New(`not a call document: "tool" is missing`)
+	case json.Unmarshal(doc.Tool, &name) == nil:
+		call.Tool.Name = name
+		t, ok := h.eng.ToolFromCatalog(doc.Server, name)
+		if !ok {
+			return call, fmt.Errorf("tool %q of server %q is not in the catalog (start serve with --catalog, or send the whole MCP Tool object)", name, doc.Server)
+		}
+		call.Tool = t
+	default:
+		t, err := mcpxpolicy.ParseTool(doc.Tool)
+		if err != nil {
+			return call, fmt.Errorf(`not a call document: "tool" is neither a name nor an MCP Tool: %v`, err)
+		}
+		call.Tool = t
+	}
+	return call, nil
+}
+
+// WritesResponse is the body of GET /v1/writes.
+type WritesResponse struct {
+	Entries []mcpxpolicy.UnknownWrite `json:"entries"`
+}
+
+// ClearResponse is the body of POST /v1/writes/clear: the entries cleared
+// ([] when the server had none).
+type ClearResponse struct {
+	Cleared []mcpxpolicy.UnknownWrite `json:"cleared"`
+}
+
+func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
+	es, err := h.eng.UnknownWrites()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+		return
+	}
+	if es == nil {
+		es = []mcpxpolicy.UnknownWrite{}
+	}
+	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
+}
+
+// ClearRequest is the body of POST /v1/writes/clear.
+type ClearRequest struct {
+	Server string `json:"server"`
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Token == "" {
+		writeError(w, http.StatusForbidden, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file")
+		return
+	}
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
+		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/writes/clear needs Authorization: Bearer <token from --token-file>")
+		return
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	var req ClearRequest
+	if err := dec.Decode(&req); err != nil {
+		status := http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf(`want {"server", "id"?, "reason"?}: %v`, err))
+		return
+	}
+	if req.Server == "" {
+		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" is required`)
+		return
+	}
+	if req.Reason == "" {
+		req.Reason = "cleared over HTTP"
+	}
+	cleared, err := h.eng.ClearWrites(req.Server, req.ID, req.Reason)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		writeError(w, http.StatusNotFound, "NotFound", err.Error())
+		return
+	case errors.Is(err, ledger.ErrUnreadable):
+		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "ClearFailed", err.Error())
+		return
+	}
+	h.opts.Logger.Info("writes cleared over HTTP", "server", req.Server, "id", req.ID, "count", len(cleared), "reason", req.Reason, "remote", r.RemoteAddr)
+	if cleared == nil {
+		cleared = []mcpxpolicy.UnknownWrite{}
+	}
+	writeJSON(w, http.StatusOK, ClearResponse{Cleared: cleared})
+}
+
+// authorized compares the bearer token in constant time (over the SHA-256
+// of both, so the length does not leak either).
+func (h *Handler) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], h.token[:]) == 1
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status   string `json:"status"`
+	Revision string `json:"revision"`
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Revision: h.eng.Revision()})
+}
+
+// ErrorBody is the body of every non-decision error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, `{"error":"encoding the answer failed","code":"PolicyError"}`+"\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
