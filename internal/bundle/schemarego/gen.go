@@ -26,6 +26,11 @@ type gen struct {
 	stack   map[*jsonschema.Schema]bool
 	helpers map[string]bool
 	n       int
+
+	vnames map[*jsonschema.Schema]vres
+	vstack map[*jsonschema.Schema]bool
+	vn     int
+	fresh  int
 }
 
 func newGen(raw *rawIndex) *gen {
@@ -35,6 +40,8 @@ func newGen(raw *rawIndex) *gen {
 		trivial: map[string]bool{},
 		stack:   map[*jsonschema.Schema]bool{},
 		helpers: map[string]bool{},
+		vnames:  map[*jsonschema.Schema]vres{},
+		vstack:  map[*jsonschema.Schema]bool{},
 	}
 }
 
@@ -134,10 +141,7 @@ func (g *gen) schema(s *jsonschema.Schema, _ string) (string, error) {
 	g.stack[s] = true
 	defer delete(g.stack, s)
 
-	fn := "_check"
-	if g.n > 0 {
-		fn = fmt.Sprintf("_s%d", g.n)
-	}
+	fn := fmt.Sprintf("_s%d", g.n)
 	g.n++
 	parts, err := g.parts(s, fn)
 	if err != nil {
@@ -372,6 +376,13 @@ func (g *gen) ratTerm(raw map[string]any, kw string, r *big.Rat) string {
 // an integer iff a·10^-e divides d·b. Every step is integer arithmetic,
 // which OPA does exactly on big integers.
 func (g *gen) multipleOf(s *jsonschema.Schema, raw map[string]any, fn string) string {
+	return g.checkFn(fn, "multipleOf", g.ratTerm(raw, "multipleOf", s.MultipleOf),
+		fmt.Sprintf("is_number(v)\nnot _mult(v, %s)", g.multArgs(s)))
+}
+
+// multArgs returns the arguments a, r, b, k, pows of _mult for multipleOf
+// a/b (see the helper).
+func (g *gen) multArgs(s *jsonschema.Schema) string {
 	a := new(big.Int).Set(s.MultipleOf.Num())
 	b := new(big.Int).Set(s.MultipleOf.Denom())
 	r := new(big.Int).Set(a)
@@ -385,9 +396,7 @@ func (g *gen) multipleOf(s *jsonschema.Schema, raw map[string]any, fn string) st
 				m.Div(m, bf)
 				c++
 			}
-			if c > kmax {
-				kmax = c
-			}
+			kmax = max(kmax, c)
 		}
 	}
 	for _, f := range []int64{2, 5} {
@@ -403,9 +412,7 @@ func (g *gen) multipleOf(s *jsonschema.Schema, raw map[string]any, fn string) st
 		p = new(big.Int).Mul(p, big.NewInt(10))
 	}
 	g.helper("_mult")
-	args := fmt.Sprintf("%s, %s, %s, %d, %s", g.num(a), g.num(r), g.num(b), kmax, g.ct(ast.ArrayTerm(pows...)))
-	return g.checkFn(fn, "multipleOf", g.ratTerm(raw, "multipleOf", s.MultipleOf),
-		fmt.Sprintf("is_number(v)\nnot _mult(v, %s)", args))
+	return fmt.Sprintf("%s, %s, %s, %d, %s", g.num(a), g.num(r), g.num(b), kmax, g.ct(ast.ArrayTerm(pows...)))
 }
 
 func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(string) string) ([]string, error) {
@@ -470,7 +477,12 @@ func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(str
 		case isFalse:
 			g.emit("%s(_) := 0", cnt)
 		default:
-			g.emit(`%s(v) := count([i | some i, e in v; count(%s(e, "")) == 0])`, cnt, n)
+			r, err := g.valid(s.Contains)
+			if err != nil {
+				return nil, err
+			}
+			_ = n
+			g.emit(`%s(v) := count([1 | some e in v; %s])`, cnt, r.call("e"))
 		}
 		minC := 1
 		if s.MinContains != nil {
@@ -559,16 +571,7 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 			parts = append(parts, g.listFn(name("properties"), fmt.Sprintf("%s(x, %s)", n, path), body))
 		}
 	}
-	// patternProperties, sorted by pattern for a stable output
-	type pp struct {
-		src string
-		sch *jsonschema.Schema
-	}
-	var pps []pp
-	for re, sch := range s.PatternProperties {
-		pps = append(pps, pp{re.String(), sch})
-	}
-	sort.Slice(pps, func(i, j int) bool { return pps[i].src < pps[j].src })
+	pps := sortedPatternProps(s)
 	for _, p := range pps {
 		if _, err := regexp.Compile(p.src); err != nil {
 			return nil, errAt(s, "patternProperties", fmt.Sprintf("pattern %q is not RE2: %v", p.src, err))
@@ -651,6 +654,22 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 	return parts, nil
 }
 
+type patternProp struct {
+	src string
+	sch *jsonschema.Schema
+}
+
+// sortedPatternProps lists patternProperties sorted by pattern, for a
+// stable output.
+func sortedPatternProps(s *jsonschema.Schema) []patternProp {
+	var pps []patternProp
+	for re, sch := range s.PatternProperties {
+		pps = append(pps, patternProp{re.String(), sch})
+	}
+	sort.Slice(pps, func(i, j int) bool { return pps[i].src < pps[j].src })
+	return pps
+}
+
 func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name func(string) string) ([]string, error) {
 	var parts []string
 	for _, c := range s.AllOf {
@@ -668,6 +687,7 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 	}
 	if len(s.AnyOf) > 0 {
 		var names []string
+		var vs []vres
 		anyTrue := false
 		for _, c := range s.AnyOf {
 			n, _, isTrue, err := g.sub(c)
@@ -678,14 +698,22 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 				anyTrue = true
 				break
 			}
+			r, err := g.valid(c)
+			if err != nil {
+				return nil, err
+			}
 			names = append(names, n)
+			vs = append(vs, r)
 		}
 		if !anyTrue {
 			g.helper("_brdetail")
 			fn := name("anyOf")
 			ok := fn + "_ok"
-			for _, n := range names {
-				g.emit(`%s(v) if count(%s(v, "")) == 0`, ok, n)
+			g.emit("%s(_) if false", ok)
+			for _, r := range vs {
+				if !r.isFal {
+					g.emit(`%s(v) if %s`, ok, r.call("v"))
+				}
 			}
 			calls := make([]string, len(names))
 			for i, n := range names {
@@ -735,11 +763,20 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 		case isTrue:
 			parts = append(parts, fmt.Sprintf("[%s]", viol("p", "v", "not", exp)))
 		default:
-			parts = append(parts, g.checkFn(name("not"), "not", exp, fmt.Sprintf(`count(%s(v, "")) == 0`, n)))
+			r, err := g.valid(s.Not)
+			if err != nil {
+				return nil, err
+			}
+			_ = n
+			parts = append(parts, g.checkFn(name("not"), "not", exp, r.call("v")))
 		}
 	}
 	if s.If != nil && (s.Then != nil || s.Else != nil) {
-		ifn, ifFalse, ifTrue, err := g.sub(s.If)
+		_, ifFalse, ifTrue, err := g.sub(s.If)
+		if err != nil {
+			return nil, err
+		}
+		ri, err := g.valid(s.If)
 		if err != nil {
 			return nil, err
 		}
@@ -772,23 +809,36 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 			}
 		case thenN != "" && elseN != "":
 			fn := name("if")
-			g.emit(`%s(v, p) := %s(v, p) if count(%s(v, "")) == 0
-else := %s(v, p)`, fn, thenN, ifn, elseN)
+			g.emit(`%s(v, p) := %s(v, p) if %s
+else := %s(v, p)`, fn, thenN, ri.call("v"), elseN)
 			parts = append(parts, fn+"(v, p)")
 		case thenN != "":
-			parts = append(parts, g.listFn(name("then"), thenN+"(v, p)", fmt.Sprintf(`count(%s(v, "")) == 0`, ifn)))
+			parts = append(parts, g.listFn(name("then"), thenN+"(v, p)", ri.call("v")))
 		case elseN != "":
-			parts = append(parts, g.listFn(name("else"), elseN+"(v, p)", fmt.Sprintf(`count(%s(v, "")) > 0`, ifn)))
+			parts = append(parts, g.listFn(name("else"), elseN+"(v, p)", "not "+ri.call("v")))
 		}
 	}
 	return parts, nil
 }
 
 // module assembles, parses, substitutes, checks and formats the module.
-func (g *gen) module(pkg, root string) (string, error) {
+func (g *gen) module(pkg, root string, rv vres) (string, error) {
+	switch {
+	case rv.isTrue:
+		g.emit("_check(_, _) := []")
+	case rv.isFal:
+		g.emit("_check(v, p) := %s(v, p)", root)
+	default:
+		g.emit(`_check(v, p) := [] if {
+	%s(v)
+} else := vs if {
+	vs := %s(v, p)
+	count(vs) > 0
+} else := [{"path": p, "value": v, "constraint": "$schema", "expected": true, "detail": "internal error: the generated fast and full checks disagree; refusing the value"}]`, rv.name, root)
+	}
 	var head strings.Builder
 	fmt.Fprintf(&head, "package mcpx.rules.%s\n\n", pkg)
-	fmt.Fprintf(&head, "violations[key] := vs if {\n\tsome key, t in data.mcpx.steps.rules.targets.%s\n\tvs := %s(t.value, t.path)\n}\n\n", pkg, root)
+	fmt.Fprintf(&head, "violations[key] := vs if {\n\tsome key, t in data.mcpx.steps.rules.targets.%s\n\tvs := _check(t.value, t.path)\n}\n\n", pkg)
 	src := head.String() + g.src.String()
 	if len(src) > 4*MaxModuleSize {
 		return "", &Error{Keyword: "$size", Msg: fmt.Sprintf("generated code would exceed %d bytes", MaxModuleSize)}

@@ -20,6 +20,9 @@ type rule struct {
 	name string
 	src  string
 	pq   rego.PreparedEvalQuery
+	// cross checks _v0 (the fast predicate) against _s0 (the violations)
+	// when the root has both
+	cross *rego.PreparedEvalQuery
 }
 
 func prepare(schema any) (*rule, error) {
@@ -38,7 +41,16 @@ func prepare(schema any) (*rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w\n%s", err, src)
 	}
-	return &rule{name: name, src: src, pq: pq}, nil
+	r := &rule{name: name, src: src, pq: pq}
+	if strings.Contains(src, "\n_v0(v) if") && strings.Contains(src, "\n_s0(v, p) :=") {
+		q := fmt.Sprintf("fast := count([1 | data.mcpx.rules.%[1]s._v0(input)]); full := count(data.mcpx.rules.%[1]s._s0(input, \"\"))", name)
+		cq, err := rego.New(rego.Query(q), rego.Module("generated.rego", src), rego.StrictBuiltinErrors(true)).PrepareForEval(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("prepare cross check: %w", err)
+		}
+		r.cross = &cq
+	}
+	return r, nil
 }
 
 // violations evaluates the rule on one instance (decoded with UseNumber).
@@ -46,6 +58,19 @@ func (r *rule) violations(instance any) ([]any, error) {
 	v, err := ast.InterfaceToValue(instance)
 	if err != nil {
 		return nil, err
+	}
+	if r.cross != nil {
+		rs, err := r.cross.Eval(context.Background(), rego.EvalParsedInput(v))
+		if err != nil {
+			return nil, fmt.Errorf("cross check: %w", err)
+		}
+		if len(rs) != 1 {
+			return nil, fmt.Errorf("cross check: result %v", rs)
+		}
+		fast, full := rs[0].Bindings["fast"], rs[0].Bindings["full"]
+		if (fmt.Sprint(fast) == "1") != (fmt.Sprint(full) == "0") {
+			return nil, fmt.Errorf("fast path valid=%v but full path found %v violations", fast, full)
+		}
 	}
 	return r.eval(v)
 }

@@ -89,9 +89,14 @@ func Compile(schema any, name string) (string, error) {
 		return "", err
 	}
 	g := newGen(raw)
+	// the root's predicate is _v0 and its violation function _s0
+	rv, err := g.valid(sch)
+	if err != nil {
+		return "", err
+	}
 	root, err := g.schema(sch, "")
 	if err != nil {
 		return "", err
 	}
-	return g.module(name, root)
+	return g.module(name, root, rv)
 }
