@@ -9,6 +9,7 @@ import (
 )
 
 const bundleUsage = `usage: mcpx-policy bundle --config F [--config F…] (-o bundle.tar.gz | --dir D)
+                          [--sign --signing-key K [--signing-alg RS256] [--claims-file F] [--signing-key-id ID]]
 
 Writes the whole policy for a config — the static Rego, one generated
 package per argument-rule schema, operator overrides and the compiled data
@@ -18,6 +19,13 @@ package per argument-rule schema, operator overrides and the compiled data
   opa test build/policy my-overrides/
   mcpx-policy bundle --config mcpx-policy.yaml -o bundle.tar.gz
   opa run --server --bundle bundle.tar.gz
+
+With --sign the bundle carries .signatures.json, signed as "opa build
+--signing-key" signs (the key is a PEM private key or HMAC secret, or a
+file holding it; --signing-alg defaults to RS256); stock OPA verifies it:
+
+  mcpx-policy bundle --config mcpx-policy.yaml -o bundle.tar.gz --sign --signing-key private.pem
+  opa run --server --bundle bundle.tar.gz --verification-key public.pem
 `
 
 func runBundle(args []string, stdout, stderr io.Writer) int {
@@ -27,17 +35,34 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	out := fs.String("o", "", "write a gzipped tarball here")
 	dir := fs.String("dir", "", "write the bundle's files into this folder")
+	sign := fs.Bool("sign", false, "sign the bundle (.signatures.json)")
+	key := fs.String("signing-key", "", "PEM private key or HMAC secret, or a file holding it")
+	alg := fs.String("signing-alg", "RS256", "JWT signing algorithm")
+	claims := fs.String("claims-file", "", "JSON file of extra claims for the signature")
+	keyID := fs.String("signing-key-id", "", "key id (kid) put in the signature")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, bundleUsage, err)
 	}
 	if len(configs) == 0 || (*out == "") == (*dir == "") || fs.NArg() > 0 {
 		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("bundle needs --config and exactly one of -o or --dir"))
 	}
+	if *sign && *key == "" {
+		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--sign needs --signing-key"))
+	}
+	if !*sign && (*key != "" || *claims != "" || *keyID != "") {
+		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--signing-key, --claims-file and --signing-key-id need --sign"))
+	}
 	opts := mcpxpolicy.Options{ConfigPaths: configs}
+	signing := mcpxpolicy.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID}
 	var err error
-	if *dir != "" {
+	switch {
+	case *dir != "" && *sign:
+		err = mcpxpolicy.WriteSignedBundleDir(opts, signing, *dir)
+	case *dir != "":
 		err = mcpxpolicy.WriteBundleDir(opts, *dir)
-	} else {
+	case *sign:
+		err = mcpxpolicy.WriteSignedBundleArchive(opts, signing, *out)
+	default:
 		err = mcpxpolicy.WriteBundleArchive(opts, *out)
 	}
 	if err != nil {
