@@ -26,12 +26,17 @@ type rule struct {
 }
 
 func prepare(schema any) (*rule, error) {
+	return prepareAt(schema, "")
+}
+
+// prepareAt is prepare with the target's path prefix (a per-argument rule).
+func prepareAt(schema any, prefix string) (*rule, error) {
 	name := schemarego.PackageName(schema)
 	src, err := schemarego.Compile(schema, name)
 	if err != nil {
 		return nil, err
 	}
-	harness := fmt.Sprintf("package mcpx.steps.rules\n\ntargets := {%q: {\"case\": {\"value\": input, \"path\": \"\"}}}\n", name)
+	harness := fmt.Sprintf("package mcpx.steps.rules\n\ntargets := {%q: {\"case\": {\"value\": input, \"path\": %q}}}\n", name, prefix)
 	pq, err := rego.New(
 		rego.Query("data.mcpx.rules."+name+".violations"),
 		rego.Module("generated.rego", src),
