@@ -24,8 +24,9 @@ in --catalog.
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json
 
-Exit status: 0 allow, 1 error (usage, config, input), 2 deny, 3 ask; with
-several calls, the most severe (an error beats a deny, a deny an ask).
+Exit status: 0 allow, 1 error (usage, config, input — an InvalidInput
+decision included), 2 deny, 3 ask; with several calls, the most severe (an
+error beats a deny, a deny an ask).
 `
 
 // callFile is the on-disk form of one call.
@@ -88,6 +89,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		}
 		if d.Outcome.Severity() > worst.Severity() {
 			worst = d.Outcome
+		}
+		if d.First().Code == mcpxpolicy.InvalidInput {
+			failed = true // a malformed call is an input error: exit 1
 		}
 		if err := printDecision(stdout, stderr, *format, path, call, d); err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", path, err), "")

@@ -99,15 +99,19 @@ type RuleRef struct {
 }
 
 // Denied returns a deny decision with a single reason. It is the fail-closed
-// answer of every adapter when it cannot evaluate the policy.
+// answer of every adapter when it cannot evaluate the policy; like the
+// policy's own fail-closed decisions it assumes the worst of the call
+// (a destructive write).
 func Denied(call CallRef, code Code, message string) Decision {
 	step := code.Info().Step
 	return Decision{
-		Outcome:  Deny,
-		Step:     step,
-		Reasons:  []Reason{{Code: code, Step: step, Message: message}},
-		Warnings: []Reason{},
-		Call:     call,
+		Outcome:     Deny,
+		Step:        step,
+		Reasons:     []Reason{{Code: code, Step: step, Message: message}},
+		Warnings:    []Reason{},
+		Write:       true,
+		Destructive: true,
+		Call:        call,
 	}
 }
 

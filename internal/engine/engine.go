@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -87,10 +86,11 @@ func Prepare(ctx context.Context, p Policy) (*Engine, error) {
 func (e *Engine) Revision() string { return e.revision }
 
 // Ledger is what the caller knows of the server's unknown-outcome entries:
-// the entries, or the error that kept it from reading them.
+// the entries, or, when it could not read them, Unreadable saying why in
+// words fit for an agent (no file paths, no parser text).
 type Ledger struct {
-	Entries []decision.LedgerEntry
-	Err     error
+	Entries    []decision.LedgerEntry
+	Unreadable string
 }
 
 // Decide evaluates the policy for call. It always returns a decision; when
@@ -106,7 +106,7 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
 	}
-	input, err := Input(call, led)
+	input, err := input(call, led, sum)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err
 	}
@@ -125,12 +125,4 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	return d, nil
 }
 
-// LedgerErrorText is the text the policy shows for a ledger that could not
-// be read: the cause's first line, without the file's content.
-func LedgerErrorText(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
+

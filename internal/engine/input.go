@@ -10,9 +10,21 @@ import (
 )
 
 // Input builds the policy input (SPEC §1.2) as an ast.Value directly from
-// the call, without a JSON round trip.
+// the call, without a JSON round trip. It carries "call_sha256", the SHA-256
+// of the RFC 8785 canonical call, which the policy echoes in
+// decision.call.sha256 (Rego cannot canonicalize JSON exactly; see
+// docs/fleet.md).
 func Input(call decision.Call, led *Ledger) (ast.Value, error) {
+	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+	if err != nil {
+		return nil, fmt.Errorf("args: %w", err)
+	}
+	return input(call, led, sum)
+}
+
+func input(call decision.Call, led *Ledger, sum string) (ast.Value, error) {
 	obj := ast.NewObject(
+		ast.Item(ast.InternedTerm("call_sha256"), ast.StringTerm(sum)),
 		ast.Item(ast.InternedTerm("server"), ast.StringTerm(call.Server)),
 		ast.Item(ast.InternedTerm("tool"), ast.NewTerm(toolValue(call.Tool))),
 	)
@@ -75,8 +87,8 @@ func toolValue(t decision.Tool) ast.Object {
 
 func ledgerValue(led *Ledger) ast.Object {
 	obj := ast.NewObject()
-	if led.Err != nil {
-		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(LedgerErrorText(led.Err)))
+	if led.Unreadable != "" {
+		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(led.Unreadable))
 	}
 	entries := make([]*ast.Term, 0, len(led.Entries))
 	for _, e := range led.Entries {
@@ -124,4 +136,19 @@ func value(v any) (ast.Value, error) {
 	default:
 		return ast.InterfaceToValue(v)
 	}
+}
+
+// InputJSON is Input as JSON: the exact document the engine evaluates, for
+// a stock OPA server's POST /v1/data/mcpx/decision {"input": …}. Numbers
+// keep their text.
+func InputJSON(call decision.Call, led *Ledger) ([]byte, error) {
+	v, err := Input(call, led)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ast.JSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
 }

@@ -82,7 +82,7 @@ _policy_problems := (config.problems | {sprintf("argument rule %s has no compile
 	some id, _ in rules.targets[pkg]
 }) | {sprintf("argument rule %s is not in data.mcpx.config.rules", [id]) | some id in rules.missing_rules}
 
-_call := {"server": req.server, "tool": req.tool}
+_call := {"server": req.server, "tool": req.tool, "sha256": req.call_sha256}
 
 # _steps lists each step's findings in the fixed check order.
 _steps := [
@@ -94,9 +94,12 @@ _steps := [
 	{"step": "overrides", "deny": overrides.deny, "ask": overrides.ask},
 ]
 
+# _reasons keeps step order, and within a step its denies before its asks,
+# so the first reason of the deciding step is the one that decided.
 _reasons := [object.union(r, {"step": s.step}) |
 	some s in _steps
-	some r in (s.deny | s.ask)
+	some findings in [s.deny, s.ask]
+	some r in findings
 ]
 
 _deny_steps := [s.step | some s in _steps; count(s.deny) > 0]
@@ -128,5 +131,5 @@ _fail(code, message) := {
 	"warnings": [],
 	"write": true,
 	"destructive": true,
-	"call": {"server": req.server, "tool": req.tool},
+	"call": _call,
 }

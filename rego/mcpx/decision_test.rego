@@ -5,7 +5,7 @@ import data.mcpx.testdata
 
 # _decide evaluates the entrypoint against the fixture config.
 _decide(doc) := d if {
-	d := mcpx.decision with input as doc with data.mcpx.config as testdata.config
+	d := mcpx.decision with input as doc with data.mcpx.config as testdata.config with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 }
 
 _codes(d) := [r.code | some r in d.reasons]
@@ -111,7 +111,7 @@ test_hidden_tool_reports_only_hidden if {
 		"warnings": [],
 		"write": false,
 		"destructive": false,
-		"call": {"server": "fs", "tool": "delete_file"},
+		"call": {"server": "fs", "tool": "delete_file", "sha256": ""},
 	}
 }
 
@@ -120,18 +120,18 @@ test_allow_document if {
 	d == {
 		"outcome": "allow", "step": "", "reasons": [], "warnings": [],
 		"write": false, "destructive": false,
-		"call": {"server": "fs", "tool": "read_file"},
+		"call": {"server": "fs", "tool": "read_file", "sha256": ""},
 	}
 }
 
 test_missing_config_is_policy_error if {
-	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {})
+	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 	d.outcome == "deny"
 	_codes(d) == ["PolicyError"]
 }
 
 test_unknown_config_mode_is_policy_error if {
-	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {})
+	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 		with data.mcpx.config as object.union(testdata.config, {"write": "maybe"})
 	d.outcome == "deny"
 	d.step == "input"
@@ -141,7 +141,7 @@ test_unknown_config_mode_is_policy_error if {
 
 test_missing_rule_package_is_policy_error if {
 	broken := json.patch(testdata.config, [{"op": "replace", "path": "/rules/no-force-push/package", "value": "s_missing"}])
-	d := mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": false})
+	d := mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": false}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 		with data.mcpx.config as broken
 	d.outcome == "deny"
 	_codes(d) == ["PolicyError"]
@@ -156,11 +156,23 @@ test_warning_does_not_change_outcome if {
 }
 
 test_overrides_tighten if {
-	d := _decide(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"})) with data.mcpx.overrides.ask as {{"code": "NightShift", "message": "reads at night need a look"}}
+	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {"path": "/workspace/a"})
+		with data.mcpx.config as testdata.config
+		with data.mcpx.overrides.deny as set()
+		with data.mcpx.overrides.ask as {{"code": "NightShift", "message": "reads at night need a look"}}
 	d.outcome == "ask"
 	d.step == "overrides"
 	d.reasons[0].code == "OverrideAsk"
 	d.reasons[0].details.override_code == "NightShift"
+}
+
+test_deny_comes_before_ask_within_a_step if {
+	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {"path": "/workspace/a"})
+		with data.mcpx.config as testdata.config
+		with data.mcpx.overrides.deny as {{"code": "Z", "message": "deny"}}
+		with data.mcpx.overrides.ask as {{"code": "A", "message": "ask"}}
+	d.outcome == "deny"
+	[r.code | some r in d.reasons] == ["OverrideDeny", "OverrideAsk"]
 }
 
 test_write_and_destructive_fields if {
@@ -170,4 +182,16 @@ test_write_and_destructive_fields if {
 	d2 := _decide(testdata.call("other", {"name": "frob"}, {}))
 	d2.write == true
 	d2.destructive == true
+}
+
+_sha := "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+test_call_sha256_is_echoed if {
+	with_sha := object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": _sha})
+	_decide(with_sha).call == {"server": "fs", "tool": "read_file", "sha256": _sha}
+	_decide(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"})).call.sha256 == ""
+	hidden := object.union(testdata.call("git", {"name": "shutdown"}, {}), {"call_sha256": _sha})
+	_decide(hidden).call.sha256 == _sha
+	bad := object.union(testdata.call("fs", testdata.read_file, ["x"]), {"call_sha256": _sha})
+	_decide(bad).call.sha256 == _sha
 }

@@ -36,6 +36,8 @@ _ledger_doc := _raw_ledger if is_object(_raw_ledger)
 
 _raw_entries := object.get(_ledger_doc, "entries", [])
 
+_raw_sha256 := object.get(_doc, "call_sha256", null)
+
 # problems lists what is wrong with the input, one message each.
 problems contains "input must be an object" if not is_object(input)
 
@@ -75,6 +77,11 @@ problems contains "ledger.entries must be an array of objects" if not _entries_o
 problems contains "principal must be an object" if not is_object(object.get(_doc, "principal", {}))
 
 problems contains "surface must be a string" if not is_string(object.get(_doc, "surface", ""))
+
+problems contains "call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)" if {
+	_raw_sha256 != null
+	not _sha256_hex(_raw_sha256)
+}
 
 _entries_ok if {
 	is_array(_raw_entries)
@@ -137,6 +144,18 @@ ledger_entries := [e |
 # ledger_error is the caller's reason when it could not read the ledger, or
 # null.
 ledger_error := object.get(_ledger_doc, "error", null)
+
+# call_sha256 is the caller's SHA-256 of the RFC 8785 canonical call, echoed
+# in decision.call.sha256 ("" when the caller gave none). Rego cannot
+# canonicalize JSON exactly, so the caller computes it (docs/fleet.md).
+default call_sha256 := ""
+
+call_sha256 := _raw_sha256 if _sha256_hex(_raw_sha256)
+
+_sha256_hex(s) if {
+	is_string(s)
+	regex.match(`^[0-9a-f]{64}$`, s)
+}
 
 _non_empty_string(s) if {
 	is_string(s)

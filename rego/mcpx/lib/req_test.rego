@@ -4,6 +4,8 @@ import data.mcpx.lib.req
 
 _ok := {"server": "fs", "tool": {"name": "t"}, "args": {}}
 
+_sha := "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
 _cases := [
 	{"input": _ok, "problems": set()},
 	{"input": {"tool": {"name": "t"}}, "problems": {"server must be a non-empty string"}},
@@ -18,6 +20,9 @@ _cases := [
 	{"input": object.union(_ok, {"ledger": {"entries": [1]}}), "problems": {"ledger.entries must be an array of objects"}},
 	{"input": object.union(_ok, {"principal": "root"}), "problems": {"principal must be an object"}},
 	{"input": object.union(_ok, {"surface": 1}), "problems": {"surface must be a string"}},
+	{"input": object.union(_ok, {"call_sha256": "ABC"}), "problems": {"call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)"}},
+	{"input": object.union(_ok, {"call_sha256": 1}), "problems": {"call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)"}},
+	{"input": object.union(_ok, {"call_sha256": _sha}), "problems": set()},
 	{"input": {"server": "fs", "tool": {"name": "t", "annotations": []}}, "problems": {"tool.annotations must be an object"}},
 	{"input": {"server": "fs", "tool": {"name": "t", "inputSchema": true}}, "problems": {"tool.inputSchema must be an object"}},
 	{"input": {"server": "fs", "tool": {"name": "t", "annotations": {"destructiveHint": 0}}}, "problems": {"tool.annotations.destructiveHint must be a boolean"}},
@@ -39,4 +44,6 @@ test_defaults if {
 	req.destructive == false with input as {"server": "fs", "tool": {"name": "t", "annotations": {"destructiveHint": false}}}
 	req.has_schema == false with input as {"server": "fs", "tool": {"name": "t"}}
 	req.ledger_error == null with input as {"server": "fs", "tool": {"name": "t"}}
+	req.call_sha256 == "" with input as {"server": "fs", "tool": {"name": "t"}}
+	req.call_sha256 == _sha with input as object.union(_ok, {"call_sha256": _sha})
 }

@@ -27,7 +27,7 @@ test_destructive_floor if {
 
 test_floor_never_loosens_a_deny if {
 	d := data.mcpx.decision with input as object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"mode": "deny"})
-		with data.mcpx.config as _floor
+		with data.mcpx.config as _floor with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 	d.outcome == "deny"
 	[r.code | some r in d.reasons] == ["WriteDenied"]
 }

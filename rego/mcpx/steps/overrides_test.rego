@@ -19,14 +19,15 @@ test_malformed_finding_still_denies if {
 }
 
 test_no_overrides_no_findings if {
-	count(overrides.deny) == 0
-	count(overrides.ask) == 0
+	count(overrides.deny) == 0 with data.mcpx.overrides.deny as set()
+	count(overrides.ask) == 0 with data.mcpx.overrides.ask as set()
 }
 
 test_override_sees_input_and_tightens_allow if {
 	d := data.mcpx.decision with input as testdata.call("fs", testdata.read_file, {"path": "/workspace/secrets"})
 		with data.mcpx.config as testdata.config
 		with data.mcpx.overrides.deny as {{"code": "Secrets", "message": "no reading secrets"}}
+		with data.mcpx.overrides.ask as set()
 	d.outcome == "deny"
 	d.step == "overrides"
 }

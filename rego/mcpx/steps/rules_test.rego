@@ -79,7 +79,7 @@ test_phrases if {
 
 test_malformed_generated_violation_still_denies if {
 	d := data.mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": true})
-		with data.mcpx.config as testdata.config
+		with data.mcpx.config as testdata.config with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 		with data.mcpx.rules.test_const_false.violations as {"no-force-push": ["not an object"]}
 	d.outcome == "deny"
 	d.step == "argument_rules"

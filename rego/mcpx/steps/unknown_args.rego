@@ -113,7 +113,7 @@ deny contains {
 #   code: IgnoredArguments
 warn contains {
 	"code": "IgnoredArguments",
-	"message": sprintf("%s: %s; the call went ahead and the server ignores them", [call.label, _summary]),
+	"message": sprintf("%s: %s; the call went ahead without them being checked", [call.label, _summary]),
 	"details": _details,
 } if {
 	config.unknown_args_mode == "warn"

@@ -94,7 +94,7 @@ test_reject_message if {
 test_warn_message if {
 	w := unknown_args.warn with input as testdata.call("git", _tool(_closed), {"tial": 1}) with data.mcpx.config as testdata.config
 	print(w)
-	[r.message | some r in w] == [`git.read_file: unknown argument "tial" (did you mean "tail"?); valid arguments: "lines", "path", "tail"; the call went ahead and the server ignores them`]
+	[r.message | some r in w] == [`git.read_file: unknown argument "tial" (did you mean "tail"?); valid arguments: "lines", "path", "tail"; the call went ahead without them being checked`]
 }
 
 test_echo_is_capped_at_five_keys_of_80_characters if {
