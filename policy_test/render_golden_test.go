@@ -1,0 +1,234 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenConfig is testdata/golden-config/mcpx-policy.yaml (checked below).
+const goldenConfig = `version: 1
+policy:
+  write: allow
+  overrides: [overrides.rego]
+servers:
+  fs:
+    hiddenTools: ["delete_*"]
+    unknownArgs: reject
+    argumentRules:
+      - id: fs-writes-in-workspace
+        tools: ["write_file"]
+        description: writes stay in the workspace
+        schema:
+          properties:
+            path: {type: string, pattern: "^/workspace/"}
+  git:
+    writePolicy: deny
+  review:
+    writePolicy: ask
+  vault:
+    unknownArgs: warn
+  floor:
+    writePolicy: allow
+`
+
+const goldenOverrides = `package mcpx.overrides
+
+deny contains {"code": "NoGitDir", "message": "writes under .git are refused"} if {
+	contains(input.args.path, "/.git/")
+}
+
+ask contains {"code": "Night", "message": "writes to /workspace/night need a look"} if {
+	startswith(input.args.path, "/workspace/night")
+}
+`
+
+// TestRenderGoldens renders a real decision of every reason code — made by
+// the engine from a real call, not built by hand — on every surface, and
+// compares it with testdata/golden/<Code>.json. Refresh with -update.
+func TestRenderGoldens(t *testing.T) {
+	t.Parallel()
+	// A fixed relative config path keeps rule origins stable in the goldens.
+	const dir = "testdata/golden-config"
+	newEng := func(t *testing.T, extra string) (*mcpxpolicy.Engine, string) {
+		cfg := filepath.Join(dir, "mcpx-policy.yaml")
+		state := t.TempDir()
+		opts := mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: state}
+		if extra != "" {
+			opts.Set = map[string]string{"policy.confirmDestructive": extra}
+		}
+		eng, err := mcpxpolicy.New(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng, state
+	}
+	write := func(server string, args map[string]any) mcpxpolicy.Call {
+		return mcpxpolicy.Call{Server: server, Tool: writeFile, Args: args, Surface: "mcp"}
+	}
+	cases := []struct {
+		code mcpxpolicy.Code
+		make func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision)
+	}{
+		{mcpxpolicy.HiddenTool, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := mcpxpolicy.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/workspace/a"}}
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.UnknownOutcomePending, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("vault", map[string]any{"path": "/workspace/a", "content": "x"})
+			w, err := eng.BeginWrite(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Sent()
+			if err := w.Unknown("timeout"); err != nil {
+				t.Fatal(err)
+			}
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.LedgerUnreadable, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, state := newEng(t, "")
+			if err := os.WriteFile(filepath.Join(state, "ledger.json"), []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := write("vault", map[string]any{"path": "/workspace/a"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.UnknownArguments, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/workspace/a", "line": 3, "api_key": "sk-live-0123456789abcdefghij"}}
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.IgnoredArguments, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := mcpxpolicy.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a", "tial": 3}}
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.ArgumentRuleViolation, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("fs", map[string]any{"path": "/etc/passwd", "content": "root::0:0"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.WriteDenied, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("git", map[string]any{"path": "/workspace/a"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.WriteNeedsConfirmation, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("review", map[string]any{"path": "/workspace/a", "content": "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.DestructiveNeedsConfirmation, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "true")
+			c := write("floor", map[string]any{"path": "/workspace/a"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.OverrideDeny, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("vault", map[string]any{"path": "/workspace/.git/config"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.OverrideAsk, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("vault", map[string]any{"path": "/workspace/night/a"})
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.InvalidInput, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{}, Args: map[string]any{}}
+			return c, decide(t, eng, c)
+		}},
+		{mcpxpolicy.PolicyError, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			c := write("vault", map[string]any{"path": "/workspace/a"})
+			d, err := eng.Decide(ctx, c)
+			if err == nil {
+				t.Fatal("cancelled Decide returned no error")
+			}
+			return c, d
+		}},
+		{mcpxpolicy.ConfirmationUnavailable, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("review", map[string]any{"path": "/workspace/a"})
+			return c, mcpxpolicy.ConfirmationUnavailableDecision(decide(t, eng, c))
+		}},
+		{mcpxpolicy.ConfirmationDeclined, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
+			eng, _ := newEng(t, "")
+			c := write("review", map[string]any{"path": "/workspace/a"})
+			return c, mcpxpolicy.ConfirmationDeclinedDecision(decide(t, eng, c))
+		}},
+	}
+	for name, want := range map[string]string{"mcpx-policy.yaml": goldenConfig, "overrides.rego": goldenOverrides} {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
+			t.Fatalf("%s/%s is not the config this test declares (%v)", dir, name, err)
+		}
+	}
+	volatile := regexp.MustCompile(`(id |"id": ?"|id=|--id )[0-9a-f]{8,}|\d{4}-\d\d-\d\dT[0-9:.]+Z`)
+	for _, c := range cases {
+		t.Run(string(c.code), func(t *testing.T) {
+			t.Parallel()
+			call, d := c.make(t)
+			found := false
+			for _, r := range append(append([]mcpxpolicy.Reason{}, d.Reasons...), d.Warnings...) {
+				found = found || r.Code == c.code
+			}
+			if !found {
+				t.Fatalf("the real decision has no %s: %+v", c.code, d)
+			}
+			out := map[string]any{"decision": d}
+			for _, s := range []string{mcpxpolicy.SurfaceDaemon, mcpxpolicy.SurfaceMCP, mcpxpolicy.SurfaceCLI} {
+				r, err := mcpxpolicy.Render(s, call, d)
+				if err != nil {
+					t.Fatalf("render %s: %v", s, err)
+				}
+				out[s] = r
+			}
+			got, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := volatile.ReplaceAllStringFunc(string(got), func(m string) string {
+				if strings.HasSuffix(m, "Z") && strings.Contains(m, "T") {
+					return "<time>"
+				}
+				return volatile.FindStringSubmatch(m)[1] + "<id>"
+			})
+			for _, secret := range []string{"sk-live-0123456789abcdefghij", "abcdefghijklmnopqrstuvwxyz012345"} {
+				if strings.Contains(text, secret) {
+					t.Fatalf("a secret from the arguments reached a rendering:\n%s", text)
+				}
+			}
+			path := filepath.Join("testdata", "golden", string(c.code)+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./policy_test -run TestRenderGoldens -update)", err)
+			}
+			if string(want) != text+"\n" {
+				t.Errorf("%s differs from the golden file; got:\n%s", path, text)
+			}
+		})
+	}
+}
