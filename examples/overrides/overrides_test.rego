@@ -2,9 +2,7 @@
 # evaluates data.mcpx.decision (all seven steps) with the small compiled
 # config of rego/mcpx/testdata (fs: writes allowed, writes stay under
 # /workspace/, delete_* hidden; other servers: writes ask). Run with
-#   go tool opa test rego/ examples/overrides/ --run '^data\.mcpx\.overrides_test\.'
-# (without --run, the policy's own tests in rego/ run too, with these
-# overrides loaded, and fail: see docs/overrides.md).
+#   go tool opa test rego/ examples/overrides/
 package mcpx.overrides_test
 
 import data.mcpx.testdata
