@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// StartFunc starts the MCP server (a process) and connects to it.
+type StartFunc func(ctx context.Context) (mcp.Connection, error)
+
+const sessionIDHeader = "Mcp-Session-Id"
+
+// HTTPHandler serves the proxy to MCP clients over Streamable HTTP (the
+// SDK's StreamableServerTransport, one per session). Each session gets its
+// own server process from start, since an MCP session is stateful end to
+// end; DELETE or the server's exit ends it. Messages the proxy or the
+// server send outside a call's answer (elicitation/create, progress) go
+// out on the session's standalone SSE stream (GET).
+type HTTPHandler struct {
+	ctx   context.Context
+	opts  Options
+	start StartFunc
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+	wg       sync.WaitGroup
+}
+
+type httpSession struct {
+	transport *mcp.StreamableServerTransport
+	cancel    context.CancelFunc
+}
+
+// NewHTTPHandler returns the handler; sessions end when ctx does.
+func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc) *HTTPHandler {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<20)
+	id := r.Header.Get(sessionIDHeader)
+	if id == "" {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Mcp-Session-Id is required", http.StatusBadRequest)
+			return
+		}
+		h.newSession(w, r)
+		return
+	}
+	h.mu.Lock()
+	s := h.sessions[id]
+	h.mu.Unlock()
+	if s == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodPost:
+		s.transport.ServeHTTP(w, r)
+	case http.MethodDelete:
+		h.end(id)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
+	id := rand.Text()
+	t := &mcp.StreamableServerTransport{SessionID: id}
+	ctx, cancel := context.WithCancel(h.ctx)
+	client, err := t.Connect(ctx)
+	if err != nil {
+		cancel()
+		http.Error(w, "connecting the session failed", http.StatusInternalServerError)
+		return
+	}
+	server, err := h.start(ctx)
+	if err != nil {
+		cancel()
+		client.Close()
+		h.log.Error("starting the MCP server failed", "err", err)
+		http.Error(w, "starting the MCP server failed", http.StatusBadGateway)
+		return
+	}
+	h.mu.Lock()
+	h.sessions[id] = &httpSession{transport: t, cancel: cancel}
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		err := Run(ctx, h.opts, client, server)
+		h.log.Info("session ended", "session", id, "err", err)
+		h.end(id)
+	}()
+	t.ServeHTTP(w, r)
+}
+
+func (h *HTTPHandler) end(id string) {
+	h.mu.Lock()
+	s := h.sessions[id]
+	delete(h.sessions, id)
+	h.mu.Unlock()
+	if s != nil {
+		s.cancel()
+	}
+}
+
+// Close ends every session and waits for their servers to be closed.
+func (h *HTTPHandler) Close() {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.sessions))
+	for id := range h.sessions {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		h.end(id)
+	}
+	h.wg.Wait()
+}

@@ -1,0 +1,182 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The end-to-end tests run real MCP servers from npm (e2e/package.json,
+// installed by `npm ci --prefix e2e` in .ci/run) behind the built proxy,
+// driven by the official MCP Go SDK client. A missing install fails them:
+// CI installs the servers, so a skip would hide a broken pipeline.
+
+// npmServer returns the path of an npm-installed MCP server binary.
+func npmServer(t testing.TB, bin string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "e2e", "node_modules", ".bin", bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing: the end-to-end tests need the MCP servers from npm; run `npm ci --prefix e2e` (as .ci/run does)", p)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is not on PATH: the end-to-end tests run MCP servers from npm (install Node.js 20 or later)")
+	}
+	return p
+}
+
+// goServer builds a Go MCP server of the module (under e2e/) and returns
+// its binary.
+func goServer(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", out, pkg)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// syncBuffer collects a process's stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gate is one proxy setup: a config and a state dir.
+type gate struct {
+	config, state, server string
+	flags                 []string
+}
+
+func newGate(t testing.TB, server, config string, flags ...string) *gate {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcpx-policy.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &gate{config: path, state: filepath.Join(dir, "state"), server: server, flags: flags}
+}
+
+// command is the proxy command in front of serverCmd.
+func (g *gate) command(t testing.TB, serverCmd ...string) *exec.Cmd {
+	args := []string{"proxy", "--config", g.config, "--server", g.server, "--state-dir", g.state}
+	args = append(args, g.flags...)
+	args = append(args, "--")
+	args = append(args, serverCmd...)
+	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
+	cmd.Env = cleanEnv()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("proxy stderr:\n%s", stderr)
+		}
+	})
+	return cmd
+}
+
+// cleanEnv is the environment without MCPX_POLICY_* settings.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCPX_POLICY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// direct is serverCmd run without the proxy.
+func direct(serverCmd ...string) *exec.Cmd {
+	cmd := exec.Command(serverCmd[0], serverCmd[1:]...)
+	cmd.Env = cleanEnv()
+	return cmd
+}
+
+// connect starts cmd and connects an MCP Go SDK client to it.
+func connect(t testing.TB, ctx context.Context, cmd *exec.Cmd, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpx-policy-e2e", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and fails the test on a protocol error.
+func call(t testing.TB, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return res
+}
+
+// text is a result's text content, joined.
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// refusal returns the code of the first reason of a proxy refusal (from
+// structuredContent), or "" when res is not one.
+func refusal(res *mcp.CallToolResult) string {
+	if !res.IsError || res.StructuredContent == nil {
+		return ""
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var d struct {
+		Reasons []struct {
+			Code string `json:"code"`
+		} `json:"reasons"`
+	}
+	if json.Unmarshal(b, &d) != nil || len(d.Reasons) == 0 {
+		return ""
+	}
+	return d.Reasons[0].Code
+}
+
+func toolNames(t testing.TB, ctx context.Context, cs *mcp.ClientSession) map[string]*mcp.Tool {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	out := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		out[tool.Name] = tool
+	}
+	return out
+}
