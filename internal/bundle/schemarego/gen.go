@@ -33,6 +33,8 @@ type gen struct {
 	fresh  int
 }
 
+// (laundering of conditions: see launder in valid.go)
+
 func newGen(raw *rawIndex) *gen {
 	return &gen{
 		raw:     raw,
@@ -90,6 +92,7 @@ func viol(path, value, kw, expected string) string {
 // checkFn writes `F(v, p) := [violation] if { body }` with a default of []
 // and returns the call expression of F.
 func (g *gen) checkFn(fn, kw, expected, body string) string {
+	body = strings.Join(g.launder(strings.Split(body, "\n"), "v"), "\n")
 	g.emit("default %s(_, _) := []", fn)
 	g.emit("%s(v, p) := [%s] if {\n%s\n}", fn, viol("p", "v", kw, expected), body)
 	return fn + "(v, p)"
@@ -97,6 +100,7 @@ func (g *gen) checkFn(fn, kw, expected, body string) string {
 
 // listFn writes `F(v, p) := expr if { body }` with a default of [].
 func (g *gen) listFn(fn, expr, body string) string {
+	body = strings.Join(g.launder(strings.Split(body, "\n"), "v"), "\n")
 	g.emit("default %s(_, _) := []", fn)
 	g.emit("%s(v, p) := %s if {\n%s\n}", fn, expr, body)
 	return fn + "(v, p)"
@@ -881,7 +885,7 @@ func (g *gen) module(pkg, root string, rv vres) (string, error) {
 	}
 	c := ast.NewCompiler()
 	if c.Compile(map[string]*ast.Module{"generated.rego": check}); c.Failed() {
-		return "", &Error{Msg: "internal error: generated code does not compile: " + c.Errors.Error()}
+		return "", &Error{Msg: "internal error: generated code does not compile: " + c.Errors.Error() + "\n" + string(out)}
 	}
 	return string(out), nil
 }

@@ -37,6 +37,7 @@ func (r vres) call(x string) string {
 
 var (
 	vWord   = regexp.MustCompile(`\bv\b`)
+	aliasRE = regexp.MustCompile(`^x[0-9]+ := `)
 	simpleX = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 )
 
@@ -44,19 +45,33 @@ var (
 // is simple; x that is not a plain variable is bound to a fresh one first.
 func (g *gen) inl(r vres, x string) string {
 	if r.conds == nil {
-		return r.call(x)
+		if simpleX.MatchString(x) {
+			return r.call(x)
+		}
+		return strings.Join(g.launder([]string{r.call("v")}, x), "\n")
 	}
-	var pre string
-	if !simpleX.MatchString(x) {
+	return strings.Join(g.launder(r.conds, x), "\n")
+}
+
+// launder gives every condition that mentions v its own copy of arg
+// (xN := arg) and rewrites v to that copy. OPA's type checker narrows a
+// variable's type with each condition (v == 1 makes v a number, count(v)
+// a collection, a call the callee's parameter type) and refuses a body
+// whose narrowings conflict, even one that is merely false for some
+// values or that negates them; a fresh copy per condition has nothing to
+// conflict with. The copies cost one assignment each.
+func (g *gen) launder(conds []string, arg string) []string {
+	out := make([]string, 0, 2*len(conds))
+	for _, c := range conds {
+		if !vWord.MatchString(c) || aliasRE.MatchString(c) {
+			out = append(out, c)
+			continue
+		}
 		g.fresh++
-		pre = fmt.Sprintf("x%d := %s\n", g.fresh, x)
-		x = fmt.Sprintf("x%d", g.fresh)
+		x := fmt.Sprintf("x%d", g.fresh)
+		out = append(out, fmt.Sprintf("%s := %s", x, arg), vWord.ReplaceAllString(c, x))
 	}
-	out := make([]string, len(r.conds))
-	for i, c := range r.conds {
-		out[i] = vWord.ReplaceAllString(c, x)
-	}
-	return pre + strings.Join(out, "\n")
+	return out
 }
 
 // inlSemi is inl for a comprehension body.
@@ -106,7 +121,7 @@ func (g *gen) valid(s *jsonschema.Schema) (vres, error) {
 	if len(conds) == 0 {
 		r = vres{isTrue: true}
 	} else {
-		g.emit("%s(v) if {\n%s\n}", fn, strings.Join(conds, "\n"))
+		g.emit("%s(v) if {\n%s\n}", fn, strings.Join(g.launder(conds, "v"), "\n"))
 	}
 	g.vnames[s] = r
 	return r, nil
@@ -164,7 +179,7 @@ func (g *gen) validConds(s *jsonschema.Schema, fn string) ([]string, error) {
 		}
 		h := helper(t)
 		g.emit("%s(v) if not %s(v)", h, isT)
-		g.emit("%s(v) if {\n%s(v)\n%s\n}", h, isT, strings.Join(cs, "\n"))
+		g.emit("%s(v) if {\n%s(v)\n%s\n}", h, isT, strings.Join(g.launder(cs, "v"), "\n"))
 		conds = append(conds, h+"(v)")
 	}
 
