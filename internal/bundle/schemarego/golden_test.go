@@ -58,7 +58,19 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run with -update)", err)
 			}
 			if string(want) != src {
-				t.Errorf("generated Rego differs from %s (run with -update and review the diff)", goldenPath)
+				wl, gl := strings.Split(string(want), "\n"), strings.Split(src, "\n")
+				line := 0
+				for line < len(wl) && line < len(gl) && wl[line] == gl[line] {
+					line++
+				}
+				got, exp := "", ""
+				if line < len(gl) {
+					got = gl[line]
+				}
+				if line < len(wl) {
+					exp = wl[line]
+				}
+				t.Errorf("generated Rego differs from %s at line %d:\n got: %s\nwant: %s\n(run with -update and review the diff)", goldenPath, line+1, got, exp)
 			}
 			r, err := prepareAt(schema, gc.Argument)
 			if err != nil {

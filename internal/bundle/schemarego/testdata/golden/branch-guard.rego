@@ -9,29 +9,36 @@ _v1_string1(v) if not is_string(v)
 
 _v1_string1(v) if {
 	is_string(v)
-	regex.match("^(refs/heads/)?(main|master)$", v)
+	x1 := v
+	regex.match("^(refs/heads/)?(main|master)$", x1)
 }
 
 _v1(v) if {
-	_v1_string1(v)
+	x2 := v
+	_v1_string1(x2)
 }
 
 _v0(v) if {
-	is_string(v)
-	not _v1(v)
+	x3 := v
+	is_string(x3)
+	x4 := v
+	not _v1(x4)
 }
 
 default _s0_type1(_, _) := []
 
 _s0_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "string"}] if {
-	not is_string(v)
+	x5 := v
+	not is_string(x5)
 }
 
 default _s1_pattern1(_, _) := []
 
 _s1_pattern1(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "^(refs/heads/)?(main|master)$"}] if {
-	is_string(v)
-	not regex.match("^(refs/heads/)?(main|master)$", v)
+	x6 := v
+	is_string(x6)
+	x7 := v
+	not regex.match("^(refs/heads/)?(main|master)$", x7)
 }
 
 _s1(v, p) := _s1_pattern1(v, p)
@@ -39,7 +46,8 @@ _s1(v, p) := _s1_pattern1(v, p)
 default _s0_not2(_, _) := []
 
 _s0_not2(v, p) := [{"path": p, "value": v, "constraint": "not", "expected": {"pattern": "^(refs/heads/)?(main|master)$"}}] if {
-	_v1(v)
+	x8 := v
+	_v1(x8)
 }
 
 _s0(v, p) := array.concat(_s0_type1(v, p), _s0_not2(v, p))

@@ -6,8 +6,10 @@ violations[key] := vs if {
 }
 
 _v2(v) if {
-	is_number(v)
-	v > 0
+	x1 := v
+	is_number(x1)
+	x2 := v
+	x2 > 0
 }
 
 _dec(v) := [_unum(s), e] if {
@@ -54,13 +56,17 @@ _v1_number1(v) if not is_number(v)
 
 _v1_number1(v) if {
 	is_number(v)
-	_mult(v, 1, 1, 100, 2, [1, 10, 100])
+	x5 := v
+	_mult(x5, 1, 1, 100, 2, [1, 10, 100])
 }
 
 _v1(v) if {
-	is_number(v)
-	v > 0
-	_v1_number1(v)
+	x3 := v
+	is_number(x3)
+	x4 := v
+	x4 > 0
+	x6 := v
+	_v1_number1(x6)
 }
 
 _has(o, k) if _ = o[k]
@@ -68,49 +74,58 @@ _has(o, k) if _ = o[k]
 _v0_prop1(v) if not _has(v, "amount")
 
 _v0_prop1(v) if {
-	_v1(v.amount)
+	x7 := v.amount
+	_v1(x7)
 }
 
 _v4(v) if {
-	v == "EUR"
+	x8 := v
+	x8 == "EUR"
 }
 
 _v5(v) if {
-	v == "USD"
+	x9 := v
+	x9 == "USD"
 }
 
 _v6_string1(v) if not is_string(v)
 
 _v6_string1(v) if {
 	is_string(v)
-	regex.match("^X[A-Z]{2}$", v)
+	x10 := v
+	regex.match("^X[A-Z]{2}$", x10)
 }
 
 _v6(v) if {
-	_v6_string1(v)
+	x11 := v
+	_v6_string1(x11)
 }
 
 _v3_anyOf1(v) if {
-	v == "EUR"
+	x12 := v
+	x12 == "EUR"
 }
 
 _v3_anyOf1(v) if {
-	v == "USD"
+	x13 := v
+	x13 == "USD"
 }
 
 _v3_anyOf1(v) if {
-	_v6_string1(v)
+	x14 := v
+	_v6_string1(x14)
 }
 
 _v3(v) if {
-	_v3_anyOf1(v)
+	x15 := v
+	_v3_anyOf1(x15)
 }
 
 _v0_prop2(v) if not _has(v, "currency")
 
 _v0_prop2(v) if {
-	x1 := v.currency
-	_v3_anyOf1(x1)
+	x16 := v.currency
+	_v3_anyOf1(x16)
 }
 
 _dup(a) if {
@@ -121,13 +136,17 @@ _dup(a) if {
 }
 
 _v8(v) if {
-	v == "approved"
+	x17 := v
+	x17 == "approved"
 }
 
 _v7(v) if {
-	is_array(v)
-	not _dup(v)
-	nc := count([1 | some x in v; x == "approved"])
+	x19 := v
+	is_array(x19)
+	x20 := v
+	not _dup(x20)
+	x21 := v
+	nc := count([1 | some x in x21; x18 := x; x18 == "approved"])
 	nc >= 1
 	nc <= 1
 }
@@ -135,39 +154,46 @@ _v7(v) if {
 _v0_prop3(v) if not _has(v, "labels")
 
 _v0_prop3(v) if {
-	_v7(v.labels)
+	x22 := v.labels
+	_v7(x22)
 }
 
 _v10_object1(v) if not is_object(v)
 
 _v10_object1(v) if {
 	is_object(v)
-	_has(v, "iban")
+	x23 := v
+	_has(x23, "iban")
 }
 
 _v10(v) if {
-	_v10_object1(v)
+	x24 := v
+	_v10_object1(x24)
 }
 
 _v11_object1(v) if not is_object(v)
 
 _v11_object1(v) if {
 	is_object(v)
-	_has(v, "account")
+	x26 := v
+	_has(x26, "account")
 }
 
 _v11(v) if {
-	_v11_object1(v)
+	x27 := v
+	_v11_object1(x27)
 }
 
 _v9(v) if {
-	count([1 | _v10_object1(v)]) + count([1 | _v11_object1(v)]) == 1
+	x29 := v
+	count([1 | x25 := x29; _v10_object1(x25)]) + count([1 | x28 := x29; _v11_object1(x28)]) == 1
 }
 
 _v0_prop4(v) if not _has(v, "target")
 
 _v0_prop4(v) if {
-	_v9(v.target)
+	x30 := v.target
+	_v9(x30)
 }
 
 _v0_dependentRequired5(v) if not _has(v, "amount")
@@ -180,132 +206,161 @@ _v12_object1(v) if not is_object(v)
 
 _v12_object1(v) if {
 	is_object(v)
-	_has(v, "cash")
+	x31 := v
+	_has(x31, "cash")
 }
 
 _v12(v) if {
-	_v12_object1(v)
+	x32 := v
+	_v12_object1(x32)
 }
 
 _v14(v) if {
-	v == "USD"
+	x33 := v
+	x33 == "USD"
 }
 
 _v13_object1(v) if not is_object(v)
 
 _v13_object1(v) if {
 	is_object(v)
-	x2 := v.currency
-	x2 == "USD"
+	x34 := v.currency
+	x34 == "USD"
 }
 
 _v13(v) if {
-	_v13_object1(v)
+	x35 := v
+	_v13_object1(x35)
 }
 
 _v16_number1(v) if not is_number(v)
 
 _v16_number1(v) if {
 	is_number(v)
-	v <= 10000
+	x36 := v
+	x36 <= 10000
 }
 
 _v16(v) if {
-	_v16_number1(v)
+	x37 := v
+	_v16_number1(x37)
 }
 
 _v15_prop1(v) if not _has(v, "amount")
 
 _v15_prop1(v) if {
-	x3 := v.amount
-	_v16_number1(x3)
+	x38 := v.amount
+	_v16_number1(x38)
 }
 
 _v15_object2(v) if not is_object(v)
 
 _v15_object2(v) if {
 	is_object(v)
-	_v15_prop1(v)
+	x39 := v
+	_v15_prop1(x39)
 }
 
 _v15(v) if {
-	_v15_object2(v)
+	x40 := v
+	_v15_object2(x40)
 }
 
 _v18_number1(v) if not is_number(v)
 
 _v18_number1(v) if {
 	is_number(v)
-	v <= 5000
+	x41 := v
+	x41 <= 5000
 }
 
 _v18(v) if {
-	_v18_number1(v)
+	x42 := v
+	_v18_number1(x42)
 }
 
 _v17_prop1(v) if not _has(v, "amount")
 
 _v17_prop1(v) if {
-	x4 := v.amount
-	_v18_number1(x4)
+	x43 := v.amount
+	_v18_number1(x43)
 }
 
 _v17_object2(v) if not is_object(v)
 
 _v17_object2(v) if {
 	is_object(v)
-	_v17_prop1(v)
+	x44 := v
+	_v17_prop1(x44)
 }
 
 _v17(v) if {
-	_v17_object2(v)
+	x45 := v
+	_v17_object2(x45)
 }
 
 _v0_if6(v) if {
-	_v13_object1(v)
-	_v15_object2(v)
+	x46 := v
+	_v13_object1(x46)
+	x47 := v
+	_v15_object2(x47)
 }
 
 _v0_if6(v) if {
 	not _v13(v)
-	_v17_object2(v)
+	x48 := v
+	_v17_object2(x48)
 }
 
 _v0(v) if {
-	is_object(v)
-	_v0_prop1(v)
-	_v0_prop2(v)
-	_v0_prop3(v)
-	_v0_prop4(v)
-	_v0_dependentRequired5(v)
-	not _v12(v)
-	_v0_if6(v)
+	x49 := v
+	is_object(x49)
+	x50 := v
+	_v0_prop1(x50)
+	x51 := v
+	_v0_prop2(x51)
+	x52 := v
+	_v0_prop3(x52)
+	x53 := v
+	_v0_prop4(x53)
+	x54 := v
+	_v0_dependentRequired5(x54)
+	x55 := v
+	not _v12(x55)
+	x56 := v
+	_v0_if6(x56)
 }
 
 default _s0_type1(_, _) := []
 
 _s0_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "object"}] if {
-	not is_object(v)
+	x57 := v
+	not is_object(x57)
 }
 
 default _s0_dependentRequired2(_, _) := []
 
 _s0_dependentRequired2(v, p) := [{"path": p, "value": v, "constraint": "dependentRequired", "expected": {"amount": ["currency"]}, "detail": concat("", ["missing property ", json.marshal(k), " required by ", "\"amount\""])} | some k in ["currency"]; not _has(v, k)] if {
-	is_object(v)
-	_has(v, "amount")
+	x58 := v
+	is_object(x58)
+	x59 := v
+	_has(x59, "amount")
 }
 
 default _s2_type1(_, _) := []
 
 _s2_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "number"}] if {
-	not is_number(v)
+	x60 := v
+	not is_number(x60)
 }
 
 default _s2_exclusiveMinimum2(_, _) := []
 
 _s2_exclusiveMinimum2(v, p) := [{"path": p, "value": v, "constraint": "exclusiveMinimum", "expected": 0}] if {
-	is_number(v)
-	v <= 0
+	x61 := v
+	is_number(x61)
+	x62 := v
+	x62 <= 0
 }
 
 _s2(v, p) := array.concat(_s2_type1(v, p), _s2_exclusiveMinimum2(v, p))
@@ -313,8 +368,10 @@ _s2(v, p) := array.concat(_s2_type1(v, p), _s2_exclusiveMinimum2(v, p))
 default _s1_multipleOf1(_, _) := []
 
 _s1_multipleOf1(v, p) := [{"path": p, "value": v, "constraint": "multipleOf", "expected": 0.01}] if {
-	is_number(v)
-	not _mult(v, 1, 1, 100, 2, [1, 10, 100])
+	x63 := v
+	is_number(x63)
+	x64 := v
+	not _mult(x64, 1, 1, 100, 2, [1, 10, 100])
 }
 
 _s1(v, p) := array.concat(_s2(v, p), _s1_multipleOf1(v, p))
@@ -322,14 +379,17 @@ _s1(v, p) := array.concat(_s2(v, p), _s1_multipleOf1(v, p))
 default _s0_properties3(_, _) := []
 
 _s0_properties3(v, p) := _s1(x, concat("", [p, "/amount"])) if {
-	is_object(v)
-	x := v.amount
+	x65 := v
+	is_object(x65)
+	x66 := v
+	x := x66.amount
 }
 
 default _s4_const1(_, _) := []
 
 _s4_const1(v, p) := [{"path": p, "value": v, "constraint": "const", "expected": "EUR"}] if {
-	v != "EUR"
+	x67 := v
+	x67 != "EUR"
 }
 
 _s4(v, p) := _s4_const1(v, p)
@@ -337,7 +397,8 @@ _s4(v, p) := _s4_const1(v, p)
 default _s5_const1(_, _) := []
 
 _s5_const1(v, p) := [{"path": p, "value": v, "constraint": "const", "expected": "USD"}] if {
-	v != "USD"
+	x68 := v
+	x68 != "USD"
 }
 
 _s5(v, p) := _s5_const1(v, p)
@@ -345,8 +406,10 @@ _s5(v, p) := _s5_const1(v, p)
 default _s6_pattern1(_, _) := []
 
 _s6_pattern1(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "^X[A-Z]{2}$"}] if {
-	is_string(v)
-	not regex.match("^X[A-Z]{2}$", v)
+	x69 := v
+	is_string(x69)
+	x70 := v
+	not regex.match("^X[A-Z]{2}$", x70)
 }
 
 _s6(v, p) := _s6_pattern1(v, p)
@@ -366,7 +429,8 @@ _s3_anyOf1_ok(v) if _v6(v)
 default _s3_anyOf1(_, _) := []
 
 _s3_anyOf1(v, p) := [{"path": p, "value": v, "constraint": "anyOf", "expected": [{"const": "EUR"}, {"const": "USD"}, {"pattern": "^X[A-Z]{2}$"}], "detail": concat("", ["no branch matched: ", concat("; ", [_brdetail(i, vs) | some i, vs in [_s4(v, p), _s5(v, p), _s6(v, p)]])])}] if {
-	not _s3_anyOf1_ok(v)
+	x71 := v
+	not _s3_anyOf1_ok(x71)
 }
 
 _s3(v, p) := _s3_anyOf1(v, p)
@@ -374,27 +438,33 @@ _s3(v, p) := _s3_anyOf1(v, p)
 default _s0_properties4(_, _) := []
 
 _s0_properties4(v, p) := _s3(x, concat("", [p, "/currency"])) if {
-	is_object(v)
-	x := v.currency
+	x72 := v
+	is_object(x72)
+	x73 := v
+	x := x73.currency
 }
 
 default _s7_type1(_, _) := []
 
 _s7_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "array"}] if {
-	not is_array(v)
+	x74 := v
+	not is_array(x74)
 }
 
 default _s7_uniqueItems2(_, _) := []
 
 _s7_uniqueItems2(v, p) := [{"path": p, "value": v, "constraint": "uniqueItems", "expected": true}] if {
-	is_array(v)
-	_dup(v)
+	x75 := v
+	is_array(x75)
+	x76 := v
+	_dup(x76)
 }
 
 default _s8_const1(_, _) := []
 
 _s8_const1(v, p) := [{"path": p, "value": v, "constraint": "const", "expected": "approved"}] if {
-	v != "approved"
+	x77 := v
+	x77 != "approved"
 }
 
 _s8(v, p) := _s8_const1(v, p)
@@ -404,15 +474,19 @@ _s7_ccount3(v) := count([1 | some e in v; _v8(e)])
 default _s7_contains4(_, _) := []
 
 _s7_contains4(v, p) := [{"path": p, "value": v, "constraint": "contains", "expected": {"const": "approved"}}] if {
-	is_array(v)
-	_s7_ccount3(v) < 1
+	x78 := v
+	is_array(x78)
+	x79 := v
+	_s7_ccount3(x79) < 1
 }
 
 default _s7_maxContains5(_, _) := []
 
 _s7_maxContains5(v, p) := [{"path": p, "value": v, "constraint": "maxContains", "expected": 1}] if {
-	is_array(v)
-	_s7_ccount3(v) > 1
+	x80 := v
+	is_array(x80)
+	x81 := v
+	_s7_ccount3(x81) > 1
 }
 
 _s7(v, p) := array.concat(array.concat(array.concat(_s7_type1(v, p), _s7_uniqueItems2(v, p)), _s7_contains4(v, p)), _s7_maxContains5(v, p))
@@ -420,14 +494,17 @@ _s7(v, p) := array.concat(array.concat(array.concat(_s7_type1(v, p), _s7_uniqueI
 default _s0_properties5(_, _) := []
 
 _s0_properties5(v, p) := _s7(x, concat("", [p, "/labels"])) if {
-	is_object(v)
-	x := v.labels
+	x82 := v
+	is_object(x82)
+	x83 := v
+	x := x83.labels
 }
 
 default _s10_required1(_, _) := []
 
 _s10_required1(v, p) := [{"path": p, "value": v, "constraint": "required", "expected": ["iban"], "detail": concat("", ["missing property ", json.marshal(k)])} | some k in ["iban"]; not _has(v, k)] if {
-	is_object(v)
+	x84 := v
+	is_object(x84)
 }
 
 _s10(v, p) := _s10_required1(v, p)
@@ -435,7 +512,8 @@ _s10(v, p) := _s10_required1(v, p)
 default _s11_required1(_, _) := []
 
 _s11_required1(v, p) := [{"path": p, "value": v, "constraint": "required", "expected": ["account"], "detail": concat("", ["missing property ", json.marshal(k)])} | some k in ["account"]; not _has(v, k)] if {
-	is_object(v)
+	x85 := v
+	is_object(x85)
 }
 
 _s11(v, p) := _s11_required1(v, p)
@@ -462,14 +540,17 @@ _s9(v, p) := _s9_oneOf1(v, p)
 default _s0_properties6(_, _) := []
 
 _s0_properties6(v, p) := _s9(x, concat("", [p, "/target"])) if {
-	is_object(v)
-	x := v.target
+	x86 := v
+	is_object(x86)
+	x87 := v
+	x := x87.target
 }
 
 default _s12_required1(_, _) := []
 
 _s12_required1(v, p) := [{"path": p, "value": v, "constraint": "required", "expected": ["cash"], "detail": concat("", ["missing property ", json.marshal(k)])} | some k in ["cash"]; not _has(v, k)] if {
-	is_object(v)
+	x88 := v
+	is_object(x88)
 }
 
 _s12(v, p) := _s12_required1(v, p)
@@ -477,19 +558,22 @@ _s12(v, p) := _s12_required1(v, p)
 default _s0_not7(_, _) := []
 
 _s0_not7(v, p) := [{"path": p, "value": v, "constraint": "not", "expected": {"required": ["cash"]}}] if {
-	_v12(v)
+	x89 := v
+	_v12(x89)
 }
 
 default _s13_required1(_, _) := []
 
 _s13_required1(v, p) := [{"path": p, "value": v, "constraint": "required", "expected": ["currency"], "detail": concat("", ["missing property ", json.marshal(k)])} | some k in ["currency"]; not _has(v, k)] if {
-	is_object(v)
+	x90 := v
+	is_object(x90)
 }
 
 default _s14_const1(_, _) := []
 
 _s14_const1(v, p) := [{"path": p, "value": v, "constraint": "const", "expected": "USD"}] if {
-	v != "USD"
+	x91 := v
+	x91 != "USD"
 }
 
 _s14(v, p) := _s14_const1(v, p)
@@ -497,8 +581,10 @@ _s14(v, p) := _s14_const1(v, p)
 default _s13_properties2(_, _) := []
 
 _s13_properties2(v, p) := _s14(x, concat("", [p, "/currency"])) if {
-	is_object(v)
-	x := v.currency
+	x92 := v
+	is_object(x92)
+	x93 := v
+	x := x93.currency
 }
 
 _s13(v, p) := array.concat(_s13_required1(v, p), _s13_properties2(v, p))
@@ -506,8 +592,10 @@ _s13(v, p) := array.concat(_s13_required1(v, p), _s13_properties2(v, p))
 default _s16_maximum1(_, _) := []
 
 _s16_maximum1(v, p) := [{"path": p, "value": v, "constraint": "maximum", "expected": 10000}] if {
-	is_number(v)
-	v > 10000
+	x94 := v
+	is_number(x94)
+	x95 := v
+	x95 > 10000
 }
 
 _s16(v, p) := _s16_maximum1(v, p)
@@ -515,8 +603,10 @@ _s16(v, p) := _s16_maximum1(v, p)
 default _s15_properties1(_, _) := []
 
 _s15_properties1(v, p) := _s16(x, concat("", [p, "/amount"])) if {
-	is_object(v)
-	x := v.amount
+	x96 := v
+	is_object(x96)
+	x97 := v
+	x := x97.amount
 }
 
 _s15(v, p) := _s15_properties1(v, p)
@@ -524,8 +614,10 @@ _s15(v, p) := _s15_properties1(v, p)
 default _s18_maximum1(_, _) := []
 
 _s18_maximum1(v, p) := [{"path": p, "value": v, "constraint": "maximum", "expected": 5000}] if {
-	is_number(v)
-	v > 5000
+	x98 := v
+	is_number(x98)
+	x99 := v
+	x99 > 5000
 }
 
 _s18(v, p) := _s18_maximum1(v, p)
@@ -533,8 +625,10 @@ _s18(v, p) := _s18_maximum1(v, p)
 default _s17_properties1(_, _) := []
 
 _s17_properties1(v, p) := _s18(x, concat("", [p, "/amount"])) if {
-	is_object(v)
-	x := v.amount
+	x100 := v
+	is_object(x100)
+	x101 := v
+	x := x101.amount
 }
 
 _s17(v, p) := _s17_properties1(v, p)

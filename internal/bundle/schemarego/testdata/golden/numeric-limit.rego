@@ -40,23 +40,30 @@ _int_de(d, _) if d == 0
 _int_de(_, e) if e >= 0
 
 _v1(v) if {
-	_is_int(v)
-	v >= 1
-	v <= 100
+	x1 := v
+	_is_int(x1)
+	x2 := v
+	x2 >= 1
+	x3 := v
+	x3 <= 100
 }
 
 _v0(v) if {
-	is_object(v)
-	x1 := v.limit
-	_is_int(x1)
-	x1 >= 1
-	x1 <= 100
+	x7 := v
+	is_object(x7)
+	x4 := v.limit
+	_is_int(x4)
+	x5 := v.limit
+	x5 >= 1
+	x6 := v.limit
+	x6 <= 100
 }
 
 default _s0_type1(_, _) := []
 
 _s0_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "object"}] if {
-	not is_object(v)
+	x8 := v
+	not is_object(x8)
 }
 
 _has(o, k) if _ = o[k]
@@ -64,27 +71,33 @@ _has(o, k) if _ = o[k]
 default _s0_required2(_, _) := []
 
 _s0_required2(v, p) := [{"path": p, "value": v, "constraint": "required", "expected": ["limit"], "detail": concat("", ["missing property ", json.marshal(k)])} | some k in ["limit"]; not _has(v, k)] if {
-	is_object(v)
+	x9 := v
+	is_object(x9)
 }
 
 default _s1_type1(_, _) := []
 
 _s1_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "integer"}] if {
-	not _is_int(v)
+	x10 := v
+	not _is_int(x10)
 }
 
 default _s1_minimum2(_, _) := []
 
 _s1_minimum2(v, p) := [{"path": p, "value": v, "constraint": "minimum", "expected": 1}] if {
-	is_number(v)
-	v < 1
+	x11 := v
+	is_number(x11)
+	x12 := v
+	x12 < 1
 }
 
 default _s1_maximum3(_, _) := []
 
 _s1_maximum3(v, p) := [{"path": p, "value": v, "constraint": "maximum", "expected": 100}] if {
-	is_number(v)
-	v > 100
+	x13 := v
+	is_number(x13)
+	x14 := v
+	x14 > 100
 }
 
 _s1(v, p) := array.concat(array.concat(_s1_type1(v, p), _s1_minimum2(v, p)), _s1_maximum3(v, p))
@@ -92,8 +105,10 @@ _s1(v, p) := array.concat(array.concat(_s1_type1(v, p), _s1_minimum2(v, p)), _s1
 default _s0_properties3(_, _) := []
 
 _s0_properties3(v, p) := _s1(x, concat("", [p, "/limit"])) if {
-	is_object(v)
-	x := v.limit
+	x15 := v
+	is_object(x15)
+	x16 := v
+	x := x16.limit
 }
 
 _s0(v, p) := array.concat(array.concat(_s0_type1(v, p), _s0_required2(v, p)), _s0_properties3(v, p))

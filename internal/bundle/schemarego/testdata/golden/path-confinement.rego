@@ -9,37 +9,47 @@ _v1_string1(v) if not is_string(v)
 
 _v1_string1(v) if {
 	is_string(v)
-	regex.match("(^|/)\\.\\.(/|$)", v)
+	x1 := v
+	regex.match("(^|/)\\.\\.(/|$)", x1)
 }
 
 _v1(v) if {
-	_v1_string1(v)
+	x2 := v
+	_v1_string1(x2)
 }
 
 _v0(v) if {
-	is_string(v)
-	regex.match("^/workspace/", v)
-	not _v1(v)
+	x3 := v
+	is_string(x3)
+	x4 := v
+	regex.match("^/workspace/", x4)
+	x5 := v
+	not _v1(x5)
 }
 
 default _s0_type1(_, _) := []
 
 _s0_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "string"}] if {
-	not is_string(v)
+	x6 := v
+	not is_string(x6)
 }
 
 default _s0_pattern2(_, _) := []
 
 _s0_pattern2(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "^/workspace/"}] if {
-	is_string(v)
-	not regex.match("^/workspace/", v)
+	x7 := v
+	is_string(x7)
+	x8 := v
+	not regex.match("^/workspace/", x8)
 }
 
 default _s1_pattern1(_, _) := []
 
 _s1_pattern1(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "(^|/)\\.\\.(/|$)"}] if {
-	is_string(v)
-	not regex.match("(^|/)\\.\\.(/|$)", v)
+	x9 := v
+	is_string(x9)
+	x10 := v
+	not regex.match("(^|/)\\.\\.(/|$)", x10)
 }
 
 _s1(v, p) := _s1_pattern1(v, p)
@@ -47,7 +57,8 @@ _s1(v, p) := _s1_pattern1(v, p)
 default _s0_not3(_, _) := []
 
 _s0_not3(v, p) := [{"path": p, "value": v, "constraint": "not", "expected": {"pattern": "(^|/)\\.\\.(/|$)"}}] if {
-	_v1(v)
+	x11 := v
+	_v1(x11)
 }
 
 _s0(v, p) := array.concat(array.concat(_s0_type1(v, p), _s0_pattern2(v, p)), _s0_not3(v, p))
