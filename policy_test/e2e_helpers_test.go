@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,4 +180,17 @@ func toolNames(t testing.TB, ctx context.Context, cs *mcp.ClientSession) map[str
 		out[tool.Name] = tool
 	}
 	return out
+}
+
+var interrupt = os.Interrupt
+
+// freeLoopbackAddr returns a loopback address with a port free right now.
+func freeLoopbackAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -90,7 +90,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	start := func(ctx context.Context) (mcp.Connection, error) {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
-		return (&mcp.CommandTransport{Command: cmd}).Connect(ctx)
+		return (&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}).Connect(ctx)
 	}
 	if *listen != "" {
 		return serveProxyHTTP(ctx, *listen, opts, start, logger, stderr)

@@ -75,6 +75,7 @@ type session struct {
 	own       map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests
 	nextID    int
 	elicit    bool  // the client declared form elicitation
+	ready     bool  // the client sent notifications/initialized
 	serverErr error // set once the server's connection ended
 
 	cat catalog
@@ -191,7 +192,14 @@ func (s *session) serverLoop() error {
 		case *jsonrpc.Request:
 			if m.Method == "notifications/tools/list_changed" {
 				s.cat.invalidate()
-				go s.recheck()
+				s.mu.Lock()
+				ready := s.ready
+				s.mu.Unlock()
+				if ready {
+					// Before the session is initialized the list is fetched
+					// when the first call needs it.
+					go s.recheck()
+				}
 			}
 			if err := s.client.Write(s.ctx, m); err != nil {
 				s.log.Warn("forwarding to the client failed", "method", m.Method, "err", err)
@@ -284,6 +292,11 @@ func (s *session) forward(m *jsonrpc.Request, p *pending) {
 // call still being decided stops it there, and one of a write already
 // sent makes the write's outcome unknown.
 func (s *session) clientNotification(m *jsonrpc.Request) {
+	if m.Method == "notifications/initialized" {
+		s.mu.Lock()
+		s.ready = true
+		s.mu.Unlock()
+	}
 	if m.Method == "notifications/cancelled" {
 		var p struct {
 			RequestID any `json:"requestId"`
