@@ -103,7 +103,7 @@ func fzSchemas(s *byteSource, depth int) []any {
 }
 
 func fzKeyword(s *byteSource, o map[string]any, depth int) {
-	kw := s.next(34)
+	kw := s.next(37)
 	if depth <= 0 && kw >= 20 {
 		kw = kw % 20
 	}
@@ -194,6 +194,21 @@ func fzKeyword(s *byteSource, o map[string]any, depth int) {
 		if s.next(3) != 0 {
 			o["else"] = fzSchema(s, depth-1)
 		}
+	case 33:
+		if s.next(2) == 0 {
+			o["unevaluatedProperties"] = s.next(2) == 1
+		} else {
+			o["unevaluatedProperties"] = fzSchema(s, depth-1)
+		}
+	case 34:
+		if s.next(2) == 0 {
+			o["unevaluatedItems"] = s.next(2) == 1
+		} else {
+			o["unevaluatedItems"] = fzSchema(s, depth-1)
+		}
+	case 35:
+		o["allOf"] = []any{map[string]any{"properties": map[string]any{pick(s, fzKeys): fzSchema(s, depth-1)}}}
+		o["unevaluatedProperties"] = fzSchema(s, depth-1)
 	default:
 		o["items"] = fzSchema(s, depth-1)
 		o["maxItems"] = json.Number("3")

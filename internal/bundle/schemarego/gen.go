@@ -31,6 +31,9 @@ type gen struct {
 	vstack map[*jsonschema.Schema]bool
 	vn     int
 	fresh  int
+
+	evals map[evalKey]evalRes
+	en    int
 }
 
 // (laundering of conditions: see launder in valid.go)
@@ -44,6 +47,7 @@ func newGen(raw *rawIndex) *gen {
 		helpers: map[string]bool{},
 		vnames:  map[*jsonschema.Schema]vres{},
 		vstack:  map[*jsonschema.Schema]bool{},
+		evals:   map[evalKey]evalRes{},
 	}
 }
 
@@ -189,10 +193,6 @@ func (g *gen) unsupported(s *jsonschema.Schema) error {
 	switch {
 	case s.DraftVersion != 2020:
 		return errAt(s, "$schema", fmt.Sprintf("only JSON Schema 2020-12 is supported, this schema is draft %d", s.DraftVersion))
-	case s.UnevaluatedProperties != nil:
-		return errAt(s, "unevaluatedProperties", "unevaluatedProperties is not supported: it depends on annotations the generated code does not collect")
-	case s.UnevaluatedItems != nil:
-		return errAt(s, "unevaluatedItems", "unevaluatedItems is not supported: it depends on annotations the generated code does not collect")
 	case s.DynamicRef != nil:
 		return errAt(s, "$dynamicRef", "$dynamicRef is not supported: it is resolved at evaluation time")
 	case s.RecursiveRef != nil:
@@ -349,6 +349,11 @@ func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 		return nil, err
 	}
 	parts = append(parts, cp...)
+	up, err := g.unevaluatedParts(s, name)
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, up...)
 	return parts, nil
 }
 

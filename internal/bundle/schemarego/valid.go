@@ -84,6 +84,9 @@ func inlinable(conds []string) bool {
 		return false
 	}
 	for _, c := range conds {
+		if !vWord.MatchString(c) {
+			return false // an every or comprehension would declare an unused variable
+		}
 		if strings.Contains(c, ":=") || strings.Contains(c, "every") || strings.Contains(c, "some ") ||
 			strings.Contains(c, "|") || strings.Contains(c, "\n") {
 			return false
@@ -117,6 +120,13 @@ func (g *gen) valid(s *jsonschema.Schema) (vres, error) {
 	r := vres{name: fn}
 	if inlinable(conds) {
 		r.conds = conds
+	}
+	for _, c := range conds {
+		if c == "false" {
+			r = vres{isFal: true}
+			g.vnames[s] = r
+			return r, nil
+		}
 	}
 	if len(conds) == 0 {
 		r = vres{isTrue: true}
@@ -225,7 +235,12 @@ func (g *gen) validConds(s *jsonschema.Schema, fn string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	guard("object", "is_object", oc)
+	up, ui, err := g.validUnevaluated(s, helper)
+	if err != nil {
+		return nil, err
+	}
+	guard("array", "is_array", ui)
+	guard("object", "is_object", append(oc, up...))
 
 	cc, err := g.validCombinators(s, helper)
 	if err != nil {

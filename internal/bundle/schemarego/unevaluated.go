@@ -1,0 +1,323 @@
+package schemarego
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// unevaluatedProperties and unevaluatedItems. A property (item) is
+// evaluated by a schema when one of its properties, patternProperties,
+// additionalProperties or unevaluatedProperties (prefixItems, items,
+// contains, unevaluatedItems) keywords applies to it, or when an in-place
+// subschema that the value satisfies evaluates it ($ref, allOf, anyOf,
+// oneOf, if/then/else, dependentSchemas; never not). Since references are
+// not recursive, "k is evaluated by s" is a finite set of Rego rules per
+// schema, _pN(v, k) for properties and _qN(v, i) for items: each rule is
+// one way k can be evaluated, guarded by the predicates of the subschemas
+// it passes through.
+
+type evalRes struct {
+	name string // "" when nothing is ever evaluated
+	all  bool   // every property (item) is evaluated
+}
+
+// inPlace lists the in-place subschemas of s with the conditions under
+// which their annotations count (the value satisfies them).
+func (g *gen) inPlace(s *jsonschema.Schema) ([]inPlaceChild, error) {
+	var out []inPlaceChild
+	add := func(c *jsonschema.Schema, pre ...string) error {
+		r, err := g.valid(c)
+		if err != nil {
+			return err
+		}
+		if r.isFal {
+			return nil
+		}
+		conds := append([]string{}, pre...)
+		if !r.isTrue {
+			conds = append(conds, r.call("v"))
+		}
+		out = append(out, inPlaceChild{c, conds})
+		return nil
+	}
+	if s.Ref != nil {
+		if err := add(s.Ref); err != nil {
+			return nil, err
+		}
+	}
+	for _, group := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, c := range group {
+			if err := add(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, key := range sortedKeys(s.DependentSchemas) {
+		g.helper("_has")
+		if err := add(s.DependentSchemas[key], fmt.Sprintf("_has(v, %s)", g.c(key))); err != nil {
+			return nil, err
+		}
+	}
+	if s.If != nil {
+		ri, err := g.valid(s.If)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(s.If); err != nil {
+			return nil, err
+		}
+		if s.Then != nil && !ri.isFal {
+			pre := []string{}
+			if !ri.isTrue {
+				pre = append(pre, ri.call("v"))
+			}
+			if err := add(s.Then, pre...); err != nil {
+				return nil, err
+			}
+		}
+		if s.Else != nil && !ri.isTrue {
+			pre := []string{}
+			if !ri.isFal {
+				pre = append(pre, "not "+ri.call("v"))
+			}
+			if err := add(s.Else, pre...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+type inPlaceChild struct {
+	s     *jsonschema.Schema
+	conds []string
+}
+
+// evalProps generates _pN(v, k): property k of object v is evaluated by s
+// (with includeU, counting s's own unevaluatedProperties).
+func (g *gen) evalProps(s *jsonschema.Schema, includeU bool) (evalRes, error) {
+	if s.Bool != nil {
+		return evalRes{}, nil
+	}
+	key := evalKey{s, includeU, false}
+	if r, ok := g.evals[key]; ok {
+		return r, nil
+	}
+	if s.AdditionalProperties != nil || (includeU && s.UnevaluatedProperties != nil) {
+		g.evals[key] = evalRes{all: true}
+		return evalRes{all: true}, nil
+	}
+	var bodies [][]string
+	if len(s.Properties) > 0 {
+		set := ast.NewSet()
+		for k := range s.Properties {
+			set.Add(ast.StringTerm(k))
+		}
+		bodies = append(bodies, []string{fmt.Sprintf("k in %s", g.ct(ast.NewTerm(set)))})
+	}
+	for _, p := range sortedPatternProps(s) {
+		bodies = append(bodies, []string{fmt.Sprintf("regex.match(%s, k)", g.c(p.src))})
+	}
+	children, err := g.inPlace(s)
+	if err != nil {
+		return evalRes{}, err
+	}
+	for _, c := range children {
+		r, err := g.evalProps(c.s, true)
+		if err != nil {
+			return evalRes{}, err
+		}
+		switch {
+		case r.all && len(c.conds) == 0:
+			g.evals[key] = evalRes{all: true}
+			return evalRes{all: true}, nil
+		case r.all:
+			bodies = append(bodies, c.conds)
+		case r.name != "":
+			bodies = append(bodies, append(append([]string{}, c.conds...), r.name+"(v, k)"))
+		}
+	}
+	return g.evalEmit(key, "_p", bodies)
+}
+
+// evalItems generates _qN(v, i): item i of array v is evaluated by s.
+func (g *gen) evalItems(s *jsonschema.Schema, includeU bool) (evalRes, error) {
+	if s.Bool != nil {
+		return evalRes{}, nil
+	}
+	key := evalKey{s, includeU, true}
+	if r, ok := g.evals[key]; ok {
+		return r, nil
+	}
+	if s.Items2020 != nil || (includeU && s.UnevaluatedItems != nil) {
+		g.evals[key] = evalRes{all: true}
+		return evalRes{all: true}, nil
+	}
+	var bodies [][]string
+	if n := len(s.PrefixItems); n > 0 {
+		bodies = append(bodies, []string{fmt.Sprintf("i < %d", n)})
+	}
+	if s.Contains != nil {
+		r, err := g.valid(s.Contains)
+		if err != nil {
+			return evalRes{}, err
+		}
+		switch {
+		case r.isTrue:
+			g.evals[key] = evalRes{all: true}
+			return evalRes{all: true}, nil
+		case !r.isFal:
+			bodies = append(bodies, []string{r.call("v[i]")})
+		}
+	}
+	children, err := g.inPlace(s)
+	if err != nil {
+		return evalRes{}, err
+	}
+	for _, c := range children {
+		r, err := g.evalItems(c.s, true)
+		if err != nil {
+			return evalRes{}, err
+		}
+		switch {
+		case r.all && len(c.conds) == 0:
+			g.evals[key] = evalRes{all: true}
+			return evalRes{all: true}, nil
+		case r.all:
+			bodies = append(bodies, c.conds)
+		case r.name != "":
+			bodies = append(bodies, append(append([]string{}, c.conds...), r.name+"(v, i)"))
+		}
+	}
+	return g.evalEmit(key, "_q", bodies)
+}
+
+type evalKey struct {
+	s        *jsonschema.Schema
+	includeU bool
+	items    bool
+}
+
+func (g *gen) evalEmit(key evalKey, prefix string, bodies [][]string) (evalRes, error) {
+	if len(bodies) == 0 {
+		g.evals[key] = evalRes{}
+		return evalRes{}, nil
+	}
+	g.en++
+	name := fmt.Sprintf("%s%d", prefix, g.en)
+	arg := "k"
+	if key.items {
+		arg = "i"
+	}
+	for _, b := range bodies {
+		g.emit("%s(v, %s) if {\n%s\n}", name, arg, strings.Join(g.launder(b, "v"), "\n"))
+	}
+	r := evalRes{name: name}
+	g.evals[key] = r
+	return r, nil
+}
+
+// validUnevaluated returns the conditions for s's unevaluated* keywords,
+// each to be guarded by the value's type.
+func (g *gen) validUnevaluated(s *jsonschema.Schema, helper func(string) string) (props, items []string, err error) {
+	if s.UnevaluatedProperties != nil {
+		e, err := g.evalProps(s, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := g.valid(s.UnevaluatedProperties)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !e.all && !r.isTrue {
+			h := helper("unevaluatedProperties")
+			if e.name != "" {
+				g.emit("%s(v, k, _) if %s(v, k)", h, e.name)
+			}
+			if !r.isFal {
+				g.emit("%s(_, _, x) if {\n%s\n}", h, g.inl(r, "x"))
+			}
+			if e.name == "" && r.isFal {
+				props = append(props, "count(v) == 0")
+			} else {
+				props = append(props, fmt.Sprintf("every k, x in v {\n%s(v, k, x)\n}", h))
+			}
+		}
+	}
+	if s.UnevaluatedItems != nil {
+		e, err := g.evalItems(s, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := g.valid(s.UnevaluatedItems)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !e.all && !r.isTrue {
+			h := helper("unevaluatedItems")
+			if e.name != "" {
+				g.emit("%s(v, i, _) if %s(v, i)", h, e.name)
+			}
+			if !r.isFal {
+				g.emit("%s(_, _, x) if {\n%s\n}", h, g.inl(r, "x"))
+			}
+			if e.name == "" && r.isFal {
+				items = append(items, "count(v) == 0")
+			} else {
+				items = append(items, fmt.Sprintf("every i, x in v {\n%s(v, i, x)\n}", h))
+			}
+		}
+	}
+	return props, items, nil
+}
+
+// unevaluatedParts are the violation functions of s's unevaluated*
+// keywords.
+func (g *gen) unevaluatedParts(s *jsonschema.Schema, name func(string) string) ([]string, error) {
+	var parts []string
+	type spec struct {
+		kw, guard, ix, path string
+		sub                 *jsonschema.Schema
+		eval                func() (evalRes, error)
+	}
+	for _, sp := range []spec{
+		{"unevaluatedProperties", "is_object(v)", "k", `concat("/", [p, _esc(k)])`, s.UnevaluatedProperties, func() (evalRes, error) { return g.evalProps(s, false) }},
+		{"unevaluatedItems", "is_array(v)", "i", `concat("/", [p, format_int(i, 10)])`, s.UnevaluatedItems, func() (evalRes, error) { return g.evalItems(s, false) }},
+	} {
+		if sp.sub == nil {
+			continue
+		}
+		if sp.ix == "k" {
+			g.helper("_esc")
+		}
+		e, err := sp.eval()
+		if err != nil {
+			return nil, err
+		}
+		if e.all {
+			continue
+		}
+		n, isFalse, isTrue, err := g.sub(sp.sub)
+		if err != nil {
+			return nil, err
+		}
+		if isTrue {
+			continue
+		}
+		cond := ""
+		if e.name != "" {
+			cond = fmt.Sprintf("; not %s(v, %s)", e.name, sp.ix)
+		}
+		var expr string
+		if isFalse {
+			expr = fmt.Sprintf("[%s | some %s, e in v%s]", viol(sp.path, "e", sp.kw, "false"), sp.ix, cond)
+		} else {
+			expr = fmt.Sprintf("[x | some %s, e in v%s; some x in %s(e, %s)]", sp.ix, cond, n, sp.path)
+		}
+		parts = append(parts, g.listFn(name(sp.kw), expr, sp.guard))
+	}
+	return parts, nil
+}
