@@ -233,9 +233,14 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 		p.timer.Stop()
 	}
 	if p.dispatch != nil {
-		if err := p.dispatch.Settle(); err != nil {
-			s.log.Error("settling a write in the ledger failed (it is retried)", "tool", p.call, "err", err)
-		}
+		// The answer is definite: settle after passing it on. Should the
+		// proxy die in between, the marker left behind reads as an unknown
+		// outcome — conservative, and one fsync off every write's latency.
+		defer func() {
+			if err := p.dispatch.Settle(); err != nil {
+				s.log.Error("settling a write in the ledger failed (it is retried)", "tool", p.call, "err", err)
+			}
+		}()
 	}
 	if m.Error == nil {
 		switch {
