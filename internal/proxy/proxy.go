@@ -112,7 +112,6 @@ func Run(ctx context.Context, opts Options, client, server mcp.Connection) error
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]chan *jsonrpc.Response{},
 	}
-	s.cat.init()
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
 	clientDone := make(chan error, 1)
@@ -150,6 +149,13 @@ func (s *session) clientLoop() error {
 			switch {
 			case !m.IsCall():
 				s.clientNotification(m)
+			case m.Method == "server/discover":
+				// The stateless protocol (2026-07-28, SEP-2575) carries client
+				// capabilities per request and replaces server-to-client
+				// requests such as elicitation; the proxy gates sessions of
+				// the initialize protocol. Declining discovery makes clients
+				// fall back to initialize.
+				s.replyError(m.ID, jsonrpc.CodeMethodNotFound, "mcpx-policy proxy: server/discover is not supported; initialize instead")
 			case m.Method == "tools/call":
 				ctx, cancel := context.WithCancel(s.ctx)
 				s.mu.Lock()
@@ -195,6 +201,7 @@ func (s *session) serverLoop() error {
 				s.mu.Lock()
 				ready := s.ready
 				s.mu.Unlock()
+				s.log.Debug("the server's tool list changed", "initialized", ready)
 				if ready {
 					// Before the session is initialized the list is fetched
 					// when the first call needs it.

@@ -25,8 +25,6 @@ type catalog struct {
 	refresh sync.Mutex                 // one own tools/list at a time
 }
 
-func (c *catalog) init() {}
-
 // invalidate forgets the list (notifications/tools/list_changed).
 func (c *catalog) invalidate() {
 	c.mu.Lock()

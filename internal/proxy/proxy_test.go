@@ -1,0 +1,179 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/proxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// logBuffer is a slog sink the tests poll.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor polls the log until it contains s.
+func (l *logBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(l.String(), s) {
+			return
+		}
+	}
+	t.Fatalf("log never said %q:\n%s", s, l.String())
+}
+
+type rig struct {
+	eng    *mcpxpolicy.Engine
+	server *mcp.Server
+	client *mcp.ClientSession
+	log    *logBuffer
+	done   chan error
+}
+
+// newRig joins a Go SDK client, the proxy and a Go SDK server in memory.
+func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mcpx-policy.yaml")
+	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: []string{conf}, StateDir: filepath.Join(dir, "state"), Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{eng: eng, server: server, log: &logBuffer{}, done: make(chan error, 1)}
+	clientT, proxyFront := mcp.NewInMemoryTransports()
+	proxyBack, serverT := mcp.NewInMemoryTransports()
+	if _, err := server.Connect(ctx, serverT, nil); err != nil {
+		t.Fatal(err)
+	}
+	front, err := proxyFront.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := proxyBack.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Engine, opts.Server = eng, "s"
+	opts.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	go func() { r.done <- proxy.Run(ctx, opts, front, back) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	r.client, err = client.Connect(ctx, clientT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.client.Close() })
+	return r
+}
+
+func textTool(name string, readOnly bool, handler func(ctx context.Context) string) (*mcp.Tool, mcp.ToolHandler) {
+	tool := &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly}}
+	return tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: handler(ctx)}}}, nil
+	}
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestListChangedRechecksRules: the config is checked against the
+// server's tool list, and again when the server announces a change.
+func TestListChangedRechecksRules(t *testing.T) {
+	t.Parallel()
+	const config = `version: 1
+policy: {write: allow}
+servers:
+  s:
+    argumentRules:
+      - id: later-rule
+        tools: ["later"]
+        schema: {properties: {n: {type: integer}}}
+`
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(textTool("now", true, func(context.Context) string { return "now" }))
+	r := newRig(t, config, proxy.Options{}, srv)
+	ctx := context.Background()
+	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "now", Arguments: map[string]any{}})
+	if err != nil || resultText(res) != "now" {
+		t.Fatalf("call now: %v %v", res, err)
+	}
+	r.log.waitFor(t, `matches no tool`)
+	r.log.waitFor(t, `tools=1 warnings=1`)
+	srv.AddTool(textTool("later", true, func(context.Context) string { return "later" }))
+	r.log.waitFor(t, `tools=2 warnings=0`)
+	res, err = r.client.CallTool(ctx, &mcp.CallToolParams{Name: "later", Arguments: map[string]any{"n": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "later-rule") {
+		t.Fatalf("call later with a bad argument: %v %v; want the rule's refusal", res, err)
+	}
+}
+
+// TestWriteTimeoutIsUnknown: a write with no answer within CallTimeout is
+// an unknown outcome; the server is told to cancel.
+func TestWriteTimeoutIsUnknown(t *testing.T) {
+	t.Parallel()
+	cancelled := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(textTool("slow_write", false, func(ctx context.Context) string {
+		<-ctx.Done()
+		close(cancelled)
+		return "too late"
+	}))
+	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
+	r := newRig(t, "version: 1\npolicy: {write: allow}\n", proxy.Options{CallTimeout: 200 * time.Millisecond}, srv)
+	ctx := context.Background()
+	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
+	if err != nil || resultText(res) != "written" {
+		t.Fatalf("a quick write: %v %v", res, err)
+	}
+	res, err = r.client.CallTool(ctx, &mcp.CallToolParams{Name: "slow_write", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "Outcome unknown") {
+		t.Fatalf("a write past the timeout: %v %v; want the unknown outcome", res, err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Error("the server was not told to cancel the timed-out call")
+	}
+	ws, err := r.eng.UnknownWrites()
+	if err != nil || len(ws) != 1 || ws[0].Tool != "slow_write" || ws[0].Cause != "no answer within 200ms" {
+		t.Fatalf("unknown writes = %+v, %v", ws, err)
+	}
+	res, err = r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "UnknownOutcomePending") {
+		t.Fatalf("a write after the unknown outcome: %v %v; want UnknownOutcomePending", res, err)
+	}
+}
