@@ -119,10 +119,12 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 //
 // A schema without "$schema" is read as 2020-12; a "$schema" naming another
 // draft is refused. Refused, each as an *Error naming the keyword: an invalid
-// schema, unevaluatedProperties, unevaluatedItems, $dynamicRef,
-// $recursiveRef, a recursive $ref, a $ref to anything outside the schema
-// document (nothing is ever fetched), a pattern that Go's regexp (RE2)
-// cannot compile, and a module larger than MaxModuleSize.
+// schema, $dynamicRef, $recursiveRef, a recursive $ref, a $ref to anything
+// outside the schema document (nothing is ever fetched, so the metaschema,
+// which uses $dynamicRef, is refused too), a pattern that Go's regexp (RE2)
+// cannot compile, and a module larger than MaxModuleSize. Every other
+// 2020-12 keyword, unevaluatedProperties and unevaluatedItems included, is
+// evaluated exactly; format and content* are annotations.
 //
 // The generated code never raises a builtin error on any JSON value under
 // StrictBuiltinErrors. Compile is safe for concurrent use.

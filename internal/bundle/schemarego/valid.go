@@ -466,7 +466,12 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 			case len(knownConds) == 0:
 				cs = append(cs, fmt.Sprintf("every x in v {\n%s\n}", g.inl(r, "x")))
 			case len(knownConds) == 1 && len(s.Properties) > 0 && r.isFal:
-				cs = append(cs, fmt.Sprintf("every k, _ in v {\n%s\n}", knownConds[0]))
+				// only the declared properties: drop them, nothing may remain
+				set := ast.NewSet()
+				for k := range s.Properties {
+					set.Add(ast.StringTerm(k))
+				}
+				cs = append(cs, fmt.Sprintf("count(object.remove(v, %s)) == 0", g.ct(ast.NewTerm(set))))
 			default:
 				h := helper("additionalProperties")
 				for _, kc := range knownConds {

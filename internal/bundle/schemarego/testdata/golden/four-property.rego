@@ -119,9 +119,7 @@ _v0(v) if {
 	x25 := v
 	_v0_prop2(x25)
 	x26 := v
-	every k, _ in x26 {
-		k in {"count", "mode", "path", "tags"}
-	}
+	count(object.remove(x26, {"count", "mode", "path", "tags"})) == 0
 }
 
 default _s0_type1(_, _) := []
