@@ -1,0 +1,41 @@
+package mcpxpolicy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+)
+
+// OPAInput returns, as JSON, the exact input document Decide evaluates for
+// call (SPEC §1.2): the server's ledger entries as read now, and
+// "call_sha256", the SHA-256 of the RFC 8785 canonical call that the policy
+// echoes in decision.call.sha256. It is what a gateway POSTs as
+// {"input": …} to /v1/data/mcpx/decision on a stock OPA server that runs
+// this config's bundle (docs/fleet.md); that server answers the decision
+// Decide gives. Safe for concurrent use.
+func (e *Engine) OPAInput(call Call) ([]byte, error) {
+	b, err := engine.InputJSON(call, e.ledgerView(call.Server))
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	return b, nil
+}
+
+// ledgerView is what the policy sees of server's unknown-outcome entries.
+// It must match what Decide feeds the engine (the stock-OPA equivalence
+// test compares the two on a corrupt ledger).
+func (e *Engine) ledgerView(server string) *engine.Ledger {
+	led := &engine.Ledger{}
+	entries, err := e.ledger.Entries(server)
+	switch {
+	case errors.Is(err, ledger.ErrNewerVersion):
+		led.Unreadable = "written by a newer mcpx-policy; an operator runs 'mcpx-policy writes' to see why"
+	case err != nil:
+		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
+	default:
+		led.Entries = entries
+	}
+	return led
+}

@@ -1,0 +1,364 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+)
+
+// fixture is a workload with everything prepared once per process: the SDK
+// engine, the native baseline and the json.match_schema policy.
+type fixture struct {
+	w      *Workload
+	dir    string
+	opts   mcpxpolicy.Options
+	eng    *mcpxpolicy.Engine
+	native *Native
+	ms     *MatchSchema
+}
+
+var (
+	fixMu    sync.Mutex
+	fixtures = map[string]*fixture{}
+	// seq numbers the calls handed out, so no two timed decisions in a
+	// process see the same call: "distinct calls" stay distinct across
+	// -count runs and never hit the decision cache.
+	seq atomic.Int64
+)
+
+func load(b *testing.B, s Shape) *fixture {
+	b.Helper()
+	fixMu.Lock()
+	defer fixMu.Unlock()
+	if f := fixtures[s.Name]; f != nil {
+		return f
+	}
+	f := &fixture{w: Generate(s)}
+	dir, err := os.MkdirTemp("", "mcpx-bench-"+s.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.dir = dir
+	cfg, err := f.w.WriteConfig(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.opts = mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
+	if f.eng, err = mcpxpolicy.New(context.Background(), f.opts); err != nil {
+		b.Fatal(err)
+	}
+	if f.native, err = NewNative(f.w); err != nil {
+		b.Fatal(err)
+	}
+	if f.ms, err = NewMatchSchema(context.Background(), f.w); err != nil {
+		b.Fatal(err)
+	}
+	fixtures[s.Name] = f
+	return f
+}
+
+// fresh returns n calls never handed out before in this process.
+func (f *fixture) fresh(n int) []decision.Call {
+	start := int(seq.Add(int64(n))) - n
+	calls := make([]decision.Call, n)
+	for i := range calls {
+		calls[i] = f.w.Call(1_000_000 + start + i)
+	}
+	return calls
+}
+
+// timed runs one(i) b.N times, timing each call, and reports the p50 and
+// p99 of those per-call timings next to ns/op.
+func timed(b *testing.B, one func(i int)) {
+	b.Helper()
+	ds := make([]time.Duration, b.N)
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		one(i)
+		ds[i] = time.Since(t0)
+	}
+	b.StopTimer()
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(ds[min(len(ds)-1, len(ds)*99/100)].Nanoseconds()), "p99-ns")
+}
+
+var shapes = []Shape{M, L}
+
+// BenchmarkDecide is the embedded engine through the SDK (ledger read,
+// canonical hash, input, evaluation, output) on distinct calls.
+func BenchmarkDecide(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			calls := f.fresh(b.N)
+			ctx := context.Background()
+			timed(b, func(i int) {
+				if _, err := f.eng.Decide(ctx, calls[i]); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkDecideWarm repeats 200 calls: after the first round every
+// decision comes from the decision cache.
+func BenchmarkDecideWarm(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			calls := f.fresh(200)
+			ctx := context.Background()
+			for _, c := range calls {
+				if _, err := f.eng.Decide(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			timed(b, func(i int) {
+				if _, err := f.eng.Decide(ctx, calls[i%len(calls)]); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkNative is the same steps in plain Go with santhosh v6.
+func BenchmarkNative(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			calls := f.fresh(b.N)
+			timed(b, func(i int) { f.native.Decide(calls[i]) })
+		})
+	}
+}
+
+// BenchmarkMatchSchema is the config as a Rego user would write it with
+// json.match_schema, on the same input document (input building included).
+func BenchmarkMatchSchema(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			calls := f.fresh(b.N)
+			ctx := context.Background()
+			timed(b, func(i int) {
+				in, err := engine.Input(calls[i], &engine.Ledger{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := f.ms.Decide(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkPrepare loads, compiles and prepares the config (mcpxpolicy.New)
+// and reports the live heap the prepared engine holds.
+func BenchmarkPrepare(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			var keep []*mcpxpolicy.Engine
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				eng, err := mcpxpolicy.New(context.Background(), f.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				keep = append(keep, eng)
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(keep))/(1<<20), "heap-MiB")
+			runtime.KeepAlive(keep)
+		})
+	}
+}
+
+// BenchmarkOPAServer is the HTTP round trip to a stock `opa run --server`
+// holding the workload's bundle: POST /v1/data/mcpx/decision with the
+// engine's input document, over loopback with keep-alive.
+func BenchmarkOPAServer(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			base := f.server(b)
+			calls := f.fresh(b.N)
+			bodies := make([][]byte, len(calls))
+			for i, c := range calls {
+				in, err := f.eng.OPAInput(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bodies[i] = append(append([]byte(`{"input": `), in...), '}')
+			}
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			timed(b, func(i int) {
+				resp, err := client.Post(base+"/v1/data/mcpx/decision", "application/json", bytes.NewReader(bodies[i]))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("opa: %s", resp.Status)
+				}
+			})
+		})
+	}
+}
+
+var (
+	serverMu sync.Mutex
+	servers  = map[string]string{}
+)
+
+// server starts (once per process) a stock OPA server with the fixture's
+// bundle and returns its base URL.
+func (f *fixture) server(b *testing.B) string {
+	b.Helper()
+	serverMu.Lock()
+	defer serverMu.Unlock()
+	if u := servers[f.w.Shape.Name]; u != "" {
+		return u
+	}
+	tarball := filepath.Join(f.dir, "bundle.tar.gz")
+	if err := mcpxpolicy.WriteBundleArchive(f.opts, tarball); err != nil {
+		b.Fatal(err)
+	}
+	out, err := exec.Command("go", "tool", "-n", "opa").Output()
+	if err != nil {
+		b.Fatalf("go tool -n opa: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(strings.TrimSpace(string(out)), "run", "--server", "--addr", addr, "--log-level", "error",
+		"--disable-telemetry", "--bundle", tarball)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopMu.Lock()
+	stops = append(stops, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stopMu.Unlock()
+	base := "http://" + addr
+	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(base + "/health?bundles=true"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				servers[f.w.Shape.Name] = base
+				return base
+			}
+		}
+	}
+	b.Fatalf("opa server did not start: %s", stderr.String())
+	return ""
+}
+
+var (
+	stopMu sync.Mutex
+	stops  []func()
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopMu.Lock()
+	for _, stop := range stops {
+		stop()
+	}
+	stopMu.Unlock()
+	for _, f := range fixtures {
+		os.RemoveAll(f.dir)
+	}
+	os.Exit(code)
+}
+
+// TestBaselinesAgree checks that the native baseline decides what the
+// engine decides (outcome and step) on M, so the ratio compares the same
+// work, and reports how often the json.match_schema policy agrees (it reads
+// the schemas as draft-07, so it may not).
+func TestBaselinesAgree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prepares the M workload")
+	}
+	w := Generate(M)
+	dir := t.TempDir()
+	cfg, err := w.WriteConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat, err := NewNative(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := NewMatchSchema(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree := 0
+	outcomes := map[string]int{}
+	for i, c := range w.Calls[:500] {
+		d, err := eng.Decide(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes[fmt.Sprintf("%s/%s", d.Outcome, d.Step)]++
+		n := nat.Decide(c)
+		if n.Outcome != d.Outcome || n.Step != d.Step || n.Write != d.Write || n.Destructive != d.Destructive || n.Call != d.Call {
+			t.Errorf("call %d %s.%s: native %s/%s, engine %s/%s (%s)", i, c.Server, c.Tool.Name, n.Outcome, n.Step, d.Outcome, d.Step, d.First().Message)
+		}
+		in, err := engine.Input(c, &engine.Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, s, err := ms.Decide(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o == string(d.Outcome) && s == string(d.Step) {
+			agree++
+		}
+	}
+	t.Logf("engine outcomes on 500 M calls: %v", outcomes)
+	t.Logf("json.match_schema policy agrees on %d of 500", agree)
+	if len(outcomes) < 5 {
+		t.Errorf("the workload exercises too few outcomes: %v", outcomes)
+	}
+}

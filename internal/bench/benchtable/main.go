@@ -1,0 +1,165 @@
+// Command benchtable reads `go test -bench` output of internal/bench (any
+// number of -count runs) on stdin and prints one summary table: the median
+// of each metric over the runs. `make bench` pipes into it.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// line matches "BenchmarkDecide/M-2   2000   35000 ns/op   30000 p50-ns …".
+var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.*)$`)
+
+// results maps "Decide/M" → metric unit → values, one per run.
+type results map[string]map[string][]float64
+
+func parse(r io.Reader) (results, []string, error) {
+	res := results{}
+	var context []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		t := sc.Text()
+		if strings.HasPrefix(t, "cpu:") || strings.HasPrefix(t, "goos:") || strings.HasPrefix(t, "goarch:") {
+			if !slices.Contains(context, t) {
+				context = append(context, t)
+			}
+			continue
+		}
+		m := line.FindStringSubmatch(t)
+		if m == nil {
+			continue
+		}
+		name := strings.TrimPrefix(m[1], "Benchmark")
+		f := strings.Fields(m[3])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			if res[name] == nil {
+				res[name] = map[string][]float64{}
+			}
+			res[name][f[i+1]] = append(res[name][f[i+1]], v)
+		}
+	}
+	return res, context, sc.Err()
+}
+
+func median(vs []float64) (float64, bool) {
+	if len(vs) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2], true
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+func (r results) get(name, unit string) (float64, bool) { return median(r[name][unit]) }
+
+func (r results) runs(name, unit string) int { return len(r[name][unit]) }
+
+func us(v float64, ok bool) string {
+	if !ok {
+		return "—"
+	}
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f ms", v/1e6)
+	default:
+		return fmt.Sprintf("%.1f µs", v/1e3)
+	}
+}
+
+func num(v float64, ok bool, unit string) string {
+	if !ok {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%s", v, unit)
+}
+
+func ratio(a float64, aok bool, b float64, bok bool) string {
+	if !aok || !bok || b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f×", a/b)
+}
+
+func main() {
+	res, context, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable: error:", err)
+		os.Exit(1)
+	}
+	if len(res) == 0 {
+		fmt.Fprintln(os.Stderr, "benchtable: error: no benchmark results on stdin")
+		os.Exit(1)
+	}
+	type row struct {
+		label string
+		cell  func(shape string) string
+	}
+	p := func(bench, unit string) func(string) string {
+		return func(s string) string { return us(res.get(bench+"/"+s, unit)) }
+	}
+	rows := []row{
+		{"decision, distinct calls: p50", p("Decide", "p50-ns")},
+		{"decision, distinct calls: p99", p("Decide", "p99-ns")},
+		{"decision, distinct calls: allocs/op", func(s string) string {
+			v, ok := res.get("Decide/"+s, "allocs/op")
+			return num(v, ok, "")
+		}},
+		{"decision, distinct calls: bytes/op", func(s string) string {
+			v, ok := res.get("Decide/"+s, "B/op")
+			return num(v/1024, ok, " KiB")
+		}},
+		{"decision, repeated calls (decision cache): p50", p("DecideWarm", "p50-ns")},
+		{"decision, repeated calls (decision cache): p99", p("DecideWarm", "p99-ns")},
+		{"native Go (santhosh v6 + steps): p50", p("Native", "p50-ns")},
+		{"native Go: p99", p("Native", "p99-ns")},
+		{"engine / native (p50)", func(s string) string {
+			a, aok := res.get("Decide/"+s, "p50-ns")
+			b, bok := res.get("Native/"+s, "p50-ns")
+			return ratio(a, aok, b, bok)
+		}},
+		{"json.match_schema policy: p50", p("MatchSchema", "p50-ns")},
+		{"json.match_schema policy: p99", p("MatchSchema", "p99-ns")},
+		{"json.match_schema / engine (p50)", func(s string) string {
+			a, aok := res.get("MatchSchema/"+s, "p50-ns")
+			b, bok := res.get("Decide/"+s, "p50-ns")
+			return ratio(a, aok, b, bok)
+		}},
+		{"compile + prepare (mcpxpolicy.New)", p("Prepare", "ns/op")},
+		{"prepared engine heap", func(s string) string {
+			v, ok := res.get("Prepare/"+s, "heap-MiB")
+			if !ok {
+				return "—"
+			}
+			return fmt.Sprintf("%.0f MiB", v)
+		}},
+		{"stock OPA server, HTTP round trip: p50", p("OPAServer", "p50-ns")},
+		{"stock OPA server, HTTP round trip: p99", p("OPAServer", "p99-ns")},
+	}
+	shapes := []string{"M", "L"}
+	w := 0
+	for _, r := range rows {
+		w = max(w, len([]rune(r.label)))
+	}
+	fmt.Printf("%-*s  %12s  %12s\n", w, "measure (median of runs)", "M", "L")
+	fmt.Printf("%s  %s  %s\n", strings.Repeat("-", w), strings.Repeat("-", 12), strings.Repeat("-", 12))
+	for _, r := range rows {
+		fmt.Printf("%-*s  %12s  %12s\n", w, r.label, r.cell(shapes[0]), r.cell(shapes[1]))
+	}
+	a, aok := res.get("Decide/L", "p50-ns")
+	b, bok := res.get("Decide/M", "p50-ns")
+	fmt.Printf("\nL p50 / M p50: %s   runs per figure: %d   %s\n", ratio(a, aok, b, bok), res.runs("Decide/M", "p50-ns"), strings.Join(context, "; "))
+}

@@ -1,0 +1,336 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/bench"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+)
+
+// opaBinary returns the stock OPA pinned by go.mod's tool directive (the
+// same version the engine embeds), built by `go tool -n opa`.
+func opaBinary(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "tool", "-n", "opa").Output()
+	if err != nil {
+		t.Fatalf("go tool -n opa: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// opaServer runs `opa run --server` on a free loopback port with bundle and
+// returns its base URL once /health says the bundle is active.
+func opaServer(t *testing.T, bundle string, extra ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args := append([]string{"run", "--server", "--addr", addr, "--log-level", "error", "--disable-telemetry", "--bundle", bundle}, extra...)
+	cmd := exec.Command(opaBinary(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/health?bundles=true")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("opa server did not become healthy: %s", stderr.String())
+	return ""
+}
+
+// postDecision sends input to the server's decision endpoint and returns
+// the HTTP status and the raw result.
+func postDecision(t *testing.T, base string, input []byte) (int, json.RawMessage, string) {
+	t.Helper()
+	body := append(append([]byte(`{"input": `), input...), '}')
+	resp, err := http.Post(base+"/v1/data/mcpx/decision", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("opa answer %s: %v", raw, err)
+		}
+	}
+	return resp.StatusCode, out.Result, string(raw)
+}
+
+// generic is v as decoded JSON, so two decisions compare field by field.
+func generic(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readCallFile reads a call file of examples/ (a whole MCP Tool in "tool").
+func readCallFile(t *testing.T, path string) mcpxpolicy.Call {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var f struct {
+		mcpxpolicy.Call
+		Tool json.RawMessage `json:"tool"`
+	}
+	if err := dec.Decode(&f); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	call := f.Call
+	tool, err := mcpxpolicy.ParseTool(f.Tool)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	call.Tool = tool
+	return call
+}
+
+type equivCase struct {
+	name   string
+	layers []string // config files after examples/mcpx-policy.yaml
+	ledger string   // ledger file for the state dir, "" for none
+	calls  []string
+	sign   bool
+	// evalError: the policy fails at evaluation; the engine denies with
+	// PolicyError and stock OPA answers an error status (fail closed on
+	// the caller's side).
+	evalError bool
+}
+
+func examplesCalls(t *testing.T) []string {
+	t.Helper()
+	calls, err := filepath.Glob("../examples/calls/*.json")
+	if err != nil || len(calls) == 0 {
+		t.Fatalf("no example calls: %v", err)
+	}
+	return calls
+}
+
+// TestStockOPAEquivalence builds the bundle of each config, serves it from
+// a stock `opa run --server`, POSTs every call's input (the same document
+// the engine evaluates, from Engine.OPAInput) to /v1/data/mcpx/decision and
+// requires the whole decision — outcome, step, every reason with its
+// message and details, warnings, write, destructive, call with sha256 — to
+// equal the embedded engine's. The corpus is the example calls plus, for
+// each decided reason code, the config and call of examples/calls-reasons.
+func TestStockOPAEquivalence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts stock OPA servers")
+	}
+	t.Parallel()
+	cr := "../examples/calls-reasons/"
+	all := append(examplesCalls(t), cr+"read-typo.json", cr+"write-env-file.json", cr+"write-ci-config.json",
+		cr+"invalid-mode.json", cr+"contractor-write.json", cr+"maintainer-write.json", cr+"git-config-write.json")
+	cases := []equivCase{
+		{name: "example", calls: all, sign: true},
+		{name: "ledger-pending", ledger: cr + "ledger-pending.json", calls: all},
+		{name: "ledger-corrupt", ledger: cr + "ledger-corrupt.json", calls: all},
+		{name: "unknown-args-warn", layers: []string{cr + "unknown-args-warn.yaml"}, calls: all},
+		{name: "write-deny", layers: []string{cr + "write-deny.yaml"}, calls: all},
+		{name: "destructive-floor", layers: []string{cr + "destructive-floor.yaml"}, calls: all},
+		{name: "overrides", layers: []string{cr + "overrides.yaml"}, calls: all},
+		{name: "malformed-override", layers: []string{cr + "malformed-override.yaml"}, calls: all},
+		{name: "policy-error", layers: []string{cr + "policy-error.yaml"}, calls: []string{"../examples/calls/2-write-asks.json"}, evalError: true},
+	}
+	seen := map[mcpxpolicy.Code]bool{}
+	done := make(chan map[mcpxpolicy.Code]bool, len(cases))
+	t.Cleanup(func() {
+		for range cases {
+			for c := range <-done {
+				seen[c] = true
+			}
+		}
+		for _, info := range []mcpxpolicy.Code{
+			mcpxpolicy.HiddenTool, mcpxpolicy.UnknownOutcomePending, mcpxpolicy.LedgerUnreadable, mcpxpolicy.UnknownArguments,
+			mcpxpolicy.IgnoredArguments, mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.WriteDenied, mcpxpolicy.WriteNeedsConfirmation,
+			mcpxpolicy.DestructiveNeedsConfirmation, mcpxpolicy.OverrideDeny, mcpxpolicy.OverrideAsk, mcpxpolicy.InvalidInput,
+			mcpxpolicy.PolicyError,
+		} {
+			if !seen[info] {
+				t.Errorf("the corpus never produced %s: add a call that does", info)
+			}
+		}
+	})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := map[mcpxpolicy.Code]bool{}
+			defer func() { done <- got }()
+			dir := t.TempDir()
+			state := filepath.Join(dir, "state")
+			if err := os.MkdirAll(state, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if c.ledger != "" {
+				b, err := os.ReadFile(c.ledger)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(state, "ledger.json"), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opts := mcpxpolicy.Options{ConfigPaths: append([]string{"../examples/mcpx-policy.yaml"}, c.layers...), Env: []string{}, StateDir: state}
+			eng, err := mcpxpolicy.New(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tarball := filepath.Join(dir, "bundle.tar.gz")
+			var extra []string
+			if c.sign {
+				key, err := rsa.GenerateKey(rand.Reader, 2048)
+				if err != nil {
+					t.Fatal(err)
+				}
+				priv := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+				der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pub := filepath.Join(dir, "public.pem")
+				if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := mcpxpolicy.WriteSignedBundleArchive(opts, mcpxpolicy.Signing{Key: string(priv)}, tarball); err != nil {
+					t.Fatal(err)
+				}
+				extra = []string{"--verification-key", pub}
+			} else if err := mcpxpolicy.WriteBundleArchive(opts, tarball); err != nil {
+				t.Fatal(err)
+			}
+			base := opaServer(t, tarball, extra...)
+			for _, path := range c.calls {
+				call := readCallFile(t, path)
+				compareOne(t, eng, base, filepath.Base(path), call, c.evalError, got)
+			}
+		})
+	}
+}
+
+// compareOne decides call both ways and compares the whole decision.
+func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call mcpxpolicy.Call, evalError bool, seen map[mcpxpolicy.Code]bool) {
+	t.Helper()
+	want, derr := eng.Decide(context.Background(), call)
+	for _, r := range append(append([]mcpxpolicy.Reason{}, want.Reasons...), want.Warnings...) {
+		seen[r.Code] = true
+	}
+	input, err := eng.OPAInput(call)
+	if err != nil {
+		t.Fatalf("%s: OPAInput: %v", name, err)
+	}
+	status, result, raw := postDecision(t, base, input)
+	if evalError {
+		if derr == nil || want.First().Code != mcpxpolicy.PolicyError || status == http.StatusOK {
+			t.Errorf("%s: want an engine PolicyError and an OPA error status; got engine %v (%v), OPA %d %s", name, want.First().Code, derr, status, raw)
+		}
+		return
+	}
+	if status != http.StatusOK || len(result) == 0 {
+		t.Fatalf("%s: opa answered %d %s", name, status, raw)
+	}
+	if derr != nil {
+		t.Fatalf("%s: engine: %v", name, derr)
+	}
+	got, err := engine.Parse(result)
+	if err != nil {
+		t.Fatalf("%s: opa decision %s: %v", name, result, err)
+	}
+	if g, w := generic(t, got), generic(t, want); !reflect.DeepEqual(g, w) {
+		gj, _ := json.MarshalIndent(g, "", "  ")
+		wj, _ := json.MarshalIndent(w, "", "  ")
+		t.Errorf("%s: stock OPA decided\n%s\nthe engine decided\n%s", name, gj, wj)
+	}
+	if want.Call.SHA256 == "" {
+		t.Errorf("%s: the decision has no call sha256", name)
+	}
+}
+
+// TestStockOPAEquivalenceWorkload runs a slice of the M reference workload
+// (generated rule packages for 200 rules mixing the supported keywords)
+// through a stock OPA server and the engine.
+func TestStockOPAEquivalenceWorkload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a stock OPA server")
+	}
+	t.Parallel()
+	w := bench.Generate(bench.M)
+	dir := t.TempDir()
+	cfg, err := w.WriteConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
+	eng, err := mcpxpolicy.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball := filepath.Join(dir, "bundle.tar.gz")
+	if err := mcpxpolicy.WriteBundleArchive(opts, tarball); err != nil {
+		t.Fatal(err)
+	}
+	base := opaServer(t, tarball)
+	seen := map[mcpxpolicy.Code]bool{}
+	for i, call := range w.Calls[:300] {
+		compareOne(t, eng, base, fmt.Sprintf("M call %d (%s.%s)", i, call.Server, call.Tool.Name), call, false, seen)
+	}
+	for _, c := range []mcpxpolicy.Code{mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.HiddenTool, mcpxpolicy.UnknownArguments, mcpxpolicy.IgnoredArguments} {
+		if !seen[c] {
+			t.Errorf("the workload slice never produced %s", c)
+		}
+	}
+}
