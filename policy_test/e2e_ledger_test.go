@@ -106,4 +106,9 @@ func TestE2EStreamableHTTP(t *testing.T) {
 	if res := call(t, ctx, cs, "list_allowed_directories", map[string]any{}); res.IsError || !strings.Contains(text(res), root) {
 		t.Errorf("list_allowed_directories over HTTP = %q", text(res))
 	}
+	// One MCP session, one server process (the client's server/discover
+	// probe must not start one).
+	if n := strings.Count(cmd.Stderr.(*syncBuffer).String(), "Secure MCP Filesystem Server running"); n != 1 {
+		t.Errorf("%d server processes started for one session; want 1", n)
+	}
 }

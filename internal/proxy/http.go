@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,7 +58,29 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Mcp-Session-Id is required", http.StatusBadRequest)
 			return
 		}
-		h.newSession(w, r)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "reading the body failed", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		switch {
+		case err != nil || !ok:
+			http.Error(w, "a session starts with an initialize request", http.StatusBadRequest)
+		case req.Method == "initialize":
+			h.newSession(w, r)
+		case req.Method == "server/discover" && req.IsCall():
+			// As on stdio: decline the stateless protocol so the client
+			// initializes, without starting a server for it.
+			resp, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(resp)
+		default:
+			http.Error(w, "Mcp-Session-Id is required (a session starts with initialize)", http.StatusBadRequest)
+		}
 		return
 	}
 	h.mu.Lock()
