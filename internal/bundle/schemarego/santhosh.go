@@ -43,6 +43,8 @@ func mapSanthoshError(doc any, err error) error {
 		rxe *jsonschema.InvalidRegexError
 		lue *jsonschema.LoadURLError
 		use *jsonschema.UnsupportedURLSchemeError
+		anf *jsonschema.AnchorNotFoundError
+		pnf *jsonschema.JSONPointerNotFoundError
 	)
 	switch {
 	case errors.As(err, &rxe):
@@ -56,23 +58,27 @@ func mapSanthoshError(doc any, err error) error {
 		e := &Error{Pointer: pointerOf(sve.URL), Msg: "invalid JSON Schema 2020-12: " + sve.Err.Error()}
 		var ve *jsonschema.ValidationError
 		if errors.As(sve.Err, &ve) {
-			leaf := ve
-			for len(leaf.Causes) > 0 {
-				leaf = leaf.Causes[0]
-			}
-			if len(leaf.InstanceLocation) > 0 {
-				e.Pointer = "/" + strings.Join(escapeAll(leaf.InstanceLocation), "/")
-			}
-			if kp := leaf.ErrorKind.KeywordPath(); len(kp) > 0 {
-				e.Keyword = kp[0]
-				// the keyword of the schema at fault is the last property of
-				// the instance location when the metaschema complains about it
-				if len(leaf.InstanceLocation) > 0 {
-					e.Keyword = leaf.InstanceLocation[len(leaf.InstanceLocation)-1]
+			// the deepest located cause names the keyword at fault
+			var loc []string
+			for c := ve; c != nil; {
+				if len(c.InstanceLocation) > 0 {
+					loc = c.InstanceLocation
 				}
+				if len(c.Causes) == 0 {
+					break
+				}
+				c = c.Causes[0]
+			}
+			if len(loc) > 0 {
+				e.Pointer = "/" + strings.Join(escapeAll(loc), "/")
+				e.Keyword = loc[len(loc)-1]
 			}
 		}
 		return e
+	case errors.As(err, &anf):
+		return &Error{Keyword: "$ref", Pointer: pointerOf(anf.URL), Msg: "reference to a missing anchor: " + err.Error()}
+	case errors.As(err, &pnf):
+		return &Error{Keyword: "$ref", Pointer: pointerOf(pnf.URL), Msg: "reference to a missing location: " + err.Error()}
 	case errors.As(err, &lue):
 		return refError(doc, lue.URL, err)
 	case errors.As(err, &use):
