@@ -276,13 +276,13 @@ func (s *session) forward(m *jsonrpc.Request, p *pending) {
 		s.replyError(m.ID, jsonrpc.CodeInternalError, "the MCP server is gone: "+err.Error())
 		return
 	}
+	if p.dispatch != nil && s.opts.CallTimeout > 0 {
+		p.timer = time.AfterFunc(s.opts.CallTimeout, func() { s.timeout(m.ID) })
+	}
 	s.pending[m.ID] = p
 	s.mu.Unlock()
 	if p.dispatch != nil {
 		p.dispatch.Sent()
-		if s.opts.CallTimeout > 0 {
-			p.timer = time.AfterFunc(s.opts.CallTimeout, func() { s.timeout(m.ID) })
-		}
 	}
 	if err := s.server.Write(s.ctx, m); err != nil {
 		s.mu.Lock()

@@ -54,7 +54,7 @@ type rig struct {
 }
 
 // newRig joins a Go SDK client, the proxy and a Go SDK server in memory.
-func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server) *rig {
+func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server, clientOpts ...*mcp.ClientOptions) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mcpx-policy.yaml")
@@ -84,7 +84,11 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server)
 	opts.Engine, opts.Server = eng, "s"
 	opts.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() { r.done <- proxy.Run(ctx, opts, front, back) }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	var co *mcp.ClientOptions
+	if len(clientOpts) > 0 {
+		co = clientOpts[0]
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
 	r.client, err = client.Connect(ctx, clientT, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -175,5 +179,60 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	res, err = r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "UnknownOutcomePending") {
 		t.Fatalf("a write after the unknown outcome: %v %v; want UnknownOutcomePending", res, err)
+	}
+}
+
+// TestAskAndCancel: an ask is elicited from the client and, approved,
+// forwarded; a write the client cancels after it was sent is an unknown
+// outcome, and the server sees the cancellation.
+func TestAskAndCancel(t *testing.T) {
+	t.Parallel()
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
+	srv.AddTool(textTool("hang", false, func(ctx context.Context) string {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return "cancelled"
+	}))
+	var mu sync.Mutex
+	var asked []string
+	elicit := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		asked = append(asked, req.Params.Message)
+		mu.Unlock()
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}
+	r := newRig(t, "version: 1\npolicy: {write: ask, unknownArgs: \"off\"}\n", proxy.Options{}, srv, &mcp.ClientOptions{ElicitationHandler: elicit})
+	ctx := context.Background()
+	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"k": "v"}})
+	if err != nil || res.IsError || resultText(res) != "written" {
+		t.Fatalf("approved write: %v %v", res, err)
+	}
+	mu.Lock()
+	if len(asked) != 1 || !strings.Contains(asked[0], "s.write") || !strings.Contains(asked[0], `{"k":"v"}`) {
+		t.Errorf("asked %q; want one confirmation of the exact call", asked)
+	}
+	mu.Unlock()
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := r.client.CallTool(cctx, &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw the cancellation")
+	}
+	var ws []mcpxpolicy.UnknownWrite
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(ws) == 0; time.Sleep(20 * time.Millisecond) {
+		ws, err = r.eng.UnknownWrites()
+	}
+	if len(ws) != 1 || ws[0].Tool != "hang" || !strings.Contains(ws[0].Cause, "cancelled by the client") {
+		t.Fatalf("unknown writes = %+v, %v", ws, err)
 	}
 }
