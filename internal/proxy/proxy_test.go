@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +236,39 @@ func TestAskAndCancel(t *testing.T) {
 	}
 	if len(ws) != 1 || ws[0].Tool != "hang" || !strings.Contains(ws[0].Cause, "cancelled by the client") {
 		t.Fatalf("unknown writes = %+v, %v", ws, err)
+	}
+}
+
+// TestHTTPRefusesRebinding: a loopback listener refuses a non-loopback
+// Host (DNS rebinding) and cross-origin browser requests, before any
+// server is started.
+func TestHTTPRefusesRebinding(t *testing.T) {
+	t.Parallel()
+	started := false
+	h := proxy.NewHTTPHandler(context.Background(), proxy.Options{}, func(context.Context) (mcp.Connection, error) {
+		started = true
+		return nil, context.Canceled
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
+	for name, set := range map[string]func(*http.Request){
+		"rebound host":         func(r *http.Request) { r.Host = "evil.example:80" },
+		"cross-origin browser": func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
+	} {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		set(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d; want 403", name, resp.StatusCode)
+		}
+	}
+	if started {
+		t.Error("a refused request started a server")
 	}
 }

@@ -195,6 +195,16 @@ func TestClearDisabledWithoutTokenFile(t *testing.T) {
 	if status, _ := f.do(t, "GET", "/v1/nope", "", ""); status != 404 {
 		t.Errorf("unknown path = %d; want 404", status)
 	}
+	req, _ := http.NewRequest("GET", f.srv.URL+"/healthz", nil)
+	req.Host = "rebound.example:8181"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a non-loopback Host on a loopback listener = %d; want 403 (DNS rebinding)", resp.StatusCode)
+	}
 }
 
 func TestWatchReloadsAndKeepsOldPolicyOnError(t *testing.T) {
