@@ -171,7 +171,9 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) *jsonrpc.R
 	for _, raw := range tools {
 		t, err := mcpxpolicy.ParseTool(raw)
 		if err != nil {
-			continue // not a tool: never publish what cannot be gated
+			// Never publish what cannot be gated.
+			s.log.Warn("dropping a tool the policy cannot read from tools/list", "tool", string(raw[:min(len(raw), 200)]), "err", err)
+			continue
 		}
 		if s.hidden(t) {
 			continue
