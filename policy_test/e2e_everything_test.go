@@ -67,7 +67,16 @@ func TestE2EEverything(t *testing.T) {
 	defer cancel()
 	g := newGate(t, "everything", everythingConfig)
 	who := &person{approve: true}
-	cs := connect(t, ctx, g.command(t, server), &mcp.ClientOptions{ElicitationHandler: who.handle})
+	progress := make(chan struct{}, 64)
+	cs := connect(t, ctx, g.command(t, server), &mcp.ClientOptions{
+		ElicitationHandler: who.handle,
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		},
+	})
 
 	t.Run("a read goes through without asking (annotations from the server's list)", func(t *testing.T) {
 		res := call(t, ctx, cs, "get-sum", map[string]any{"a": 2, "b": 3})
@@ -119,9 +128,19 @@ func TestE2EEverything(t *testing.T) {
 	})
 
 	t.Run("a long-running write cancelled mid-call becomes an unknown outcome", func(t *testing.T) {
+		// Cancel once the server reports progress: the call is running
+		// there, so its request went out.
 		cctx, ccancel := context.WithCancel(ctx)
-		time.AfterFunc(1500*time.Millisecond, ccancel)
-		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 30, "steps": 30}})
+		go func() {
+			select {
+			case <-progress:
+			case <-time.After(20 * time.Second):
+			}
+			ccancel()
+		}()
+		params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 30, "steps": 30}}
+		params.SetProgressToken("long-running")
+		_, err := cs.CallTool(cctx, params)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled call returned %v; want context.Canceled", err)
 		}

@@ -159,7 +159,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 		return "too late"
 	}))
 	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
-	r := newRig(t, "version: 1\npolicy: {write: allow}\n", proxy.Options{CallTimeout: 200 * time.Millisecond}, srv)
+	r := newRig(t, "version: 1\npolicy: {write: allow}\n", proxy.Options{CallTimeout: time.Second}, srv)
 	ctx := context.Background()
 	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
 	if err != nil || resultText(res) != "written" {
@@ -175,7 +175,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 		t.Error("the server was not told to cancel the timed-out call")
 	}
 	ws, err := r.eng.UnknownWrites()
-	if err != nil || len(ws) != 1 || ws[0].Tool != "slow_write" || ws[0].Cause != "no answer within 200ms" {
+	if err != nil || len(ws) != 1 || ws[0].Tool != "slow_write" || ws[0].Cause != "no answer within 1s" {
 		t.Fatalf("unknown writes = %+v, %v", ws, err)
 	}
 	res, err = r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
