@@ -72,7 +72,18 @@ func (g *gen) num(r *big.Int) string {
 }
 
 func (g *gen) emit(format string, args ...any) {
-	fmt.Fprintf(&g.src, format, args...)
+	text := fmt.Sprintf(format, args...)
+	// OPA prints `f(x) if true` as `f(x) := true`; write it that way so
+	// the printed module re-parses to the very AST that was built
+	for _, suffix := range []string{" if true", " if {\ntrue\n}"} {
+		if head, ok := strings.CutSuffix(text, suffix); ok && !strings.Contains(head, "\n") {
+			text = head
+			if !strings.Contains(head, ":=") {
+				text += " := true"
+			}
+		}
+	}
+	g.src.WriteString(text)
 	g.src.WriteString("\n\n")
 }
 
@@ -703,13 +714,15 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 			if err != nil {
 				return nil, err
 			}
-			if isTrue {
-				anyTrue = true
-				break
-			}
 			r, err := g.valid(c)
 			if err != nil {
 				return nil, err
+			}
+			// the predicate may know a branch always holds (not: false)
+			// when its violation function does not look trivial
+			if isTrue || r.isTrue {
+				anyTrue = true
+				break
 			}
 			names = append(names, n)
 			vs = append(vs, r)
