@@ -362,3 +362,58 @@ func TestBaselinesAgree(t *testing.T) {
 		t.Errorf("the workload exercises too few outcomes: %v", outcomes)
 	}
 }
+
+// TestConcurrentDecide decides M calls from several goroutines at once (the
+// memo, the builtin cache and the decision cache are shared) and requires
+// every decision to equal a fresh engine's serial one. Run it with -race.
+func TestConcurrentDecide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prepares the M workload twice")
+	}
+	w := Generate(M)
+	dir := t.TempDir()
+	cfg, err := w.WriteConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
+	serial, err := mcpxpolicy.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := mcpxpolicy.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := w.Calls[:150]
+	want := make([]string, len(calls))
+	for i, c := range calls {
+		d, err := serial.Decide(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = fmt.Sprintf("%+v", d)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for r := 0; r < 2; r++ {
+				for j := range calls {
+					i := (j + g*37) % len(calls)
+					d, err := shared.Decide(context.Background(), calls[i])
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if got := fmt.Sprintf("%+v", d); got != want[i] {
+						t.Errorf("call %d decided differently under concurrency:\n%s\nwant\n%s", i, got, want[i])
+						return
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
@@ -27,10 +28,18 @@ type Policy struct {
 	Revision string
 }
 
-// Engine is a prepared policy. It is immutable and safe for concurrent use.
+// Engine is a prepared policy. It is safe for concurrent use: its caches
+// (the input-independent rule memo, OPA's inter-query builtin value cache
+// for compiled regexes, and the decision cache) are internally locked and
+// never change a decision.
 type Engine struct {
 	query    rego.PreparedEvalQuery
 	revision string
+	memo     *memo
+	builtins cache.InterQueryValueCache
+	// decisions is nil when the policy calls a non-deterministic builtin
+	// (time.now_ns, rand.intn, …): then equal inputs may decide differently.
+	decisions *decisionCache
 }
 
 // forbidden are builtins the policy may never call: no network, no runtime
@@ -59,17 +68,27 @@ func capabilities() *ast.Capabilities {
 
 // Prepare compiles p and prepares the decision query. A module that does not
 // parse or compile is an error naming the file and line.
-func Prepare(ctx context.Context, p Policy) (*Engine, error) {
+func Prepare(ctx context.Context, p Policy) (*Engine, error) { return prepareQuery(ctx, p, Query) }
+
+func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
 	names := make([]string, 0, len(p.Modules))
 	for n := range p.Modules {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	caps := capabilities()
+	compiler := ast.NewCompiler().
+		WithCapabilities(caps).
+		WithUseTypeCheckAnnotations(true).
+		WithDefaultRegoVersion(ast.RegoV1)
 	opts := []func(*rego.Rego){
-		rego.Query(Query),
-		rego.Store(inmem.NewFromObject(map[string]any{"mcpx": p.Data})),
+		rego.Compiler(compiler),
+		rego.Query(query),
+		// the store keeps data as ast.Values: a read is a lookup, not a
+		// conversion of the config on every call
+		rego.Store(inmem.NewFromObjectWithOpts(map[string]any{"mcpx": p.Data}, inmem.OptReturnASTValuesOnRead(true))),
 		rego.StrictBuiltinErrors(true),
-		rego.Capabilities(capabilities()),
+		rego.Capabilities(caps),
 		rego.SetRegoVersion(ast.RegoV1),
 	}
 	for _, n := range names {
@@ -79,7 +98,30 @@ func Prepare(ctx context.Context, p Policy) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
-	return &Engine{query: pq, revision: p.Revision}, nil
+	entries := 4096
+	e := &Engine{
+		query:    pq,
+		revision: p.Revision,
+		memo:     newMemo(compiler),
+		builtins: cache.NewInterQueryValueCache(ctx, &cache.Config{InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries}}),
+	}
+	if !callsNondeterministic(compiler) {
+		e.decisions = newDecisionCache(DecisionCacheSize)
+	}
+	return e, nil
+}
+
+// callsNondeterministic reports whether any module calls a builtin whose
+// result may differ between two evaluations of the same input.
+func callsNondeterministic(c *ast.Compiler) bool {
+	for _, m := range c.Modules {
+		for _, r := range m.Rules {
+			if !locallyPureOfBuiltins(r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Revision is the policy revision the engine was prepared from.
@@ -106,23 +148,45 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
 	}
+	var key cacheKey
+	cacheable := false
+	if e.decisions != nil {
+		if key, cacheable = makeKey(e.revision, sum, call, led); cacheable {
+			if d, ok := e.decisions.get(key); ok {
+				return d, nil
+			}
+		}
+	}
 	input, err := input(call, led, sum)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err
 	}
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(input))
+	vc := e.memo.cache()
+	rs, err := e.query.Eval(ctx,
+		rego.EvalParsedInput(input),
+		rego.EvalVirtualCache(vc),
+		rego.EvalInterQueryBuiltinValueCache(e.builtins),
+		// keep the result as an ast.Value: fromTerm reads it directly
+		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
+	)
 	if err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), errors.New("evaluate policy: undefined decision")
 	}
-	d, err := FromValue(rs[0].Expressions[0].Value)
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
+	}
+	d, err := fromTerm(t.Value)
 	if err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), err
 	}
+	e.memo.commit(vc.learned)
 	d.Call.SHA256 = sum
+	if cacheable {
+		e.decisions.put(key, d)
+	}
 	return d, nil
 }
-
-

@@ -3,6 +3,9 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
@@ -25,6 +28,44 @@ func Parse(raw []byte) (decision.Decision, error) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return decision.Decision{}, fmt.Errorf("decision: %w", err)
 	}
+	return check(d)
+}
+
+// fromTerm reads the policy's decision straight from the evaluation's
+// ast.Value, without the JSON round trip of FromValue, and checks it the
+// same way. It decodes exactly as FromValue does (encoding/json into
+// decision.Decision): numbers in the free-form fields (details, violation
+// values) become float64 (a number beyond float64 is an error, as it is for
+// encoding/json), sets become arrays, a field of the wrong type is an
+// error, unknown fields are ignored.
+func fromTerm(v ast.Value) (decision.Decision, error) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return decision.Decision{}, fmt.Errorf("decision: not an object: %s", ast.ValueName(v))
+	}
+	var d decision.Decision
+	var err error
+	dec := decoder{}
+	d.Outcome = decision.Outcome(dec.str(obj, "outcome"))
+	d.Step = decision.Step(dec.str(obj, "step"))
+	d.Reasons = dec.reasons(obj, "reasons")
+	d.Warnings = dec.reasons(obj, "warnings")
+	d.Write = dec.boolean(obj, "write")
+	d.Destructive = dec.boolean(obj, "destructive")
+	if call := dec.object(obj, "call"); call != nil {
+		d.Call = decision.CallRef{Server: dec.str(call, "server"), Tool: dec.str(call, "tool"), SHA256: dec.str(call, "sha256")}
+	}
+	if dec.err != nil {
+		return decision.Decision{}, fmt.Errorf("decision: %w", dec.err)
+	}
+	if d, err = check(d); err != nil {
+		return decision.Decision{}, err
+	}
+	return d, nil
+}
+
+// check applies Parse's checks to a decoded decision.
+func check(d decision.Decision) (decision.Decision, error) {
 	switch d.Outcome {
 	case decision.Allow, decision.Ask, decision.Deny:
 	default:
@@ -33,9 +74,11 @@ func Parse(raw []byte) (decision.Decision, error) {
 	if d.Outcome != decision.Allow && len(d.Reasons) == 0 {
 		return decision.Decision{}, fmt.Errorf("decision: %s without a reason", d.Outcome)
 	}
-	for _, r := range append(append([]decision.Reason{}, d.Reasons...), d.Warnings...) {
-		if !r.Code.Known() {
-			return decision.Decision{}, fmt.Errorf("decision: unknown reason code %q", r.Code)
+	for _, rs := range [][]decision.Reason{d.Reasons, d.Warnings} {
+		for _, r := range rs {
+			if !r.Code.Known() {
+				return decision.Decision{}, fmt.Errorf("decision: unknown reason code %q", r.Code)
+			}
 		}
 	}
 	if d.Reasons == nil {
@@ -45,4 +88,191 @@ func Parse(raw []byte) (decision.Decision, error) {
 		d.Warnings = []decision.Reason{}
 	}
 	return d, nil
+}
+
+// decoder reads typed fields of ast objects, keeping the first error.
+type decoder struct{ err error }
+
+func (dc *decoder) fail(format string, args ...any) {
+	if dc.err == nil {
+		dc.err = fmt.Errorf(format, args...)
+	}
+}
+
+func get(obj ast.Object, key string) (ast.Value, bool) {
+	t := obj.Get(ast.InternedTerm(key))
+	if t == nil {
+		return nil, false
+	}
+	if _, null := t.Value.(ast.Null); null {
+		return nil, false // JSON null leaves a Go field at its zero value
+	}
+	return t.Value, true
+}
+
+func (dc *decoder) str(obj ast.Object, key string) string {
+	v, ok := get(obj, key)
+	if !ok {
+		return ""
+	}
+	s, ok := v.(ast.String)
+	if !ok {
+		dc.fail("%s: want a string, got %s", key, ast.ValueName(v))
+		return ""
+	}
+	return string(s)
+}
+
+func (dc *decoder) boolean(obj ast.Object, key string) bool {
+	v, ok := get(obj, key)
+	if !ok {
+		return false
+	}
+	b, ok := v.(ast.Boolean)
+	if !ok {
+		dc.fail("%s: want a boolean, got %s", key, ast.ValueName(v))
+		return false
+	}
+	return bool(b)
+}
+
+func (dc *decoder) object(obj ast.Object, key string) ast.Object {
+	v, ok := get(obj, key)
+	if !ok {
+		return nil
+	}
+	o, ok := v.(ast.Object)
+	if !ok {
+		dc.fail("%s: want an object, got %s", key, ast.ValueName(v))
+		return nil
+	}
+	return o
+}
+
+// list returns the elements of an array (or a set, which JSON renders as
+// an array).
+func (dc *decoder) list(obj ast.Object, key string) ([]*ast.Term, bool) {
+	v, ok := get(obj, key)
+	if !ok {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case *ast.Array:
+		out := make([]*ast.Term, 0, x.Len())
+		x.Foreach(func(t *ast.Term) { out = append(out, t) })
+		return out, true
+	case ast.Set: // as rego renders sets: in iteration order
+		out := make([]*ast.Term, 0, x.Len())
+		x.Foreach(func(t *ast.Term) { out = append(out, t) })
+		return out, true
+	}
+	dc.fail("%s: want an array, got %s", key, ast.ValueName(v))
+	return nil, false
+}
+
+func (dc *decoder) reasons(obj ast.Object, key string) []decision.Reason {
+	ts, ok := dc.list(obj, key)
+	if !ok {
+		return nil
+	}
+	out := make([]decision.Reason, 0, len(ts))
+	for _, t := range ts {
+		ro, ok := t.Value.(ast.Object)
+		if !ok {
+			if _, null := t.Value.(ast.Null); !null {
+				dc.fail("%s: want objects, got %s", key, ast.ValueName(t.Value))
+			}
+			out = append(out, decision.Reason{})
+			continue
+		}
+		r := decision.Reason{Code: decision.Code(dc.str(ro, "code")), Step: decision.Step(dc.str(ro, "step")), Message: dc.str(ro, "message")}
+		if vs, ok := dc.list(ro, "violations"); ok {
+			r.Violations = make([]decision.Violation, 0, len(vs))
+			for _, vt := range vs {
+				r.Violations = append(r.Violations, dc.violation(vt.Value))
+			}
+		}
+		if det := dc.object(ro, "details"); det != nil {
+			if m, ok := dc.any(det).(map[string]any); ok {
+				r.Details = m
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (dc *decoder) violation(v ast.Value) decision.Violation {
+	o, ok := v.(ast.Object)
+	if !ok {
+		if _, null := v.(ast.Null); !null {
+			dc.fail("violations: want objects, got %s", ast.ValueName(v))
+		}
+		return decision.Violation{}
+	}
+	out := decision.Violation{Path: dc.str(o, "path"), Constraint: dc.str(o, "constraint"), Detail: dc.str(o, "detail")}
+	if t := o.Get(ast.InternedTerm("value")); t != nil {
+		out.Value = dc.any(t.Value)
+	}
+	if t := o.Get(ast.InternedTerm("expected")); t != nil {
+		out.Expected = dc.any(t.Value)
+	}
+	if rule := dc.object(o, "rule"); rule != nil {
+		out.Rule = decision.RuleRef{ID: dc.str(rule, "id"), Origin: dc.str(rule, "origin"), Description: dc.str(rule, "description")}
+	}
+	return out
+}
+
+// any converts a value as encoding/json decodes it into an interface:
+// float64 numbers, []any, map[string]any.
+func (dc *decoder) any(v ast.Value) any {
+	switch x := v.(type) {
+	case ast.Null:
+		return nil
+	case ast.Boolean:
+		return bool(x)
+	case ast.String:
+		return string(x)
+	case ast.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			dc.fail("number %s: %v", x, err)
+			return nil
+		}
+		return f
+	case *ast.Array:
+		out := make([]any, 0, x.Len())
+		x.Foreach(func(t *ast.Term) { out = append(out, dc.any(t.Value)) })
+		return out
+	case ast.Set:
+		out := make([]any, 0, x.Len())
+		x.Foreach(func(t *ast.Term) { out = append(out, dc.any(t.Value)) })
+		return out
+	case ast.Object:
+		out := make(map[string]any, x.Len())
+		x.Foreach(func(k, t *ast.Term) {
+			ks, ok := k.Value.(ast.String)
+			if !ok {
+				// ast.JSON renders a non-string key as its JSON text
+				b, err := json.Marshal(mustJSON(k.Value))
+				if err != nil {
+					dc.fail("object key %s: %v", k, err)
+					return
+				}
+				ks = ast.String(b)
+			}
+			out[string(ks)] = dc.any(t.Value)
+		})
+		return out
+	}
+	dc.fail("value %s cannot be JSON", ast.ValueName(v))
+	return nil
+}
+
+func mustJSON(v ast.Value) any {
+	x, err := ast.JSON(v)
+	if err != nil {
+		return nil
+	}
+	return x
 }

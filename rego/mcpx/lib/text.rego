@@ -96,6 +96,21 @@ _bigrams(s) := {substring(p, i, 2) | p := sprintf(" %s ", [lower(s)]); some i in
 # pointer renders a key path as a JSON Pointer.
 pointer(path) := concat("", [sprintf("/%s", [_escape(seg)]) | some seg in path])
 
-_escape(seg) := replace(replace(seg, "~", "~0"), "/", "~1") if is_string(seg)
+# Most keys need no escaping; replace builds a replacer on every call, so
+# it runs only when the key holds "~" or "/".
+_escape(seg) := seg if {
+	is_string(seg)
+	not contains(seg, "~")
+	not contains(seg, "/")
+}
+
+_escape(seg) := replace(replace(seg, "~", "~0"), "/", "~1") if {
+	is_string(seg)
+	_needs_escape(seg)
+}
+
+_needs_escape(seg) if contains(seg, "~")
+
+_needs_escape(seg) if contains(seg, "/")
 
 _escape(seg) := format_int(seg, 10) if is_number(seg)

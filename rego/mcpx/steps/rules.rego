@@ -20,12 +20,17 @@ matched := patterns.values(object.get(config.pool, "rules", {}), req.tool) | pat
 
 # targets[package][rule id] is the value a rule's schema checks and the JSON
 # Pointer it sits at; a per-argument rule whose argument is absent has none.
-targets[rule.package][id] := {"value": value, "path": text.pointer(rule.argument)} if {
+# It is one complete object, built once per call: as a partial rule
+# (targets[pkg][id] := …) every generated package's lookup of targets[pkg]
+# re-ran the body for every matched rule.
+targets := {pkg: {id: t | some [p, id, t] in _targets; p == pkg} | some [pkg, _, _] in _targets}
+
+_targets := [[rule.package, id, {"value": value, "path": text.pointer(rule.argument)}] |
 	some id in matched
 	rule := data.mcpx.config.rules[id]
 	_present(req.args, rule.argument)
 	value := object.get(req.args, rule.argument, null)
-}
+]
 
 _present(_, path) if count(path) == 0
 

@@ -24,15 +24,23 @@ _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
 	req.has_schema
 	not _open(req.schema)
 	some k, _ in req.args
-	not k in _declared(req.schema)
+	not k in _top_declared
 	not k in config.exempt
 }
 
+_top_declared := _declared(req.schema)
+
+# Nested objects: only an argument that is an object or an array, and whose
+# schema has a "properties" key somewhere inside, can hold a closed object
+# below it; the others are not walked (the check is the same, just cheaper).
 _unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text.pointer(path), "key": k} if {
 	req.has_schema
-	walk(req.args, [path, value])
-	count(path) > 0
+	some top, top_value in req.args
+	_container(top_value)
+	_nests(top)
+	walk(top_value, [rest, value])
 	is_object(value)
+	path := array.concat([top], rest)
 	sub := object.get(req.schema, _schema_path(path), null)
 	is_object(sub)
 	is_object(sub.properties)
@@ -40,6 +48,16 @@ _unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text
 	some k, _ in value
 	not k in _declared(sub)
 	not k in config.exempt
+}
+
+_container(v) if is_object(v)
+
+_container(v) if is_array(v)
+
+_nests(top) if {
+	walk(req.schema.properties[top], [p, _])
+	count(p) > 0
+	p[count(p) - 1] == "properties"
 }
 
 # valid lists the declared keys of the object at parent.

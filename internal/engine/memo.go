@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// memo keeps, across evaluations of one prepared policy, the values of the
+// rules whose value cannot depend on the input: rules that (through every
+// rule and function they use) never read input, never call a
+// non-deterministic builtin and never use `with`. Such a rule has one value
+// for the life of the prepared policy, because the data store is fixed, so
+// OPA's per-query virtual cache can be seeded with it. The config checks
+// that scan every server (data.mcpx.lib.config.problems) are the typical
+// case: without the memo they run on every call and grow with the config.
+//
+// A value is learned from a successful evaluation only (an aborted one may
+// leave a partial value in OPA's cache) and only at the outermost cache
+// frame (a `with` pushes a frame and may replace data).
+type memo struct {
+	compiler *ast.Compiler
+	dataOnly map[*ast.Rule]bool
+
+	mu     sync.RWMutex
+	values *util.HasherMap[ast.Ref, memoValue]
+}
+
+type memoValue struct {
+	term *ast.Term // nil: undefined
+}
+
+func refEq(a, b ast.Ref) bool { return a.Equal(b) }
+
+func newMemo(c *ast.Compiler) *memo {
+	return &memo{
+		compiler: c,
+		dataOnly: dataOnlyRules(c),
+		values:   util.NewHasherMap[ast.Ref, memoValue](refEq),
+	}
+}
+
+// dataOnlyRules marks every rule of c whose value cannot depend on input.
+func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
+	var rules []*ast.Rule
+	tainted := map[*ast.Rule]bool{}
+	for _, m := range c.Modules {
+		ast.WalkRules(m, func(r *ast.Rule) bool {
+			rules = append(rules, r)
+			if !locallyPure(r) {
+				tainted[r] = true
+			}
+			return false
+		})
+	}
+	// propagate: a rule that depends on a tainted rule is tainted
+	for changed := true; changed; {
+		changed = false
+		for _, r := range rules {
+			if tainted[r] {
+				continue
+			}
+			for dep := range c.Graph.Dependencies(r) {
+				if d, ok := dep.(*ast.Rule); ok && tainted[d] {
+					tainted[r] = true
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	out := make(map[*ast.Rule]bool, len(rules))
+	for _, r := range rules {
+		if !tainted[r] && len(r.Head.Args) == 0 {
+			out[r] = true
+		}
+	}
+	return out
+}
+
+// locallyPureOfBuiltins reports whether r calls no non-deterministic
+// builtin.
+func locallyPureOfBuiltins(r *ast.Rule) bool {
+	pure := true
+	ast.NewGenericVisitor(func(x any) bool {
+		switch x := x.(type) {
+		case *ast.Expr:
+			if x.IsCall() && nondeterministic(x.Operator()) {
+				pure = false
+			}
+		case ast.Call:
+			if len(x) > 0 {
+				if ref, ok := x[0].Value.(ast.Ref); ok && nondeterministic(ref) {
+					pure = false
+				}
+			}
+		}
+		return !pure
+	}).Walk(r)
+	return pure
+}
+
+// locallyPure reports whether r itself (not the rules it uses) reads no
+// input, uses no `with` and calls no non-deterministic builtin.
+func locallyPure(r *ast.Rule) bool {
+	pure := true
+	vis := ast.NewGenericVisitor(func(x any) bool {
+		if !pure {
+			return true
+		}
+		switch x := x.(type) {
+		case *ast.Expr:
+			if len(x.With) > 0 {
+				pure = false
+			}
+			if x.IsCall() && nondeterministic(x.Operator()) {
+				pure = false
+			}
+		case ast.Call:
+			if len(x) > 0 {
+				if ref, ok := x[0].Value.(ast.Ref); ok && nondeterministic(ref) {
+					pure = false
+				}
+			}
+		case ast.Ref:
+			if x.HasPrefix(ast.InputRootRef) {
+				pure = false
+			}
+		case ast.Var:
+			if x.Equal(ast.InputRootDocument.Value) {
+				pure = false
+			}
+		}
+		return !pure
+	})
+	vis.Walk(r)
+	return pure
+}
+
+func nondeterministic(op ast.Ref) bool {
+	b, ok := ast.BuiltinMap[op.String()]
+	return ok && b.Nondeterministic
+}
+
+// isEligible reports whether the value at ref comes from data-only rules
+// alone. A function call's ref (with its arguments) is never eligible.
+func (m *memo) isEligible(ref ast.Ref) bool {
+	rules := m.compiler.GetRulesForVirtualDocument(ref)
+	if len(rules) == 0 {
+		return false
+	}
+	for _, r := range rules {
+		if !m.dataOnly[r] {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *memo) get(ref ast.Ref) (memoValue, bool) {
+	m.mu.RLock()
+	v, ok := m.values.Get(ref)
+	m.mu.RUnlock()
+	return v, ok
+}
+
+func (m *memo) commit(learned []memoEntry) {
+	if len(learned) == 0 {
+		return
+	}
+	m.mu.Lock()
+	for _, e := range learned {
+		if _, ok := m.values.Get(e.ref); !ok {
+			m.values.Put(e.ref, memoValue{e.term})
+		}
+	}
+	m.mu.Unlock()
+}
+
+type memoEntry struct {
+	ref  ast.Ref
+	term *ast.Term
+}
+
+// memoCache is the VirtualCache of one evaluation: OPA's own cache, read
+// through to the memo at the outermost frame.
+type memoCache struct {
+	inner   topdown.VirtualCache
+	memo    *memo
+	depth   int
+	learned []memoEntry
+}
+
+func (m *memo) cache() *memoCache {
+	return &memoCache{inner: topdown.NewVirtualCache(), memo: m}
+}
+
+func (c *memoCache) Push() { c.depth++; c.inner.Push() }
+
+func (c *memoCache) Pop() { c.depth--; c.inner.Pop() }
+
+func (c *memoCache) Get(ref ast.Ref) (*ast.Term, bool) {
+	if c.depth == 0 {
+		if v, ok := c.memo.get(ref); ok {
+			return v.term, v.term == nil
+		}
+	}
+	return c.inner.Get(ref)
+}
+
+func (c *memoCache) Put(ref ast.Ref, value *ast.Term) {
+	c.inner.Put(ref, value)
+	if c.depth == 0 && ref.IsGround() && c.memo.isEligible(ref) {
+		c.learned = append(c.learned, memoEntry{ref.Copy(), value})
+	}
+}
+
+func (c *memoCache) Keys() []ast.Ref { return c.inner.Keys() }

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// testPolicy is a small stand-in for the real policy: one input-dependent
+// decision built on a data-only rule (the server count) and a function.
+const testPolicy = `package mcpx
+
+servers := count(data.mcpx.config.servers)
+
+_label(s) := sprintf("%s of %d", [s, servers])
+
+default decision := {"outcome": "deny", "step": "input", "reasons": [{"code": "PolicyError", "step": "input", "message": "no"}], "warnings": [], "write": true, "destructive": true, "call": {"server": "", "tool": ""}}
+
+decision := {
+	"outcome": "ask",
+	"step": "write_mode",
+	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": _label(input.server),
+	             "details": {"n": servers, "set": {"b", "a"}, "entries": count(input.ledger.entries), "big": 12345678901234567890}}],
+	"warnings": [],
+	"write": true,
+	"destructive": false,
+	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256},
+} if input.server != ""
+`
+
+func prepareTest(t *testing.T, src string) *Engine {
+	t.Helper()
+	e, err := Prepare(context.Background(), Policy{
+		Modules:  map[string]string{"p.rego": src},
+		Data:     map[string]any{"config": map[string]any{"servers": map[string]any{"a": map[string]any{}, "b": map[string]any{}}}},
+		Revision: "r1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+var testCall = decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/x"}}
+
+func TestDecisionCacheReturnsEqualIndependentCopies(t *testing.T) {
+	t.Parallel()
+	e := prepareTest(t, testPolicy)
+	ctx := context.Background()
+	first, err := e.Decide(ctx, testCall, &Ledger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.First().Message != "fs of 2" || first.Call.SHA256 == "" {
+		t.Fatalf("unexpected decision %+v", first)
+	}
+	if len(e.decisions.items) != 1 {
+		t.Fatalf("cache holds %d decisions, want 1", len(e.decisions.items))
+	}
+	// the caller may change its copy; the cache must not see it
+	first.Reasons[0].Details["n"] = "changed"
+	first.Reasons[0].Message = "changed"
+	second, err := e.Decide(ctx, testCall, &Ledger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.First().Message != "fs of 2" || second.Reasons[0].Details["n"] != float64(2) {
+		t.Fatalf("cached decision was changed through a returned copy: %+v", second.Reasons[0])
+	}
+	// a different ledger is a different key
+	led := &Ledger{Entries: []decision.LedgerEntry{{ID: "e1", Server: "fs", Tool: "write_file"}}}
+	third, err := e.Decide(ctx, testCall, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Reasons[0].Details["entries"] != float64(1) || len(e.decisions.items) != 2 {
+		t.Fatalf("ledger change did not change the decision or key: %+v (%d cached)", third.Reasons[0].Details, len(e.decisions.items))
+	}
+	// so is a different tool description
+	call := testCall
+	call.Tool.Annotations = &decision.Annotations{Title: "x"}
+	if _, err := e.Decide(ctx, call, &Ledger{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.decisions.items) != 3 {
+		t.Fatalf("annotation change reused a cached decision (%d cached)", len(e.decisions.items))
+	}
+}
+
+func TestDecisionCacheOffForNondeterministicPolicy(t *testing.T) {
+	t.Parallel()
+	e := prepareTest(t, testPolicy+"\nnow := time.now_ns()\n")
+	if e.decisions != nil {
+		t.Fatal("a policy that calls time.now_ns got a decision cache")
+	}
+	if _, err := e.Decide(context.Background(), testCall, &Ledger{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDecisionCacheEvictsOldest(t *testing.T) {
+	t.Parallel()
+	c := newDecisionCache(2)
+	k := func(b byte) cacheKey { return cacheKey{b} }
+	c.put(k(1), decision.Decision{Step: "1"})
+	c.put(k(2), decision.Decision{Step: "2"})
+	c.put(k(3), decision.Decision{Step: "3"})
+	if _, ok := c.get(k(1)); ok {
+		t.Error("the oldest decision was not evicted")
+	}
+	for _, b := range []byte{2, 3} {
+		if d, ok := c.get(k(b)); !ok || string(d.Step) != string('0'+rune(b)) {
+			t.Errorf("decision %d: %v %v", b, d, ok)
+		}
+	}
+}
+
+func TestMemoLearnsOnlyDataOnlyRules(t *testing.T) {
+	t.Parallel()
+	e := prepareTest(t, testPolicy)
+	if !e.memo.isEligible(ast.MustParseRef("data.mcpx.servers")) {
+		t.Error("data.mcpx.servers (data only) is not eligible for the memo")
+	}
+	// decision reads input (its default does not, but the path is shared);
+	// _label is a function
+	for _, ref := range []ast.Ref{ast.MustParseRef("data.mcpx.decision"), ast.MustParseRef("data.mcpx._label").Append(ast.StringTerm("a"))} {
+		if e.memo.isEligible(ref) {
+			t.Errorf("%s is eligible for the memo", ref)
+		}
+	}
+	for _, server := range []string{"a", "b", "c"} {
+		call := testCall
+		call.Server = server
+		d, err := e.Decide(context.Background(), call, &Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := server + " of 2"; d.First().Message != want {
+			t.Errorf("message %q, want %q", d.First().Message, want)
+		}
+	}
+	ref := ast.MustParseRef("data.mcpx.servers")
+	v, ok := e.memo.get(ref)
+	if !ok || v.term == nil || !v.term.Equal(ast.IntNumberTerm(2)) {
+		t.Errorf("memo for %v: %v %v", ref, v.term, ok)
+	}
+	if e.memo.values.Len() != 1 {
+		t.Errorf("memo holds %d values, want only data.mcpx.servers", e.memo.values.Len())
+	}
+}
+
+// TestFromTermMatchesParse checks that reading the decision straight from
+// the ast.Value gives what the JSON round trip (Parse) gives, including
+// the free-form fields, sets, nulls and errors.
+func TestFromTermMatchesParse(t *testing.T) {
+	t.Parallel()
+	docs := []string{
+		`{"outcome": "allow", "step": "", "reasons": [], "warnings": [], "write": false, "destructive": false, "call": {"server": "s", "tool": "t", "sha256": "ab"}}`,
+		`{"outcome": "deny", "step": "argument_rules", "reasons": [{"code": "ArgumentRuleViolation", "step": "argument_rules", "message": "m",
+		  "violations": [{"path": "/a", "value": {"x": [1, 2.5, "s", null, true]}, "constraint": "type", "expected": 1e3, "detail": "d",
+		                  "rule": {"id": "r", "origin": "f:1", "description": "x"}}],
+		  "details": {"n": 3, "nested": {"k": [0.1]}, "set": {"z", "a"}}, "extra": "ignored"}], "warnings": null, "write": true, "destructive": true, "call": {"server": "s", "tool": "t"}}`,
+		`{"outcome": "ask", "step": "write_mode", "reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": "m", "details": null}], "warnings": [{"code": "IgnoredArguments", "step": "unknown_args", "message": "w"}], "write": true, "destructive": false, "call": null}`,
+		`{"outcome": "maybe", "reasons": []}`,
+		`{"outcome": "deny", "reasons": []}`,
+		`{"outcome": "deny", "reasons": [{"code": "NoSuchCode", "message": "x"}]}`,
+		`{"outcome": "allow", "write": "yes"}`,
+		`{"outcome": "allow", "reasons": [{"code": "IgnoredArguments", "details": {"big": 1e400}}]}`,
+		`{"outcome": 1}`,
+		`[]`,
+	}
+	for _, doc := range docs {
+		v := ast.MustParseTerm(doc).Value
+		got, gerr := fromTerm(v)
+		// what the previous conversion did: ast → JSON text → Parse
+		j, err := ast.JSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, werr := Parse(raw)
+		if (gerr == nil) != (werr == nil) {
+			t.Errorf("%s:\nfromTerm error %v, Parse error %v", doc, gerr, werr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\nfromTerm %#v\nParse    %#v", doc, got, want)
+		}
+	}
+}
