@@ -7,7 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -66,6 +69,23 @@ func capabilities() *ast.Capabilities {
 	return caps
 }
 
+// compileGuard is one extra module the engine compiles beside the policy
+// (never shipped in a bundle). OPA v1.22's type checker asks, for every
+// rule, which rules a `with` replaces; when no module has a `with` on a
+// rule the answer is an empty (nil) set, which it does not keep, so it
+// walks every module again for every rule: compile time grows with the
+// square of the config. One `with` on a rule of its own package makes the
+// set non-empty, so it is computed once. Nothing reads this package.
+const (
+	compileGuardFile = "mcpx-engine/compile_guard.rego"
+	compileGuard     = `package mcpx_engine.compile_guard
+
+x := 1
+
+y if x == 2 with data.mcpx_engine.compile_guard.x as 2
+`
+)
+
 // Prepare compiles p and prepares the decision query. A module that does not
 // parse or compile is an error naming the file and line.
 func Prepare(ctx context.Context, p Policy) (*Engine, error) { return prepareQuery(ctx, p, Query) }
@@ -91,8 +111,17 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		rego.Capabilities(caps),
 		rego.SetRegoVersion(ast.RegoV1),
 	}
-	for _, n := range names {
-		opts = append(opts, rego.Module(n, p.Modules[n]))
+	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
+		if n == compileGuardFile {
+			return compileGuard
+		}
+		return p.Modules[n]
+	}, caps)
+	if err != nil {
+		return nil, fmt.Errorf("prepare policy: %w", err)
+	}
+	for _, m := range mods {
+		opts = append(opts, rego.ParsedModule(m))
 	}
 	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
@@ -109,6 +138,42 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		e.decisions = newDecisionCache(DecisionCacheSize)
 	}
 	return e, nil
+}
+
+// parseModules parses the named modules on every core (a large config has
+// thousands of generated modules); the errors name file and line, in name
+// order.
+func parseModules(names []string, source func(string) string, caps *ast.Capabilities) ([]*ast.Module, error) {
+	mods := make([]*ast.Module, len(names))
+	errs := make([]error, len(names))
+	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: caps}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(names); i = int(next.Add(1)) - 1 {
+				mods[i], errs[i] = ast.ParseModuleWithOpts(names[i], source(names[i]), opts)
+			}
+		}()
+	}
+	wg.Wait()
+	var all ast.Errors
+	for _, err := range errs {
+		var aerrs ast.Errors
+		switch {
+		case err == nil:
+		case errors.As(err, &aerrs):
+			all = append(all, aerrs...)
+		default:
+			return nil, err
+		}
+	}
+	if len(all) > 0 {
+		return nil, all
+	}
+	return mods, nil
 }
 
 // callsNondeterministic reports whether any module calls a builtin whose
