@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +29,15 @@ func BenchmarkE2EFilesystemCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := newGate(b, "fs", transparentConfig)
-	calls := map[string]*mcp.CallToolParams{
-		"read":  {Name: "read_text_file", Arguments: map[string]any{"path": file}},
-		"write": {Name: "write_file", Arguments: map[string]any{"path": filepath.Join(root, "w.txt"), "content": "x"}},
+	// Every call differs (head, content), so no decision comes from the
+	// engine's cache of identical calls.
+	calls := map[string]func(i int) *mcp.CallToolParams{
+		"read": func(i int) *mcp.CallToolParams {
+			return &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": file, "head": i + 1}}
+		},
+		"write": func(i int) *mcp.CallToolParams {
+			return &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": filepath.Join(root, "w.txt"), "content": fmt.Sprint("x", i)}}
+		},
 	}
 	for _, kind := range []string{"read", "write"} {
 		for _, via := range []string{"direct", "proxy"} {
@@ -45,19 +52,20 @@ func BenchmarkE2EFilesystemCall(b *testing.B) {
 				cs := connect(b, ctx, cmd, nil)
 				defer cs.Close()
 				params := calls[kind]
-				for range 20 { // warm up: the proxy's first call lists the tools
-					if _, err := cs.CallTool(ctx, params); err != nil {
+				for i := range 20 { // warm up: the proxy's first call lists the tools
+					if _, err := cs.CallTool(ctx, params(-i-1000)); err != nil {
 						b.Fatal(err)
 					}
 				}
 				lat := make([]time.Duration, 0, b.N)
 				b.ResetTimer()
-				for range b.N {
+				for i := range b.N {
+					p := params(i)
 					start := time.Now()
-					res, err := cs.CallTool(ctx, params)
+					res, err := cs.CallTool(ctx, p)
 					lat = append(lat, time.Since(start))
 					if err != nil || res.IsError {
-						b.Fatalf("%s: %v %v", params.Name, err, res)
+						b.Fatalf("%s: %v %v", p.Name, err, res)
 					}
 				}
 				b.StopTimer()
