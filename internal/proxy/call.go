@@ -47,6 +47,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			return
 		}
 	}
+	s.recheckConfig()
 	tool, listed, err := s.tool(ctx, params.Name)
 	if err != nil {
 		s.log.Warn("the server's tool list is unavailable; deciding without it", "tool", params.Name, "err", err)

@@ -49,6 +49,7 @@ func (l *logBuffer) waitFor(t *testing.T, s string) {
 
 type rig struct {
 	eng    *mcpxpolicy.Engine
+	conf   string
 	server *mcp.Server
 	client *mcp.ClientSession
 	log    *logBuffer
@@ -69,7 +70,7 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server,
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{eng: eng, server: server, log: &logBuffer{}, done: make(chan error, 1)}
+	r := &rig{eng: eng, conf: conf, server: server, log: &logBuffer{}, done: make(chan error, 1)}
 	clientT, proxyFront := mcp.NewInMemoryTransports()
 	proxyBack, serverT := mcp.NewInMemoryTransports()
 	if _, err := server.Connect(ctx, serverT, nil); err != nil {
@@ -145,6 +146,17 @@ servers:
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "later-rule") {
 		t.Fatalf("call later with a bad argument: %v %v; want the rule's refusal", res, err)
 	}
+	// A reloaded config is checked against the list at the next call.
+	if err := os.WriteFile(r.conf, []byte(strings.Replace(config, `tools: ["later"]`, `tools: ["gone"]`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.eng.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "now", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	r.log.waitFor(t, `pattern \"gone\" matches no tool`)
 }
 
 // TestWriteTimeoutIsUnknown: a write with no answer within CallTimeout is

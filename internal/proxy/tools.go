@@ -21,7 +21,9 @@ const listTimeout = 30 * time.Second
 type catalog struct {
 	mu      sync.Mutex
 	tools   map[string]json.RawMessage // nil until a complete list is known
+	list    []json.RawMessage          // the complete list, as sent
 	checked []string                   // tool names of the last config check
+	rev     string                     // config revision of the last check
 	refresh sync.Mutex                 // one own tools/list at a time
 }
 
@@ -42,9 +44,10 @@ func (c *catalog) get(name string) (json.RawMessage, bool, bool) {
 	return raw, ok, true
 }
 
-// set stores a complete list and reports whether its tool names differ
-// from the list the config was last checked against.
-func (c *catalog) set(tools []json.RawMessage) (changed bool) {
+// set stores a complete list and reports whether the config needs a check
+// against it: its tool names differ from the last checked list's, or the
+// config (revision rev) changed since.
+func (c *catalog) set(tools []json.RawMessage, rev string) (changed bool) {
 	m := make(map[string]json.RawMessage, len(tools))
 	names := make([]string, 0, len(tools))
 	for _, raw := range tools {
@@ -60,11 +63,23 @@ func (c *catalog) set(tools []json.RawMessage) (changed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tools = m
-	if slices.Equal(names, c.checked) && c.checked != nil {
+	c.list = tools
+	if slices.Equal(names, c.checked) && c.checked != nil && rev == c.rev {
 		return false
 	}
-	c.checked = names
+	c.checked, c.rev = names, rev
 	return true
+}
+
+// stale returns the known list when the config changed since it was last
+// checked against it.
+func (c *catalog) stale(rev string) ([]json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tools == nil || c.rev == rev {
+		return nil, false
+	}
+	return c.list, true
 }
 
 // tool returns the server's Tool by name, listing the tools first when the
@@ -128,7 +143,7 @@ func (s *session) listTools(ctx context.Context) error {
 // storeTools keeps a complete list and re-checks the config against it
 // when its tools changed.
 func (s *session) storeTools(tools []json.RawMessage) {
-	if !s.cat.set(tools) {
+	if !s.cat.set(tools, s.opts.Engine.Revision()) {
 		return
 	}
 	ws, err := s.opts.Engine.CheckTools(s.opts.Server, tools)
@@ -140,6 +155,13 @@ func (s *session) storeTools(tools []json.RawMessage) {
 		s.log.Warn("config warning against the server's tool list", "warning", w)
 	}
 	s.log.Info("tool list checked", "tools", len(tools), "warnings", len(ws))
+}
+
+// recheckConfig checks a reloaded config against the known tool list.
+func (s *session) recheckConfig() {
+	if list, ok := s.cat.stale(s.opts.Engine.Revision()); ok {
+		s.storeTools(list)
+	}
 }
 
 // recheck lists the tools again after notifications/tools/list_changed.
