@@ -21,7 +21,12 @@ test-rego:
 	@echo "== opa test (example overrides)"; $(OPA) test rego/ examples/overrides/ --fail-on-empty
 	@echo "== opa test coverage >= $(COVERAGE)%"; $(OPA) test rego/ --coverage --threshold $(COVERAGE) > /dev/null
 
-test-go:
+# The end-to-end tests run real MCP servers from npm, pinned by the lockfile.
+e2e/node_modules: e2e/package.json e2e/package-lock.json
+	npm ci --prefix e2e --no-audit --no-fund
+	@touch $@
+
+test-go: e2e/node_modules
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
