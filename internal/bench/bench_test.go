@@ -275,7 +275,7 @@ func (f *fixture) server(b *testing.B) string {
 	stops = append(stops, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	stopMu.Unlock()
 	base := "http://" + addr
-	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(300 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get(base + "/health?bundles=true"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

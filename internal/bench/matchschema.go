@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
 )
 
 // matchSchemaPolicy is the workload's config written the way a Rego user
@@ -123,9 +124,12 @@ decision := {"outcome": "allow", "step": ""} if {
 }
 `
 
-// MatchSchema is the prepared json.match_schema policy for a workload.
+// MatchSchema is the prepared json.match_schema policy for a workload. It
+// gets OPA's inter-query value cache, as `opa run --server` has by default,
+// so json.match_schema compiles each schema once, not on every call.
 type MatchSchema struct {
 	query rego.PreparedEvalQuery
+	cache cache.InterQueryValueCache
 }
 
 // NewMatchSchema prepares the json.match_schema policy with w's config as
@@ -172,13 +176,16 @@ func NewMatchSchema(ctx context.Context, w *Workload) (*MatchSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MatchSchema{query: pq}, nil
+	entries := 4096
+	return &MatchSchema{query: pq, cache: cache.NewInterQueryValueCache(ctx, &cache.Config{
+		InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries},
+	})}, nil
 }
 
 // Decide evaluates the policy on the engine's own input document and
 // returns the outcome and the deciding step.
 func (m *MatchSchema) Decide(ctx context.Context, input ast.Value) (outcome, step string, err error) {
-	rs, err := m.query.Eval(ctx, rego.EvalParsedInput(input))
+	rs, err := m.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalInterQueryBuiltinValueCache(m.cache))
 	if err != nil {
 		return "", "", err
 	}

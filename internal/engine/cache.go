@@ -14,30 +14,28 @@ import (
 const DecisionCacheSize = 4096
 
 // cacheKey identifies everything a decision depends on: the policy
-// revision, the canonical call's SHA-256 (server, tool name, arguments) and
-// the rest of the input the policy reads — the tool's annotations and
-// inputSchema, surface, mode, principal, and this server's ledger entries
-// (or why they could not be read). Two calls with the same key get the same
-// decision from a policy that calls no non-deterministic builtin.
+// revision and the whole input the policy reads — server, tool (name,
+// annotations, inputSchema), arguments, surface, mode, principal, and this
+// server's ledger entries (or why they could not be read). It hashes Go's
+// JSON encoding of those values, which is deterministic (sorted keys,
+// json.Number text kept) but not canonical: two calls that differ only in
+// encoding (1.0 and 1) get different keys, which costs a miss, never a
+// wrong hit. It is cheaper than the canonical (RFC 8785) hash, which a hit
+// does not need: the cached decision already carries it. Two calls with the
+// same key get the same decision from a policy that calls no
+// non-deterministic builtin.
 type cacheKey [sha256.Size]byte
 
-func makeKey(revision, sum string, call decision.Call, led *Ledger) (cacheKey, bool) {
-	rest, err := json.Marshal(struct {
-		Tool      decision.Tool
-		Surface   string
-		Mode      string
-		Principal *decision.Principal
-		Ledger    *Ledger
-	}{call.Tool, call.Surface, call.Mode, call.Principal, led})
-	if err != nil {
-		return cacheKey{}, false
-	}
+func makeKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) {
 	h := sha256.New()
 	h.Write([]byte(revision))
 	h.Write([]byte{0})
-	h.Write([]byte(sum))
-	h.Write([]byte{0})
-	h.Write(rest)
+	if err := json.NewEncoder(h).Encode(struct {
+		Call   decision.Call
+		Ledger *Ledger
+	}{call, led}); err != nil {
+		return cacheKey{}, false
+	}
 	var k cacheKey
 	h.Sum(k[:0])
 	return k, true

@@ -204,6 +204,15 @@ type Ledger struct {
 // evaluation fails the decision is a PolicyError deny and the error is
 // returned as well (fail closed).
 func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
+	var key cacheKey
+	cacheable := false
+	if e.decisions != nil && ctx.Err() == nil {
+		if key, cacheable = makeKey(e.revision, call, led); cacheable {
+			if d, ok := e.decisions.get(key); ok {
+				return d, nil
+			}
+		}
+	}
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
 	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	if err != nil {
@@ -212,15 +221,6 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	ref.SHA256 = sum
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
-	}
-	var key cacheKey
-	cacheable := false
-	if e.decisions != nil {
-		if key, cacheable = makeKey(e.revision, sum, call, led); cacheable {
-			if d, ok := e.decisions.get(key); ok {
-				return d, nil
-			}
-		}
 	}
 	input, err := input(call, led, sum)
 	if err != nil {

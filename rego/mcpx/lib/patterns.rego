@@ -13,5 +13,12 @@ values(ps, name) := {v | some v in object.get(object.get(ps, "exact", {}), name,
 	some v in r.values
 }
 
-# matches is true when some pattern in ps matches name.
-matches(ps, name) if count(values(ps, name)) > 0
+# matches is true when some pattern in ps that carries values matches name
+# (what count(values(ps, name)) > 0 says, without building the set).
+matches(ps, name) if count(object.get(object.get(ps, "exact", {}), name, [])) > 0
+
+matches(ps, name) if {
+	some r in object.get(ps, "regex", [])
+	regex.match(r.re, name)
+	count(r.values) > 0
+}

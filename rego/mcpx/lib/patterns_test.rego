@@ -27,3 +27,9 @@ test_empty_set_matches_nothing if {
 	not patterns.matches({}, "x")
 	patterns.matches(_ps, "move_x")
 }
+
+test_matches_needs_values if {
+	not patterns.matches({"exact": {"x": []}, "regex": [{"source": "*", "re": "^.*$", "values": []}]}, "x")
+	patterns.matches({"exact": {}, "regex": [{"source": "*", "re": "^.*$", "values": ["v"]}]}, "x")
+	patterns.matches({"exact": {"x": ["v"]}}, "x")
+}
