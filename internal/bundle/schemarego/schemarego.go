@@ -142,7 +142,7 @@ func Compile(schema any, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	root, err := g.schema(sch, "")
+	root, err := g.schema(sch)
 	if err != nil {
 		return "", err
 	}
