@@ -327,3 +327,33 @@ func TestDifferentialSample(t *testing.T) {
 		t.Errorf("generator is lopsided: %d accepted, %d valid, %d invalid", accepted, valid, invalid)
 	}
 }
+
+// TestFuzzRegressions keeps, readable, what FuzzAgainstSanthosh found
+// (the raw inputs are in testdata/fuzz/FuzzAgainstSanthosh): each was a
+// valid schema refused with an internal error, none a wrong verdict.
+func TestFuzzRegressions(t *testing.T) {
+	for _, tc := range []struct{ why, schema string }{
+		{"OPA's type checker refused a body whose conditions narrow v to string and to number",
+			`{"const": 1, "enum": ["", ""], "required": ["a"]}`},
+		{"an always-false item predicate left the every variable unused",
+			`{"items": {"not": true}}`},
+		{"OPA's printer rewrote a rule body 'true', so the printed module differed from the AST",
+			`{"anyOf": [{"not": {"allOf": [false]}}]}`},
+	} {
+		schema := decodeJSON(t, tc.schema)
+		r, err := prepare(schema)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", tc.why, tc.schema, err)
+		}
+		for _, in := range []string{`1`, `""`, `"a"`, `[]`, `[1]`, `{}`, `{"a": 1}`, `null`} {
+			v := decodeJSON(t, in)
+			vs, err := r.violations(v)
+			if err != nil {
+				t.Fatalf("%s on %s: %v", tc.schema, in, err)
+			}
+			if want := santhoshValid(t, schema, v); (len(vs) == 0) != want {
+				t.Errorf("%s on %s: santhosh valid=%v, got %v", tc.schema, in, want, vs)
+			}
+		}
+	}
+}
