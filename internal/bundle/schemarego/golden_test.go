@@ -43,7 +43,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			schema := decodeJSON(t, string(gc.Schema))
-			src, err := schemarego.Compile(schema, schemarego.PackageName(schema))
+			src, err := schemarego.Compile(schema, packageName(t, schema))
 			if err != nil {
 				t.Fatal(err)
 			}

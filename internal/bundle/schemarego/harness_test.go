@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 
+	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
 )
 
@@ -31,7 +32,10 @@ func prepare(schema any) (*rule, error) {
 
 // prepareAt is prepare with the target's path prefix (a per-argument rule).
 func prepareAt(schema any, prefix string) (*rule, error) {
-	name := schemarego.PackageName(schema)
+	name, err := bundle.SchemaPackage(schema)
+	if err != nil {
+		return nil, err
+	}
 	src, err := schemarego.Compile(schema, name)
 	if err != nil {
 		return nil, err

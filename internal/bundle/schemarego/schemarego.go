@@ -14,14 +14,8 @@
 package schemarego
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
-	"math/big"
 	"regexp"
-	"strconv"
-
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 // MaxModuleSize is the cap on the size of one generated module, in bytes of
@@ -51,61 +45,6 @@ func (e *Error) Error() string {
 		ptr = "/"
 	}
 	return fmt.Sprintf("schemarego: %s at %s: %s", kw, ptr, e.Msg)
-}
-
-// PackageName returns the generated package name of schema, by ADR 0001's
-// rule (the same as bundle.SchemaPackage, which is the one namer the
-// configuration uses): "s_" and the first 16 hex digits of the SHA-256 of
-// the schema's RFC 8785 canonical JSON, so identical schemas share one
-// package whatever their key order; a schema holding a number that float64
-// would change (9007199254740993, 0.1000000000000000001, 1e400) is named
-// by the SHA-256 of "exact:" and its JSON with the numbers as written, so
-// two such schemas never share a package. For a value that is not JSON,
-// which Compile refuses as well, PackageName returns "".
-func PackageName(schema any) string {
-	if !floatExact(schema) {
-		b, err := json.Marshal(schema)
-		if err != nil {
-			return ""
-		}
-		return "s_" + decision.SHA256Hex(append([]byte("exact:"), b...))[:16]
-	}
-	b, err := decision.Canonical(schema)
-	if err != nil {
-		return ""
-	}
-	return "s_" + decision.SHA256Hex(b)[:16]
-}
-
-// floatExact reports whether RFC 8785 keeps the value of every number in v.
-func floatExact(v any) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			if !floatExact(x) {
-				return false
-			}
-		}
-	case []any:
-		for _, x := range v {
-			if !floatExact(x) {
-				return false
-			}
-		}
-	case json.Number:
-		var exact big.Rat
-		if _, ok := exact.SetString(string(v)); !ok {
-			return false
-		}
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return false
-		}
-		var shortest big.Rat
-		shortest.SetString(strconv.FormatFloat(f, 'g', -1, 64))
-		return shortest.Cmp(&exact) == 0
-	}
-	return true
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
