@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -32,6 +33,7 @@ type fixture struct {
 	eng    *mcpxpolicy.Engine
 	native *Native
 	ms     *MatchSchema
+	rules  *engine.Engine // the argument-rules step alone
 }
 
 var (
@@ -174,6 +176,78 @@ func BenchmarkMatchSchema(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkRulesOnly compares the argument-rule checking alone: the
+// engine's argument-rules step (matching, targets, the generated packages,
+// violations with messages: data.mcpx.steps.rules.deny) against the
+// json.match_schema policy's violations (scan, match, json.match_schema).
+func BenchmarkRulesOnly(b *testing.B) {
+	for _, s := range shapes {
+		for _, kind := range []string{"generated", "match_schema"} {
+			b.Run(s.Name+"/"+kind, func(b *testing.B) {
+				f := load(b, s)
+				ctx := context.Background()
+				var eval func(decision.Call) error
+				if kind == "generated" {
+					e := f.rulesStep(b)
+					eval = func(c decision.Call) error { _, err := e.Evaluate(ctx, c, &engine.Ledger{}); return err }
+				} else {
+					m, err := NewMatchSchemaRules(ctx, f.w)
+					if err != nil {
+						b.Fatal(err)
+					}
+					eval = func(c decision.Call) error {
+						in, err := engine.Input(c, &engine.Ledger{})
+						if err != nil {
+							return err
+						}
+						_, err = m.Evaluate(ctx, in)
+						return err
+					}
+				}
+				calls := f.fresh(b.N)
+				timed(b, func(i int) {
+					if err := eval(calls[i]); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+		}
+	}
+}
+
+// rulesStep prepares the engine's argument-rules step alone (once).
+func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
+	b.Helper()
+	fixMu.Lock()
+	defer fixMu.Unlock()
+	if f.rules != nil {
+		return f.rules
+	}
+	files, err := mcpxpolicy.BundleFiles(f.opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := engine.Policy{Modules: map[string]string{}}
+	for name, src := range files {
+		switch {
+		case strings.HasSuffix(name, ".rego"):
+			p.Modules[name] = string(src)
+		case name == "data.json":
+			var doc struct {
+				Mcpx map[string]any `json:"mcpx"`
+			}
+			if err := json.Unmarshal(src, &doc); err != nil {
+				b.Fatal(err)
+			}
+			p.Data = doc.Mcpx
+		}
+	}
+	if f.rules, err = engine.PrepareQuery(context.Background(), p, "data.mcpx.steps.rules.deny"); err != nil {
+		b.Fatal(err)
+	}
+	return f.rules
 }
 
 // BenchmarkPrepare loads, compiles and prepares the config (mcpxpolicy.New)

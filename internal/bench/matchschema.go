@@ -135,6 +135,17 @@ type MatchSchema struct {
 // NewMatchSchema prepares the json.match_schema policy with w's config as
 // data.user.
 func NewMatchSchema(ctx context.Context, w *Workload) (*MatchSchema, error) {
+	return newMatchSchema(ctx, w, "data.user.decision")
+}
+
+// NewMatchSchemaRules prepares only the argument-rule part of the
+// json.match_schema policy (data.user.violations), to compare with the
+// engine's argument-rules step alone.
+func NewMatchSchemaRules(ctx context.Context, w *Workload) (*MatchSchema, error) {
+	return newMatchSchema(ctx, w, "data.user.violations")
+}
+
+func newMatchSchema(ctx context.Context, w *Workload, query string) (*MatchSchema, error) {
 	rule := func(r Rule) map[string]any {
 		path := []any{}
 		if r.Argument != "" {
@@ -168,7 +179,7 @@ func NewMatchSchema(ctx context.Context, w *Workload) (*MatchSchema, error) {
 		return nil, err
 	}
 	pq, err := rego.New(
-		rego.Query("data.user.decision"),
+		rego.Query(query),
 		rego.Module("user.rego", matchSchemaPolicy),
 		rego.Store(inmem.NewFromObject(data)),
 		rego.SetRegoVersion(ast.RegoV1),
@@ -180,6 +191,12 @@ func NewMatchSchema(ctx context.Context, w *Workload) (*MatchSchema, error) {
 	return &MatchSchema{query: pq, cache: cache.NewInterQueryValueCache(ctx, &cache.Config{
 		InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries},
 	})}, nil
+}
+
+// Evaluate evaluates the prepared query and returns the number of results.
+func (m *MatchSchema) Evaluate(ctx context.Context, input ast.Value) (int, error) {
+	rs, err := m.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalInterQueryBuiltinValueCache(m.cache))
+	return len(rs), err
 }
 
 // Decide evaluates the policy on the engine's own input document and

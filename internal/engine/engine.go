@@ -90,6 +90,31 @@ y if x == 2 with data.mcpx_engine.compile_guard.x as 2
 // parse or compile is an error naming the file and line.
 func Prepare(ctx context.Context, p Policy) (*Engine, error) { return prepareQuery(ctx, p, Query) }
 
+// PrepareQuery is Prepare for another query of the policy (for example
+// data.mcpx.steps.rules.deny), for measuring one part of the policy with
+// Evaluate. Decide on such an Engine fails closed (the result is not a
+// decision).
+func PrepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
+	return prepareQuery(ctx, p, query)
+}
+
+// Evaluate evaluates the prepared query for call the way Decide does (same
+// input, same caches except the decision cache) and returns the number of
+// results; for measurements.
+func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) (int, error) {
+	in, err := Input(call, led)
+	if err != nil {
+		return 0, err
+	}
+	vc := e.memo.cache()
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins))
+	if err != nil {
+		return 0, err
+	}
+	e.memo.commit(vc.learned)
+	return len(rs), nil
+}
+
 func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
 	names := make([]string, 0, len(p.Modules))
 	for n := range p.Modules {

@@ -138,6 +138,8 @@ func main() {
 			b, bok := res.get("Decide/"+s, "p50-ns")
 			return ratio(a, aok, b, bok)
 		}},
+		{"argument rules only, generated Rego: p50", func(s string) string { return us(res.get("RulesOnly/"+s+"/generated", "p50-ns")) }},
+		{"argument rules only, json.match_schema: p50", func(s string) string { return us(res.get("RulesOnly/"+s+"/match_schema", "p50-ns")) }},
 		{"compile + prepare (mcpxpolicy.New)", p("Prepare", "ns/op")},
 		{"prepared engine heap", func(s string) string {
 			v, ok := res.get("Prepare/"+s, "heap-MiB")
