@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
@@ -217,14 +219,57 @@ func BenchmarkRulesOnly(b *testing.B) {
 	}
 }
 
-// rulesStep prepares the engine's argument-rules step alone (once).
-func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
-	b.Helper()
-	fixMu.Lock()
-	defer fixMu.Unlock()
-	if f.rules != nil {
-		return f.rules
+// policyParts are the parts of the policy BenchmarkPolicyParts measures
+// alone, each with everything it uses (docs/performance.md).
+var policyParts = []struct{ name, query string }{
+	{"empty", "x := 1"},
+	{"decision", "data.mcpx.decision"},
+	{"input-validation", "data.mcpx.lib.req.problems"},
+	{"hidden", "data.mcpx.steps.hidden.hidden"},
+	{"write", "data.mcpx.lib.call.write"},
+	{"write-mode", "data.mcpx.lib.config.write_mode"},
+	{"unknown-args-mode", "data.mcpx.lib.config.unknown_args_mode"},
+	{"unknown-args", "data.mcpx.steps.unknown_args.unknown"},
+	{"rules-matched", "data.mcpx.steps.rules.matched"},
+	{"rules-targets", "data.mcpx.steps.rules.targets"},
+	{"rules-violations", "data.mcpx.steps.rules._violations"},
+	{"rules-step", "data.mcpx.steps.rules.deny"},
+	{"ledger-step", "data.mcpx.steps.ledger.deny"},
+}
+
+// BenchmarkPolicyParts evaluates each part of the policy as its own query
+// on M calls: allocs/op says what each part costs (stable on a busy
+// machine, unlike time). Not part of make bench:
+//
+//	go test -run '^$' -bench PolicyParts -benchmem -benchtime 500x ./internal/bench/
+func BenchmarkPolicyParts(b *testing.B) {
+	for _, part := range policyParts {
+		b.Run(part.name, func(b *testing.B) {
+			f := load(b, M)
+			e, err := engine.PrepareQuery(context.Background(), f.policy(b), part.query)
+			if err != nil {
+				b.Fatal(err)
+			}
+			calls := f.fresh(b.N)
+			ins := make([]ast.Value, len(calls))
+			for i, c := range calls {
+				if ins[i], err = engine.Input(c, &engine.Ledger{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			timed(b, func(i int) {
+				if _, err := e.EvaluateInput(ctx, ins[i]); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
 	}
+}
+
+// policy returns the fixture's policy as the engine evaluates it.
+func (f *fixture) policy(b *testing.B) engine.Policy {
+	b.Helper()
 	files, err := mcpxpolicy.BundleFiles(f.opts)
 	if err != nil {
 		b.Fatal(err)
@@ -244,6 +289,19 @@ func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
 			p.Data = doc.Mcpx
 		}
 	}
+	return p
+}
+
+// rulesStep prepares the engine's argument-rules step alone (once).
+func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
+	b.Helper()
+	p := f.policy(b)
+	fixMu.Lock()
+	defer fixMu.Unlock()
+	if f.rules != nil {
+		return f.rules
+	}
+	var err error
 	if f.rules, err = engine.PrepareQuery(context.Background(), p, "data.mcpx.steps.rules.deny"); err != nil {
 		b.Fatal(err)
 	}

@@ -106,6 +106,11 @@ func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) 
 	if err != nil {
 		return 0, err
 	}
+	return e.EvaluateInput(ctx, in)
+}
+
+// EvaluateInput is Evaluate on an input already built with Input.
+func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value) (int, error) {
 	vc := e.memo.cache()
 	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins))
 	if err != nil {
