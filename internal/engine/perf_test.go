@@ -196,3 +196,54 @@ func TestFromTermMatchesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoFollowsIndirectReads: rules that reach input-dependent rules
+// through a prefix of data, a variable key or walk are not data-only.
+func TestMemoFollowsIndirectReads(t *testing.T) {
+	t.Parallel()
+	e, err := Prepare(context.Background(), Policy{
+		Modules: map[string]string{
+			"sub.rego": "package mcpx.sub\n\nserver := input.server\n\nconst := 1\n",
+			"p.rego": `package mcpx
+
+whole := data.mcpx.sub
+
+dyn := [v | some k; v := data.mcpx.sub[k]]
+
+walked := [x | walk(data.mcpx.sub, x)]
+
+pure := data.mcpx.sub.const + count(data.mcpx.config.servers)
+
+decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": true, "destructive": false,
+	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": sprintf("%v %v %d %d", [whole.server, dyn, count(walked), pure])}],
+	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
+`,
+		},
+		Data: map[string]any{"config": map[string]any{"servers": map[string]any{}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"data.mcpx.whole", "data.mcpx.dyn", "data.mcpx.walked", "data.mcpx.sub.server"} {
+		if e.memo.isEligible(ast.MustParseRef(p)) {
+			t.Errorf("%s reaches input but is eligible for the memo", p)
+		}
+	}
+	for _, p := range []string{"data.mcpx.pure", "data.mcpx.sub.const"} {
+		if !e.memo.isEligible(ast.MustParseRef(p)) {
+			t.Errorf("%s is data only but not eligible for the memo", p)
+		}
+	}
+	for _, server := range []string{"a", "b", "a"} {
+		call := testCall
+		call.Server = server
+		call.Args = map[string]any{"n": server + "x"} // distinct calls: no decision-cache hit
+		d, err := e.Decide(context.Background(), call, &Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := server + ` [1, "` + server + `"] 3 1`; d.First().Message != want {
+			t.Errorf("server %s: message %q, want %q", server, d.First().Message, want)
+		}
+	}
+}
