@@ -3,6 +3,8 @@ package mcpxpolicy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/bundle"
 )
@@ -14,6 +16,30 @@ func catalogTool(cat *bundle.Catalog, server, name string) (Tool, bool) {
 	}
 	t, err := ParseTool(raw)
 	return t, err == nil
+}
+
+// ResolveTool reads the "tool" of a call document: an MCP Tool object, or a
+// tool name looked up in the Engine's catalog (Options.Catalog). The error
+// says which of the three went wrong: missing, not in the catalog, or
+// neither a name nor a Tool.
+func (e *Engine) ResolveTool(server string, raw json.RawMessage) (Tool, error) {
+	var name string
+	switch {
+	case len(raw) == 0:
+		return Tool{}, errors.New(`"tool" is missing`)
+	case json.Unmarshal(raw, &name) == nil:
+		t, ok := e.ToolFromCatalog(server, name)
+		if !ok {
+			return Tool{Name: name}, fmt.Errorf("tool %q of server %q is not in the catalog", name, server)
+		}
+		return t, nil
+	default:
+		t, err := ParseTool(raw)
+		if err != nil {
+			return Tool{}, fmt.Errorf(`"tool" is neither a name nor an MCP Tool: %w`, err)
+		}
+		return t, nil
+	}
 }
 
 // ParseTool reads an MCP Tool from JSON, keeping numbers in its inputSchema

@@ -152,17 +152,7 @@ func (e *Engine) Warnings() []string {
 // from the ledger and fed to the policy. Decide always returns a decision;
 // when it also returns an error, the decision is a deny.
 func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
-	led := &engine.Ledger{}
-	entries, err := e.ledger.Entries(call.Server)
-	switch {
-	case errors.Is(err, ledger.ErrNewerVersion):
-		led.Unreadable = "written by a newer mcpx-policy; an operator runs 'mcpx-policy writes' to see why"
-	case err != nil:
-		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
-	default:
-		led.Entries = entries
-	}
-	d, err := e.cur.Load().engine.Decide(ctx, call, led)
+	d, err := e.cur.Load().engine.Decide(ctx, call, e.ledgerView(call.Server))
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
 	}

@@ -128,23 +128,11 @@ func readCall(eng *mcpxpolicy.Engine, path string) (mcpxpolicy.Call, error) {
 		return mcpxpolicy.Call{}, fmt.Errorf("not a call file: %w", err)
 	}
 	call := mcpxpolicy.Call{Server: f.Server, Args: f.Args, Surface: f.Surface, Principal: f.Principal, Mode: f.Mode}
-	var name string
-	switch {
-	case len(f.Tool) == 0:
-		return call, fmt.Errorf(`not a call file: "tool" is missing`)
-	case json.Unmarshal(f.Tool, &name) == nil:
-		t, ok := eng.ToolFromCatalog(f.Server, name)
-		if !ok {
-			return call, fmt.Errorf("tool %q of server %q is not in the catalog (give --catalog, or the whole MCP Tool object in the call file)", name, f.Server)
-		}
-		call.Tool = t
-	default:
-		t, err := mcpxpolicy.ParseTool(f.Tool)
-		if err != nil {
-			return call, fmt.Errorf(`not a call file: "tool" is neither a name nor an MCP Tool: %w`, err)
-		}
-		call.Tool = t
+	t, err := eng.ResolveTool(f.Server, f.Tool)
+	if err != nil {
+		return call, fmt.Errorf("not a call file: %w (give --catalog, or the whole MCP Tool object in the call file)", err)
 	}
+	call.Tool = t
 	return call, nil
 }
 

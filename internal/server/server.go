@@ -210,23 +210,10 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
 	default:
 		return call, fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
 	}
-	var name string
-	switch {
-	case len(doc.Tool) == 0:
-		return call, errors.New(`not a call document: "tool" is missing`)
-	case json.Unmarshal(doc.Tool, &name) == nil:
-		call.Tool.Name = name
-		t, ok := h.eng.ToolFromCatalog(doc.Server, name)
-		if !ok {
-			return call, fmt.Errorf("tool %q of server %q is not in the catalog (start serve with --catalog, or send the whole MCP Tool object)", name, doc.Server)
-		}
-		call.Tool = t
-	default:
-		t, err := mcpxpolicy.ParseTool(doc.Tool)
-		if err != nil {
-			return call, fmt.Errorf(`not a call document: "tool" is neither a name nor an MCP Tool: %v`, err)
-		}
-		call.Tool = t
+	t, err := h.eng.ResolveTool(doc.Server, doc.Tool)
+	call.Tool = t
+	if err != nil {
+		return call, fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
 	}
 	return call, nil
 }
