@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpx/mcpx-policy/internal/loopback"
 )
 
 // StartFunc starts the MCP server (a process) and connects to it.
@@ -22,20 +22,6 @@ type StartFunc func(ctx context.Context) (mcp.Connection, error)
 const sessionIDHeader = "Mcp-Session-Id"
 
 var crossOrigin = http.NewCrossOriginProtection()
-
-// isLoopback reports whether a host or host:port names the loopback
-// interface (localhost, 127.0.0.0/8, ::1).
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
 
 // HTTPHandler serves the proxy to MCP clients over Streamable HTTP (the
 // SDK's StreamableServerTransport, one per session). Each session gets its
@@ -72,7 +58,7 @@ func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc) *HTTPHan
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a request that reached a loopback listener must name a
 	// loopback host; and no cross-origin browser request gets through.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(la.String()) && !isLoopback(r.Host) {
+	if loopback.Rebound(r) {
 		http.Error(w, fmt.Sprintf("forbidden: Host %q is not a loopback name", r.Host), http.StatusForbidden)
 		return
 	}

@@ -14,13 +14,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -92,26 +92,12 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a request that reached a loopback listener must name a
 	// loopback host.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(la.String()) && !isLoopback(r.Host) {
+	if loopback.Rebound(r) {
 		writeError(w, http.StatusForbidden, "Forbidden", fmt.Sprintf("Host %q is not a loopback name", r.Host))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	h.mux.ServeHTTP(w, r)
-}
-
-// isLoopback reports whether a host or host:port names the loopback
-// interface (localhost, 127.0.0.0/8, ::1).
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // only restricts a route to one method; others get 405 with Allow.
