@@ -36,8 +36,8 @@ lint:
 	$(OPA) fmt -l rego/ && $(OPA) check --strict rego/
 
 ## demo: evaluate the bundled example calls and print each decision
-demo:
-	@$(GO) run ./cmd/mcpx-policy eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
+demo: build
+	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
 	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
 
 ## bench: the reference workloads M and L (internal/bench), one summary table
