@@ -78,7 +78,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			return
 		}
 	}
-	if d.Outcome != mcpxpolicy.Allow && d.Outcome != mcpxpolicy.Ask {
+	if d.Outcome != mcpxpolicy.Allow { // after confirm an ask is an allow or a deny: forward only an allow
 		if done() {
 			s.replyResult(m.ID, render.MCP(d).Result)
 		}
