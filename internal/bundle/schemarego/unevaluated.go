@@ -224,54 +224,48 @@ func (g *gen) evalEmit(key evalKey, prefix string, bodies [][]string) (evalRes, 
 // each to be guarded by the value's type.
 func (g *gen) validUnevaluated(s *jsonschema.Schema, helper func(string) string) (props, items []string, err error) {
 	if s.UnevaluatedProperties != nil {
-		e, err := g.evalProps(s, false)
+		c, err := g.unevaluatedCond(s, s.UnevaluatedProperties, "unevaluatedProperties", "k", g.evalProps, helper)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := g.valid(s.UnevaluatedProperties)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !e.all && !r.isTrue {
-			h := helper("unevaluatedProperties")
-			if e.name != "" {
-				g.emit("%s(v, k, _) if %s(v, k)", h, e.name)
-			}
-			if !r.isFal {
-				g.emit("%s(_, _, x) if {\n%s\n}", h, g.inl(r, "x"))
-			}
-			if e.name == "" && r.isFal {
-				props = append(props, "count(v) == 0")
-			} else {
-				props = append(props, fmt.Sprintf("every k, x in v {\n%s(v, k, x)\n}", h))
-			}
-		}
+		props = append(props, c...)
 	}
 	if s.UnevaluatedItems != nil {
-		e, err := g.evalItems(s, false)
+		c, err := g.unevaluatedCond(s, s.UnevaluatedItems, "unevaluatedItems", "i", g.evalItems, helper)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := g.valid(s.UnevaluatedItems)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !e.all && !r.isTrue {
-			h := helper("unevaluatedItems")
-			if e.name != "" {
-				g.emit("%s(v, i, _) if %s(v, i)", h, e.name)
-			}
-			if !r.isFal {
-				g.emit("%s(_, _, x) if {\n%s\n}", h, g.inl(r, "x"))
-			}
-			if e.name == "" && r.isFal {
-				items = append(items, "count(v) == 0")
-			} else {
-				items = append(items, fmt.Sprintf("every i, x in v {\n%s(v, i, x)\n}", h))
-			}
-		}
+		items = append(items, c...)
 	}
 	return props, items, nil
+}
+
+// unevaluatedCond is the condition (none or one) of one unevaluated*
+// keyword whose subschema is sub: every member (key var k) or item (i)
+// that the rest of s did not evaluate must be valid against sub.
+func (g *gen) unevaluatedCond(s, sub *jsonschema.Schema, keyword, key string, eval func(*jsonschema.Schema, bool) (evalRes, error), helper func(string) string) ([]string, error) {
+	e, err := eval(s, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := g.valid(sub)
+	if err != nil {
+		return nil, err
+	}
+	if e.all || r.isTrue {
+		return nil, nil
+	}
+	h := helper(keyword)
+	if e.name != "" {
+		g.emit("%s(v, %s, _) if %s(v, %s)", h, key, e.name, key)
+	}
+	if !r.isFal {
+		g.emit("%s(_, _, x) if {\n%s\n}", h, g.inl(r, "x"))
+	}
+	if e.name == "" && r.isFal {
+		return []string{"count(v) == 0"}, nil
+	}
+	return []string{fmt.Sprintf("every %s, x in v {\n%s(v, %s, x)\n}", key, h, key)}, nil
 }
 
 // unevaluatedParts are the violation functions of s's unevaluated*
