@@ -319,28 +319,24 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 }
 
 func (p *fileParser) writeMode(n *yaml.Node, path string) *setting {
-	n = deref(n)
-	if n.Kind != yaml.ScalarNode {
-		p.errAt(n, path, "want a mode (ask, allow or deny), got %s", kindName(n))
-		return nil
-	}
-	v, ok := normalizeWrite(n.Value)
-	if !ok {
-		p.errAt(n, path, "%s", badWrite(n.Value))
-		return nil
-	}
-	return &setting{value: v, at: p.at(n, path)}
+	return p.mode(n, path, "ask, allow or deny", normalizeWrite, badWrite)
 }
 
 func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
+	return p.mode(n, path, "warn, reject or off", normalizeUA, badUA)
+}
+
+// mode reads one mode scalar: normalize maps its spellings to the canonical
+// mode, bad words the error for a value that is none of them.
+func (p *fileParser) mode(n *yaml.Node, path, modes string, normalize func(string) (string, bool), bad func(string) string) *setting {
 	n = deref(n)
 	if n.Kind != yaml.ScalarNode {
-		p.errAt(n, path, "want a mode (warn, reject or off), got %s", kindName(n))
+		p.errAt(n, path, "want a mode (%s), got %s", modes, kindName(n))
 		return nil
 	}
-	v, ok := normalizeUA(n.Value)
+	v, ok := normalize(n.Value)
 	if !ok {
-		p.errAt(n, path, "%s", badUA(n.Value))
+		p.errAt(n, path, "%s", bad(n.Value))
 		return nil
 	}
 	return &setting{value: v, at: p.at(n, path)}
