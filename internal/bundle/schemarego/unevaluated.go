@@ -121,26 +121,7 @@ func (g *gen) evalProps(s *jsonschema.Schema, includeU bool) (evalRes, error) {
 	for _, p := range sortedPatternProps(s) {
 		bodies = append(bodies, []string{fmt.Sprintf("regex.match(%s, k)", g.c(p.src))})
 	}
-	children, err := g.inPlace(s)
-	if err != nil {
-		return evalRes{}, err
-	}
-	for _, c := range children {
-		r, err := g.evalProps(c.s, true)
-		if err != nil {
-			return evalRes{}, err
-		}
-		switch {
-		case r.all && len(c.conds) == 0:
-			g.evals[key] = evalRes{all: true}
-			return evalRes{all: true}, nil
-		case r.all:
-			bodies = append(bodies, c.conds)
-		case r.name != "":
-			bodies = append(bodies, append(append([]string{}, c.conds...), r.name+"(v, k)"))
-		}
-	}
-	return g.evalEmit(key, "_p", bodies)
+	return g.evalChildren(s, key, "_p", "k", g.evalProps, bodies)
 }
 
 // evalItems generates _qN(v, i): item i of array v is evaluated by s.
@@ -173,12 +154,19 @@ func (g *gen) evalItems(s *jsonschema.Schema, includeU bool) (evalRes, error) {
 			bodies = append(bodies, []string{r.call("v[i]")})
 		}
 	}
+	return g.evalChildren(s, key, "_q", "i", g.evalItems, bodies)
+}
+
+// evalChildren adds to bodies what s's in-place subschemas (allOf, anyOf,
+// oneOf, if/then/else, $ref…) evaluate, by eval (evalProps or evalItems,
+// with the key variable k or i), and emits the helper named prefix+N.
+func (g *gen) evalChildren(s *jsonschema.Schema, key evalKey, prefix, v string, eval func(*jsonschema.Schema, bool) (evalRes, error), bodies [][]string) (evalRes, error) {
 	children, err := g.inPlace(s)
 	if err != nil {
 		return evalRes{}, err
 	}
 	for _, c := range children {
-		r, err := g.evalItems(c.s, true)
+		r, err := eval(c.s, true)
 		if err != nil {
 			return evalRes{}, err
 		}
@@ -189,10 +177,10 @@ func (g *gen) evalItems(s *jsonschema.Schema, includeU bool) (evalRes, error) {
 		case r.all:
 			bodies = append(bodies, c.conds)
 		case r.name != "":
-			bodies = append(bodies, append(append([]string{}, c.conds...), r.name+"(v, i)"))
+			bodies = append(bodies, append(append([]string{}, c.conds...), r.name+"(v, "+v+")"))
 		}
 	}
-	return g.evalEmit(key, "_q", bodies)
+	return g.evalEmit(key, prefix, bodies)
 }
 
 type evalKey struct {
