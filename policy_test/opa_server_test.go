@@ -310,11 +310,10 @@ func TestStockOPAEquivalenceWorkload(t *testing.T) {
 	t.Parallel()
 	w := bench.Generate(bench.M)
 	dir := t.TempDir()
-	cfg, err := w.WriteConfig(dir)
+	opts, err := w.Options(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
 	eng, err := mcpxpolicy.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

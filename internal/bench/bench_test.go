@@ -60,11 +60,9 @@ func load(b *testing.B, s Shape) *fixture {
 		b.Fatal(err)
 	}
 	f.dir = dir
-	cfg, err := f.w.WriteConfig(dir)
-	if err != nil {
+	if f.opts, err = f.w.Options(dir); err != nil {
 		b.Fatal(err)
 	}
-	f.opts = mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
 	if f.eng, err = mcpxpolicy.New(context.Background(), f.opts); err != nil {
 		b.Fatal(err)
 	}
@@ -447,12 +445,11 @@ func TestBaselinesAgree(t *testing.T) {
 		t.Skip("prepares the M workload")
 	}
 	w := Generate(M)
-	dir := t.TempDir()
-	cfg, err := w.WriteConfig(dir)
+	opts, err := w.Options(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")})
+	eng, err := mcpxpolicy.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,12 +500,10 @@ func TestConcurrentDecide(t *testing.T) {
 		t.Skip("prepares the M workload twice")
 	}
 	w := Generate(M)
-	dir := t.TempDir()
-	cfg, err := w.WriteConfig(dir)
+	opts, err := w.Options(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
 	serial, err := mcpxpolicy.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
@@ -305,4 +306,15 @@ func (w *Workload) RulesOf(server string) []Rule {
 func (w *Workload) WriteConfig(dir string) (string, error) {
 	p := filepath.Join(dir, "mcpx-policy.yaml")
 	return p, os.WriteFile(p, w.ConfigYAML(), 0o644)
+}
+
+// Options writes the config into dir and returns the SDK options that load
+// it like an operator's, with no environment layer and the ledger in
+// dir/state.
+func (w *Workload) Options(dir string) (mcpxpolicy.Options, error) {
+	cfg, err := w.WriteConfig(dir)
+	if err != nil {
+		return mcpxpolicy.Options{}, err
+	}
+	return mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}, nil
 }
