@@ -6,7 +6,52 @@
 #   and never the raw input, so a missing field cannot silently pass. Every
 #   raw field is read through object.get with a null default first: a
 #   negated test on an undefined reference would be undefined, not true.
+#
+#   A well-formed call is recognized by _fast, one rule body that implies
+#   every check below passes; it decides the common case in a few
+#   expressions, and the normalized values then read the input directly.
+#   Anything _fast does not recognize takes the full checks, which name each
+#   problem. _fast only ever adds speed: when it holds, the full checks find
+#   nothing and each value below equals its full-path value.
 package mcpx.lib.req
+
+# _fast holds for a call whose every field is present-and-valid or absent in
+# the way the engine builds it: server and tool name non-empty strings, args
+# an object, annotations an object of boolean hints, inputSchema an object or
+# null, a known mode, a ledger object with an array of objects, a principal
+# object, a surface string and a lowercase hex call_sha256 or none.
+_fast if {
+	is_string(input.server)
+	input.server != ""
+	is_string(input.tool.name)
+	input.tool.name != ""
+	is_object(input.args)
+	ann := object.get(input.tool, "annotations", {})
+	is_object(ann)
+	type_name(object.get(ann, "readOnlyHint", false)) == "boolean"
+	type_name(object.get(ann, "destructiveHint", false)) == "boolean"
+	type_name(object.get(input.tool, "inputSchema", null)) in {"object", "null"}
+	object.get(input, "mode", "ask") in {"ask", "allow", "deny"}
+	ledger := object.get(input, "ledger", {})
+	is_object(ledger)
+	entries := object.get(ledger, "entries", [])
+	is_array(entries)
+	every e in entries {
+		is_object(e)
+	}
+	is_object(object.get(input, "principal", {}))
+	is_string(object.get(input, "surface", ""))
+	sha := object.get(input, "call_sha256", _zero_sha256)
+	is_string(sha)
+	regex.match(`^[0-9a-f]{64}$`, sha)
+}
+
+_zero_sha256 := "0000000000000000000000000000000000000000000000000000000000000000"
+
+# problems names every way the input is malformed (empty when it is not).
+problems := set() if _fast
+
+else := _problems
 
 default _doc := {}
 
@@ -39,46 +84,46 @@ _raw_entries := object.get(_ledger_doc, "entries", [])
 _raw_sha256 := object.get(_doc, "call_sha256", null)
 
 # problems lists what is wrong with the input, one message each.
-problems contains "input must be an object" if not is_object(input)
+_problems contains "input must be an object" if not is_object(input)
 
-problems contains "server must be a non-empty string" if not _non_empty_string(_raw_server)
+_problems contains "server must be a non-empty string" if not _non_empty_string(_raw_server)
 
-problems contains "tool must be an object (an MCP Tool with name, annotations, inputSchema)" if not is_object(_raw_tool)
+_problems contains "tool must be an object (an MCP Tool with name, annotations, inputSchema)" if not is_object(_raw_tool)
 
-problems contains "tool.name must be a non-empty string" if {
+_problems contains "tool.name must be a non-empty string" if {
 	is_object(_raw_tool)
 	not _non_empty_string(_raw_name)
 }
 
-problems contains "args must be an object" if not is_object(_raw_args)
+_problems contains "args must be an object" if not is_object(_raw_args)
 
-problems contains "tool.annotations must be an object" if not is_object(_raw_annotations)
+_problems contains "tool.annotations must be an object" if not is_object(_raw_annotations)
 
-problems contains sprintf("tool.annotations.%s must be a boolean", [hint]) if {
+_problems contains sprintf("tool.annotations.%s must be a boolean", [hint]) if {
 	some hint in ["readOnlyHint", "destructiveHint"]
 	is_object(_raw_annotations)
 	not is_boolean(object.get(_raw_annotations, hint, false))
 }
 
-problems contains "tool.inputSchema must be an object" if {
+_problems contains "tool.inputSchema must be an object" if {
 	_raw_schema != null
 	not is_object(_raw_schema)
 }
 
-problems contains sprintf("mode %s is not a write mode (want ask, allow or deny)", [json.marshal(m)]) if {
+_problems contains sprintf("mode %s is not a write mode (want ask, allow or deny)", [json.marshal(m)]) if {
 	m := object.get(_doc, "mode", "ask")
 	not m in {"ask", "allow", "deny"}
 }
 
-problems contains "ledger must be an object" if not is_object(_raw_ledger)
+_problems contains "ledger must be an object" if not is_object(_raw_ledger)
 
-problems contains "ledger.entries must be an array of objects" if not _entries_ok
+_problems contains "ledger.entries must be an array of objects" if not _entries_ok
 
-problems contains "principal must be an object" if not is_object(object.get(_doc, "principal", {}))
+_problems contains "principal must be an object" if not is_object(object.get(_doc, "principal", {}))
 
-problems contains "surface must be a string" if not is_string(object.get(_doc, "surface", ""))
+_problems contains "surface must be a string" if not is_string(object.get(_doc, "surface", ""))
 
-problems contains "call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)" if {
+_problems contains "call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)" if {
 	_raw_sha256 != null
 	not _sha256_hex(_raw_sha256)
 }
@@ -93,23 +138,31 @@ _entries_ok if {
 # server is the server the call goes to ("" when malformed).
 default server := ""
 
-server := _raw_server if is_string(_raw_server)
+server := input.server if _fast
+
+else := _raw_server if is_string(_raw_server)
 
 # tool is the tool's name ("" when malformed).
 default tool := ""
 
-tool := _raw_name if is_string(_raw_name)
+tool := input.tool.name if _fast
+
+else := _raw_name if is_string(_raw_name)
 
 # args is the call's arguments; absent arguments are the empty object.
 default args := {}
 
-args := _raw_args if is_object(_raw_args)
+args := input.args if _fast
+
+else := _raw_args if is_object(_raw_args)
 
 # annotations are the server's hints for the tool; absent ones take the MCP
 # defaults (readOnlyHint false, destructiveHint true).
 default annotations := {}
 
-annotations := _raw_annotations if is_object(_raw_annotations)
+annotations := object.get(input.tool, "annotations", {}) if _fast
+
+else := _raw_annotations if is_object(_raw_annotations)
 
 default read_only := false
 
@@ -123,34 +176,50 @@ destructive := false if annotations.destructiveHint == false
 # none.
 default schema := {}
 
-schema := _raw_schema if is_object(_raw_schema)
+schema := input.tool.inputSchema if {
+	_fast
+	is_object(input.tool.inputSchema)
+} else := _raw_schema if is_object(_raw_schema)
 
 default has_schema := false
 
-has_schema if is_object(_raw_schema)
+has_schema := is_object(object.get(input.tool, "inputSchema", null)) if _fast
+
+else := is_object(_raw_schema)
 
 # mode is the caller's resolved write mode, or null.
-mode := object.get(_doc, "mode", null)
+mode := object.get(input, "mode", null) if _fast
+
+else := object.get(_doc, "mode", null)
 
 # ledger_entries are this server's unknown-outcome entries.
 default ledger_entries := []
 
-ledger_entries := [e |
+ledger_entries := [] if {
+	_fast
+	count(object.get(object.get(input, "ledger", {}), "entries", [])) == 0
+} else := [e |
 	some e in _raw_entries
 	is_object(e)
 	object.get(e, "server", server) == server
-] if is_array(_raw_entries)
+] if {
+	is_array(_raw_entries)
+}
 
 # ledger_error is the caller's reason when it could not read the ledger, or
 # null.
-ledger_error := object.get(_ledger_doc, "error", null)
+ledger_error := object.get(object.get(input, "ledger", {}), "error", null) if _fast
+
+else := object.get(_ledger_doc, "error", null)
 
 # call_sha256 is the caller's SHA-256 of the RFC 8785 canonical call, echoed
 # in decision.call.sha256 ("" when the caller gave none). Rego cannot
 # canonicalize JSON exactly, so the caller computes it (docs/fleet.md).
 default call_sha256 := ""
 
-call_sha256 := _raw_sha256 if _sha256_hex(_raw_sha256)
+call_sha256 := input.call_sha256 if _fast
+
+else := _raw_sha256 if _sha256_hex(_raw_sha256)
 
 _sha256_hex(s) if {
 	is_string(s)

@@ -47,3 +47,41 @@ test_defaults if {
 	req.call_sha256 == "" with input as {"server": "fs", "tool": {"name": "t"}}
 	req.call_sha256 == _sha with input as object.union(_ok, {"call_sha256": _sha})
 }
+
+# _fast may only take a call the full checks accept, and then every value
+# it hands the steps must equal the full path's.
+_fast_cases := [
+	_ok,
+	object.union(_ok, {"call_sha256": _sha, "mode": "deny", "surface": "mcp", "principal": {"id": "p"}}),
+	object.union(_ok, {"ledger": {"entries": [{"server": "fs", "id": "1"}, {"server": "git"}], "error": "disk"}}),
+	object.union(_ok, {"tool": {"name": "t", "annotations": {"readOnlyHint": false, "destructiveHint": false}, "inputSchema": {"type": "object"}}}),
+	object.union(_ok, {"tool": {"name": "t", "inputSchema": null}}),
+	object.union(_ok, {"call_sha256": null}),
+	object.union(_ok, {"call_sha256": ""}),
+	object.union(_ok, {"tool": {"name": "t", "annotations": []}}),
+	object.union(_ok, {"ledger": {"entries": "x"}}),
+	object.union(_ok, {"ledger": []}),
+	object.union(_ok, {"mode": null}),
+]
+
+_values := ["server", "tool", "args", "annotations", "read_only", "destructive", "schema", "has_schema", "mode", "ledger_entries", "ledger_error", "call_sha256"]
+
+test_fast_path_agrees_with_full_checks if {
+	every c in array.concat(_fast_cases, [x.input | some x in _cases]) {
+		_agrees(c)
+	}
+	taken := [1 | some c in _fast_cases; req._fast with input as c]
+	count(taken) == 5
+}
+
+_agrees(c) if not req._fast with input as c
+
+_agrees(c) if {
+	req._fast with input as c
+	count(req._problems) == 0 with input as c
+	every name in _values {
+		fast := req[name] with input as c
+		full := req[name] with input as c with req._fast as false
+		fast == full
+	}
+}

@@ -18,7 +18,47 @@ import data.mcpx.lib.text
 max_echo := 5
 
 # unknown lists the unknown keys as {"path", "parent", "key"}, sorted by path.
-unknown := sort([u | some u in _unknown])
+unknown := [] if _none
+
+else := sort([u | some u in _unknown])
+
+# _none is a shortcut for the common call with no unknown key: no schema, or
+# a plain closed schema (no patternProperties, $ref or allOf/anyOf/oneOf;
+# additionalProperties absent or false) that declares every top-level key
+# (or the key is exempt), where each value is a scalar, a container whose
+# schema has no "properties" key anywhere below, or an object of scalars
+# whose own plain schema declares each of its keys. When it holds, the full
+# rules below find nothing; when it does not, they decide.
+_none if not req.has_schema
+
+_none if {
+	props := _plain_properties(req.schema)
+	_top_known(object.keys(req.args) - object.keys(props))
+	every k in [k | some k, v in req.args; type_name(v) in {"object", "array"}] {
+		_nested_flat(object.get(props, k, null), req.args[k])
+	}
+}
+
+_plain_properties(s) := s.properties if {
+	is_object(s)
+	object.get(s, "additionalProperties", false) == false
+	count({"patternProperties", "$ref", "allOf", "anyOf", "oneOf"} & object.keys(s)) == 0
+	is_object(s.properties)
+}
+
+_top_known(undeclared) if count(undeclared) == 0
+
+else if count(undeclared - config.exempt) == 0
+
+_scalars := {"string", "number", "boolean", "null"}
+
+_nested_flat(sub, v) if {
+	is_object(v)
+	count(object.keys(v) - object.keys(_plain_properties(sub))) == 0
+	every x in v {
+		type_name(x) in _scalars
+	}
+} else if not contains(json.marshal(sub), "\"properties\"")
 
 _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
 	req.has_schema
@@ -121,8 +161,8 @@ deny contains {
 	"message": sprintf("%s: %s; the call was not executed", [call.label, _summary]),
 	"details": _details,
 } if {
-	config.unknown_args_mode == "reject"
 	count(unknown) > 0
+	config.unknown_args_mode == "reject"
 }
 
 # METADATA
@@ -134,8 +174,8 @@ warn contains {
 	"message": sprintf("%s: %s; the call went ahead without them being checked", [call.label, _summary]),
 	"details": _details,
 } if {
-	config.unknown_args_mode == "warn"
 	count(unknown) > 0
+	config.unknown_args_mode == "warn"
 }
 
 _shown := array.slice(unknown, 0, max_echo)

@@ -119,3 +119,51 @@ test_off_mode_reports_nothing if {
 	doc := testdata.call("fs", _tool(_closed), {"x": 1})
 	count(unknown_args.deny) + count(unknown_args.warn) == 0 with input as doc with data.mcpx.config as cfg
 }
+
+# The shortcut (_none) may only say "nothing unknown" when the full check
+# agrees; these cases sit on its edges: exempt keys, closed and open nested
+# objects, arrays, a nested "properties" key and declared-but-false schemas.
+_edge_schema := {"type": "object", "additionalProperties": false, "properties": {
+	"path": {"type": "string"},
+	"opts": {"type": "object", "properties": {"force": {"type": "boolean"}}},
+	"deep": {"type": "object", "properties": {"inner": {"type": "object", "properties": {"a": {}}}}},
+	"free": {"type": "object", "additionalProperties": true},
+	"list": {"type": "array", "items": {"type": "object", "properties": {"a": {}}}},
+	"tags": {"type": "array", "items": {"type": "string"}},
+	"no": false,
+}}
+
+_edge_args := [
+	{"path": "a"},
+	{"path": "a", "cursor": "c"},
+	{"path": "a", "cursor": {"x": 1}},
+	{"opts": {"force": true}},
+	{"opts": {"forse": true}},
+	{"opts": {"force": {"x": 1}}},
+	{"opts": {"cursor": 1}},
+	{"deep": {"inner": {"a": 1}}},
+	{"deep": {"inner": {"b": 1}}},
+	{"free": {"anything": {"x": 1}}},
+	{"list": [{"a": 1}]},
+	{"list": [{"b": 1}]},
+	{"list": [1, "x"]},
+	{"tags": ["a", "b"]},
+	{"no": 1},
+	{"nope": 1},
+]
+
+test_shortcut_agrees_with_full_check if {
+	shortcuts := [args |
+		some c in array.concat([{"schema": _edge_schema, "args": a} | some a in _edge_args], _cases)
+		args := c.args
+		doc := testdata.call("fs", _tool(c.schema), c.args)
+		unknown_args._none with input as doc with data.mcpx.config as testdata.config
+		count(unknown_args._unknown) > 0 with input as doc with data.mcpx.config as testdata.config
+	]
+	shortcuts == []
+	taken := [1 |
+		some a in _edge_args
+		unknown_args._none with input as testdata.call("fs", _tool(_edge_schema), a) with data.mcpx.config as testdata.config
+	]
+	count(taken) == 7
+}
