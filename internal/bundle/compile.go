@@ -312,6 +312,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			"origin":      r.at.String(),
 			"description": r.description,
 			"argument":    argument,
+			"pointer":     pointer(r.argument),
 			"required":    r.required,
 			"package":     pkg,
 		}

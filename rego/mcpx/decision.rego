@@ -80,7 +80,7 @@ _ready if {
 _policy_problems := (config.problems | {sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
 	some pkg in rules.missing_packages
 	some id, _ in rules.targets[pkg]
-}) | {sprintf("argument rule %s is not in data.mcpx.config.rules", [id]) | some id in rules.missing_rules}
+}) | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled pointer", [id]) | some id in rules.missing_rules}
 
 _call := {"server": req.server, "tool": req.tool, "sha256": req.call_sha256}
 

@@ -23,8 +23,8 @@ deny contains {
 	]),
 	"details": {"entries": _entries, "clear": clear_command},
 } if {
-	call.write
 	count(req.ledger_entries) > 0
+	call.write
 }
 
 # METADATA
@@ -35,8 +35,8 @@ deny contains {
 	"code": "LedgerUnreadable",
 	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.ledger_error]),
 } if {
-	call.write
 	req.ledger_error != null
+	call.write
 }
 
 _entries := [{

@@ -23,13 +23,18 @@ matched := patterns.values(object.get(config.pool, "rules", {}), req.tool) | pat
 # It is one complete object, built once per call: as a partial rule
 # (targets[pkg][id] := …) every generated package's lookup of targets[pkg]
 # re-ran the body for every matched rule.
-targets := {pkg: {id: t | some [p, id, t] in _targets; p == pkg} | some [pkg, _, _] in _targets}
+targets := {pkg: {id: t} | some [pkg, id, t] in _targets} if {
+	count({pkg | some [pkg, _, _] in _targets}) == count(_targets)
+} else := {pkg: {id: t | some [p, id, t] in _targets; p == pkg} | some [pkg, _, _] in _targets}
 
-_targets := [[rule.package, id, {"value": value, "path": text.pointer(rule.argument)}] |
+# The common case above: each matched rule has its own package (one package
+# per distinct schema), so no grouping is needed. The value and presence
+# tests are inlined (a function call costs OPA ~40 allocations), and the
+# pointer is the compiled one (a rule without it is a missing rule).
+_targets := [[rule.package, id, {"value": object.get(req.args, rule.argument, null), "path": rule.pointer}] |
 	some id in matched
 	rule := data.mcpx.config.rules[id]
-	_present(req.args, rule.argument)
-	value := object.get(req.args, rule.argument, null)
+	object.get(req.args, rule.argument, 0) == object.get(req.args, rule.argument, 1)
 ]
 
 _present(_, path) if count(path) == 0
@@ -48,7 +53,7 @@ missing_packages contains pkg if {
 
 missing_rules contains id if {
 	some id in matched
-	not data.mcpx.config.rules[id]
+	not is_string(data.mcpx.config.rules[id].pointer)
 }
 
 _violations[id] := vs if {
