@@ -176,7 +176,8 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 func parseModules(names []string, source func(string) string, caps *ast.Capabilities) ([]*ast.Module, error) {
 	mods := make([]*ast.Module, len(names))
 	errs := make([]error, len(names))
-	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: caps}
+	// annotations are kept: custom.memo marks the functions the memo may keep
+	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: caps, ProcessAnnotation: true}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {

@@ -26,6 +26,7 @@ type memo struct {
 
 	mu     sync.RWMutex
 	values *util.HasherMap[ast.Ref, memoValue]
+	limit  int // MemoSize; lowered by tests
 }
 
 type memoValue struct {
@@ -39,6 +40,7 @@ func newMemo(c *ast.Compiler) *memo {
 		compiler: c,
 		dataOnly: dataOnlyRules(c),
 		values:   util.NewHasherMap[ast.Ref, memoValue](refEq),
+		limit:    MemoSize,
 	}
 }
 
@@ -71,10 +73,35 @@ func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
 			}
 		}
 	}
+	memoized := memoFunctions(c)
 	out := make(map[*ast.Rule]bool, len(rules))
 	for _, r := range rules {
-		if !tainted[r] && len(r.Head.Args) == 0 {
+		if !tainted[r] && (len(r.Head.Args) == 0 || memoized[r.Ref().String()]) {
 			out[r] = true
+		}
+	}
+	return out
+}
+
+// memoFunctions lists the functions whose METADATA asks for memoization
+// (custom: {memo: true}). Such a function's value for given arguments is
+// kept like a data-only rule's value, provided it is pure in the same
+// sense: it and everything it uses never read input, never use `with` and
+// never call a non-deterministic builtin. Its arguments are part of the
+// key, so it may be called with values taken from the input (a server and
+// tool name, a tool's inputSchema).
+func memoFunctions(c *ast.Compiler) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range c.Modules {
+		for _, r := range m.Rules {
+			if len(r.Head.Args) == 0 {
+				continue
+			}
+			for _, a := range r.Annotations {
+				if v, ok := a.Custom["memo"].(bool); ok && v {
+					out[r.Ref().String()] = true
+				}
+			}
 		}
 	}
 	return out
@@ -145,8 +172,13 @@ func nondeterministic(op ast.Ref) bool {
 }
 
 // isEligible reports whether the value at ref comes from data-only rules
-// alone. A function call's ref (with its arguments) is never eligible.
+// alone. A function call's ref (the function's ref and its arguments) is
+// eligible only for a pure function marked for memoization.
 func (m *memo) isEligible(ref ast.Ref) bool {
+	// OPA keys a function call's value by [function ref, args...]
+	if fn, ok := ref[0].Value.(ast.Ref); ok {
+		ref = fn
+	}
 	rules := m.compiler.GetRulesForVirtualDocument(ref)
 	if len(rules) == 0 {
 		return false
@@ -166,12 +198,22 @@ func (m *memo) get(ref ast.Ref) (memoValue, bool) {
 	return v, ok
 }
 
+// MemoSize caps the values one prepared policy keeps: a memoized
+// function's arguments come from calls, so its values are bounded here
+// (about one entry per tool and one per distinct inputSchema in practice).
+// Past the cap nothing more is learned; evaluation stays correct, only
+// slower for what was not learned.
+const MemoSize = 1 << 16
+
 func (m *memo) commit(learned []memoEntry) {
 	if len(learned) == 0 {
 		return
 	}
 	m.mu.Lock()
 	for _, e := range learned {
+		if m.values.Len() >= m.limit {
+			break
+		}
 		if _, ok := m.values.Get(e.ref); !ok {
 			m.values.Put(e.ref, memoValue{e.term})
 		}

@@ -247,3 +247,71 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 		}
 	}
 }
+
+// TestMemoKeepsMarkedPureFunctions: a function marked custom.memo is
+// memoized per arguments when it is pure; an unmarked function, or a marked
+// one that reads input, never is; past the cap nothing more is learned and
+// decisions stay right.
+func TestMemoKeepsMarkedPureFunctions(t *testing.T) {
+	t.Parallel()
+	e, err := Prepare(context.Background(), Policy{
+		Modules: map[string]string{"p.rego": `package mcpx
+
+# METADATA
+# custom:
+#   memo: true
+label(s) := sprintf("%s of %d", [s, count(data.mcpx.config.servers)])
+
+# METADATA
+# custom:
+#   memo: true
+impure(s) := concat("/", [s, input.tool.name])
+
+plain(s) := upper(s)
+
+decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": true, "destructive": false,
+	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": sprintf("%s %s %s", [label(input.server), impure(input.server), plain(input.server)])}],
+	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
+`},
+		Data: map[string]any{"config": map[string]any{"servers": map[string]any{"a": map[string]any{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(name, arg string) ast.Ref {
+		return ast.Ref{ast.RefTerm(ast.MustParseRef("data.mcpx." + name)...), ast.StringTerm(arg)}
+	}
+	if !e.memo.isEligible(fn("label", "a")) {
+		t.Error("label (marked, pure) is not eligible")
+	}
+	for _, name := range []string{"impure", "plain"} {
+		if e.memo.isEligible(fn(name, "a")) {
+			t.Errorf("%s is eligible", name)
+		}
+	}
+	e.memo.limit = 2
+	for i, server := range []string{"a", "b", "a", "c", "c"} {
+		call := testCall
+		call.Server = server
+		call.Args = map[string]any{"i": i} // distinct calls: no decision-cache hit
+		d, err := e.Decide(context.Background(), call, &Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := map[string]string{"a": "A", "b": "B", "c": "C"}[server]
+		if want := server + " of 1 " + server + "/write_file " + up; d.First().Message != want {
+			t.Errorf("call %d: message %q, want %q", i, d.First().Message, want)
+		}
+	}
+	for _, arg := range []string{"a", "b"} {
+		if v, ok := e.memo.get(fn("label", arg)); !ok || !v.term.Equal(ast.StringTerm(arg+" of 1")) {
+			t.Errorf("label(%q) not memoized: %v %v", arg, v.term, ok)
+		}
+	}
+	if _, ok := e.memo.get(fn("label", "c")); ok {
+		t.Error(`label("c") was learned past the cap`)
+	}
+	if n := e.memo.values.Len(); n != 2 {
+		t.Errorf("memo holds %d values, want 2", n)
+	}
+}

@@ -7,7 +7,6 @@
 package mcpx.lib.call
 
 import data.mcpx.lib.config
-import data.mcpx.lib.patterns
 import data.mcpx.lib.req
 
 # write is true iff readOnlyHint is not true or a writeTools pattern matches.
@@ -15,9 +14,7 @@ default write := false
 
 write if req.read_only == false
 
-write if patterns.matches(object.get(config.pool, "writeTools", {}), req.tool)
-
-write if patterns.matches(object.get(config.server, "writeTools", {}), req.tool)
+write if config.facts.write
 
 # destructive is true iff the call is a write and destructiveHint is not false.
 default destructive := false

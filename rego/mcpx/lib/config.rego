@@ -7,6 +7,7 @@
 package mcpx.lib.config
 
 import data.mcpx.lib.req
+import data.mcpx.lib.tool
 
 # global is the whole compiled config ({} when none is loaded).
 default global := {}
@@ -52,32 +53,19 @@ default server := {}
 
 server := data.mcpx.config.servers[req.server]
 
+# facts are the config's facts about the call's tool (lib.tool.facts).
+facts := tool.facts(req.server, req.tool)
+
 # write_mode is the effective write mode: the caller's resolved mode, else
 # the server's writePolicy, else policy.write, else ask.
-write_mode := _first_set([req.mode, object.get(server, "write", null), object.get(global, "write", null), "ask"])
+write_mode := req.mode if req.mode != null
+
+else := facts.write_mode
 
 # exempt is the set of argument keys never reported as unknown.
-exempt := {k | some k in object.get(global, "exemptArgs", [])} | {k | some k in object.get(server, "exemptArgs", [])}
+exempt := facts.exempt
 
 # unknown_args_mode resolves the unknown-arguments mode for the call's tool:
 # the server's tool patterns, then the pool's, then the server's mode, then
 # policy.unknownArgs, then warn. Within a list the last match wins.
-unknown_args_mode := _first_set([
-	_last_match(object.get(server, "unknownArgsTools", []), req.tool),
-	_last_match(object.get(pool, "unknownArgsTools", []), req.tool),
-	object.get(server, "unknownArgs", null),
-	object.get(global, "unknownArgs", null),
-	"warn",
-])
-
-_last_match(entries, name) := m if {
-	modes := [e.mode | some e in entries; regex.match(e.re, name)]
-	count(modes) > 0
-	m := modes[count(modes) - 1]
-}
-
-_last_match(entries, name) := null if {
-	count([e | some e in entries; regex.match(e.re, name)]) == 0
-}
-
-_first_set(candidates) := [c | some c in candidates; c != null][0]
+unknown_args_mode := facts.unknown_args_mode

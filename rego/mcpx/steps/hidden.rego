@@ -7,14 +7,11 @@
 package mcpx.steps.hidden
 
 import data.mcpx.lib.config
-import data.mcpx.lib.patterns
 import data.mcpx.lib.req
 
 default hidden := false
 
-hidden if patterns.matches(object.get(config.pool, "hidden", {}), req.tool)
-
-hidden if patterns.matches(object.get(config.server, "hidden", {}), req.tool)
+hidden := config.facts.hidden
 
 # METADATA
 # title: HiddenTool

@@ -11,12 +11,11 @@ package mcpx.steps.rules
 
 import data.mcpx.lib.call
 import data.mcpx.lib.config
-import data.mcpx.lib.patterns
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 
 # matched is the set of ids of the rules that apply to the call.
-matched := patterns.values(object.get(config.pool, "rules", {}), req.tool) | patterns.values(object.get(config.server, "rules", {}), req.tool)
+matched := config.facts.matched
 
 # targets[package][rule id] is the value a rule's schema checks and the JSON
 # Pointer it sits at; a per-argument rule whose argument is absent has none.
@@ -32,8 +31,7 @@ targets := {pkg: {id: t} | some [pkg, id, t] in _targets} if {
 # tests are inlined (a function call costs OPA ~40 allocations), and the
 # pointer is the compiled one (a rule without it is a missing rule).
 _targets := [[rule.package, id, {"value": object.get(req.args, rule.argument, null), "path": rule.pointer}] |
-	some id in matched
-	rule := data.mcpx.config.rules[id]
+	some [id, rule] in config.facts.rules
 	object.get(req.args, rule.argument, 0) == object.get(req.args, rule.argument, 1)
 ]
 
@@ -51,10 +49,7 @@ missing_packages contains pkg if {
 	not data.mcpx.rules[pkg].violations
 }
 
-missing_rules contains id if {
-	some id in matched
-	not is_string(data.mcpx.config.rules[id].pointer)
-}
+missing_rules := config.facts.missing_rules
 
 _violations[id] := vs if {
 	some pkg, by_rule in targets

@@ -13,6 +13,7 @@ import data.mcpx.lib.call
 import data.mcpx.lib.config
 import data.mcpx.lib.req
 import data.mcpx.lib.text
+import data.mcpx.lib.tool
 
 # max_echo is how many unknown keys a message names.
 max_echo := 5
@@ -32,33 +33,23 @@ else := sort([u | some u in _unknown])
 _none if not req.has_schema
 
 _none if {
-	props := _plain_properties(req.schema)
-	_top_known(object.keys(req.args) - object.keys(props))
+	f := tool.schema_facts(req.schema)
+	count((object.keys(req.args) - f.declared) - config.exempt) == 0
 	every k in [k | some k, v in req.args; type_name(v) in {"object", "array"}] {
-		_nested_flat(object.get(props, k, null), req.args[k])
+		_nested_ok(f.nested[k], req.args[k])
 	}
 }
-
-_plain_properties(s) := s.properties if {
-	is_object(s)
-	object.get(s, "additionalProperties", false) == false
-	count({"patternProperties", "$ref", "allOf", "anyOf", "oneOf"} & object.keys(s)) == 0
-	is_object(s.properties)
-}
-
-_top_known(undeclared) if count(undeclared) == 0
-
-else if count(undeclared - config.exempt) == 0
 
 _scalars := {"string", "number", "boolean", "null"}
 
-_nested_flat(sub, v) if {
+_nested_ok(declared, v) if {
+	is_set(declared)
 	is_object(v)
-	count(object.keys(v) - object.keys(_plain_properties(sub))) == 0
+	count(object.keys(v) - declared) == 0
 	every x in v {
 		type_name(x) in _scalars
 	}
-} else if not contains(json.marshal(sub), "\"properties\"")
+} else if declared == "free"
 
 _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
 	req.has_schema

@@ -165,5 +165,5 @@ test_shortcut_agrees_with_full_check if {
 		some a in _edge_args
 		unknown_args._none with input as testdata.call("fs", _tool(_edge_schema), a) with data.mcpx.config as testdata.config
 	]
-	count(taken) == 7
+	count(taken) == 6
 }

@@ -1,0 +1,87 @@
+# METADATA
+# title: Per-tool facts
+# description: |
+#   What the compiled config says about one tool of one server, from data
+#   alone: whether it is hidden or a write by pattern, which argument rules
+#   apply, its configured write and unknown-arguments modes and the exempt
+#   keys. A function of (server, tool name) only, so the embedded engine
+#   memoizes it (custom memo, ADR 0005): a tool's facts are computed on its
+#   first call and looked up after that. Stock OPA and opa test compute
+#   them per query, with the same result.
+package mcpx.lib.tool
+
+import data.mcpx.lib.config
+import data.mcpx.lib.patterns
+
+# METADATA
+# title: facts
+# description: The config's facts about tool on server.
+# custom:
+#   memo: true
+facts(server, tool) := {
+	"hidden": _matches("hidden", s, tool),
+	"write": _matches("writeTools", s, tool),
+	"matched": matched,
+	"rules": [[id, rule] | some id in matched; rule := data.mcpx.config.rules[id]],
+	"missing_rules": {id | some id in matched; not is_string(data.mcpx.config.rules[id].pointer)},
+	"write_mode": _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"]),
+	"unknown_args_mode": _first_set([
+		_last_match(object.get(s, "unknownArgsTools", []), tool),
+		_last_match(object.get(config.pool, "unknownArgsTools", []), tool),
+		object.get(s, "unknownArgs", null),
+		object.get(config.global, "unknownArgs", null),
+		"warn",
+	]),
+	"exempt": ({k | some k in object.get(config.global, "exemptArgs", [])} | {k | some k in object.get(s, "exemptArgs", [])}),
+} if {
+	s := object.get(object.get(config.global, "servers", {}), server, {})
+	matched := patterns.values(object.get(config.pool, "rules", {}), tool) | patterns.values(object.get(s, "rules", {}), tool)
+}
+
+_matches(key, s, name) if {
+	patterns.matches(object.get(config.pool, key, {}), name)
+} else if {
+	patterns.matches(object.get(s, key, {}), name)
+} else := false
+
+# Within an unknownArgsTools list the last match wins.
+_last_match(entries, name) := m if {
+	modes := [e.mode | some e in entries; regex.match(e.re, name)]
+	count(modes) > 0
+	m := modes[count(modes) - 1]
+} else := null
+
+_first_set(candidates) := [c | some c in candidates; c != null][0]
+
+# METADATA
+# title: schema_facts
+# description: |
+#   What an inputSchema declares, for the unknown-arguments shortcut: for a
+#   plain closed schema (an object with a properties object, no
+#   patternProperties, $ref or allOf/anyOf/oneOf, additionalProperties absent
+#   or false), its declared keys and, per property, "free" when no
+#   "properties" key appears anywhere below it, the declared keys of its own
+#   plain schema, or "check". Undefined for any other schema. A function of
+#   the schema alone, memoized by the embedded engine like facts.
+# custom:
+#   memo: true
+schema_facts(s) := {
+	"declared": object.keys(props),
+	"nested": {k: _nested_fact(sub) | some k, sub in props},
+} if {
+	props := plain_properties(s)
+}
+
+# plain_properties is the properties object of a plain closed schema.
+plain_properties(s) := s.properties if {
+	is_object(s)
+	object.get(s, "additionalProperties", false) == false
+	count({"patternProperties", "$ref", "allOf", "anyOf", "oneOf"} & object.keys(s)) == 0
+	is_object(s.properties)
+}
+
+_nested_fact(sub) := "free" if {
+	not contains(json.marshal(sub), `"properties"`)
+} else := object.keys(plain_properties(sub)) if {
+	plain_properties(sub)
+} else := "check"
