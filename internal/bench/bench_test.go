@@ -33,6 +33,8 @@ type fixture struct {
 	dir    string
 	opts   mcpxpolicy.Options
 	eng    *mcpxpolicy.Engine
+	warm   sync.Once          // eng has decided one call on every tool
+	cold   *mcpxpolicy.Engine // an engine without the per-tool memo
 	native *Native
 	ms     *MatchSchema
 	rules  *engine.Engine // the argument-rules step alone
@@ -108,15 +110,62 @@ func timed(b *testing.B, one func(i int)) {
 var shapes = []Shape{M, L}
 
 // BenchmarkDecide is the embedded engine through the SDK (ledger read,
-// canonical hash, input, evaluation, output) on distinct calls.
+// canonical hash, input, evaluation, output) on distinct calls, once the
+// engine has seen every tool of the workload once (as a gateway has after
+// a few calls per tool): each tool's config facts are memoized (ADR 0005),
+// the arguments are new on every call.
 func BenchmarkDecide(b *testing.B) {
 	for _, s := range shapes {
 		b.Run(s.Name, func(b *testing.B) {
 			f := load(b, s)
+			f.warmTools(b)
 			calls := f.fresh(b.N)
 			ctx := context.Background()
 			timed(b, func(i int) {
 				if _, err := f.eng.Decide(ctx, calls[i]); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// warmTools decides one call on every tool of every server, once.
+func (f *fixture) warmTools(b *testing.B) {
+	f.warm.Do(func() {
+		ctx := context.Background()
+		for _, srv := range f.w.Servers {
+			for _, t := range srv.Tools {
+				if _, err := f.eng.Decide(ctx, decision.Call{Server: srv.Name, Tool: t, Args: map[string]any{"path": "/workspace/warm"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkDecideNewTools is BenchmarkDecide on an engine that memoizes no
+// function: every call pays what the first call on a tool pays.
+func BenchmarkDecideNewTools(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			fixMu.Lock()
+			if f.cold == nil {
+				engine.MemoizeFunctions = false
+				eng, err := mcpxpolicy.New(context.Background(), f.opts)
+				engine.MemoizeFunctions = true
+				if err != nil {
+					fixMu.Unlock()
+					b.Fatal(err)
+				}
+				f.cold = eng
+			}
+			fixMu.Unlock()
+			calls := f.fresh(b.N)
+			ctx := context.Background()
+			timed(b, func(i int) {
+				if _, err := f.cold.Decide(ctx, calls[i]); err != nil {
 					b.Fatal(err)
 				}
 			})

@@ -73,7 +73,10 @@ func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
 			}
 		}
 	}
-	memoized := memoFunctions(c)
+	memoized := map[string]bool{}
+	if MemoizeFunctions {
+		memoized = memoFunctions(c)
+	}
 	out := make(map[*ast.Rule]bool, len(rules))
 	for _, r := range rules {
 		if !tainted[r] && (len(r.Head.Args) == 0 || memoized[r.Ref().String()]) {
@@ -82,6 +85,11 @@ func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
 	}
 	return out
 }
+
+// MemoizeFunctions turns the memo of marked functions on for engines
+// prepared afterwards. It is on; internal/bench turns it off to measure a
+// decision on a tool the engine has not seen yet.
+var MemoizeFunctions = true
 
 // memoFunctions lists the functions whose METADATA asks for memoization
 // (custom: {memo: true}). Such a function's value for given arguments is

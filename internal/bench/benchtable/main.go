@@ -112,16 +112,18 @@ func main() {
 		return func(s string) string { return us(res.get(bench+"/"+s, unit)) }
 	}
 	rows := []row{
-		{"decision, distinct calls: p50", p("Decide", "p50-ns")},
-		{"decision, distinct calls: p99", p("Decide", "p99-ns")},
-		{"decision, distinct calls: allocs/op", func(s string) string {
+		{"decision, distinct calls (tools seen): p50", p("Decide", "p50-ns")},
+		{"decision, distinct calls (tools seen): p99", p("Decide", "p99-ns")},
+		{"decision, distinct calls (tools seen): allocs/op", func(s string) string {
 			v, ok := res.get("Decide/"+s, "allocs/op")
 			return num(v, ok, "")
 		}},
-		{"decision, distinct calls: bytes/op", func(s string) string {
+		{"decision, distinct calls (tools seen): bytes/op", func(s string) string {
 			v, ok := res.get("Decide/"+s, "B/op")
 			return num(v/1024, ok, " KiB")
 		}},
+		{"decision, distinct calls on new tools: p50", p("DecideNewTools", "p50-ns")},
+		{"decision, distinct calls on new tools: p99", p("DecideNewTools", "p99-ns")},
 		{"decision, repeated calls (decision cache): p50", p("DecideWarm", "p50-ns")},
 		{"decision, repeated calls (decision cache): p99", p("DecideWarm", "p99-ns")},
 		{"native Go (santhosh v6 + steps): p50", p("Native", "p50-ns")},
