@@ -2,8 +2,11 @@ package engine
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"maps"
+	"math"
+	"slices"
 	"sync"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -16,29 +19,136 @@ const DecisionCacheSize = 4096
 // cacheKey identifies everything a decision depends on: the policy
 // revision and the whole input the policy reads — server, tool (name,
 // annotations, inputSchema), arguments, surface, mode, principal, and this
-// server's ledger entries (or why they could not be read). It hashes Go's
-// JSON encoding of those values, which is deterministic (sorted keys,
-// json.Number text kept) but not canonical: two calls that differ only in
+// server's ledger entries (or why they could not be read). It is the
+// SHA-256 of a deterministic, unambiguous encoding of those values
+// (keyEncoder): exact, not canonical, so two calls that differ only in
 // encoding (1.0 and 1) get different keys, which costs a miss, never a
-// wrong hit. It is cheaper than the canonical (RFC 8785) hash, which a hit
-// does not need: the cached decision already carries it. Two calls with the
-// same key get the same decision from a policy that calls no
-// non-deterministic builtin.
+// wrong hit. Two calls with the same key get the same decision from a
+// policy that calls no non-deterministic builtin.
 type cacheKey [sha256.Size]byte
 
 func makeKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) {
-	h := sha256.New()
-	h.Write([]byte(revision))
-	h.Write([]byte{0})
-	if err := json.NewEncoder(h).Encode(struct {
-		Call   decision.Call
-		Ledger *Ledger
-	}{call, led}); err != nil {
+	b := keyEncoder(make([]byte, 0, 2048))
+	b.str(revision)
+	b.str(call.Surface)
+	b.str(call.Server)
+	b.str(call.Tool.Name)
+	if a := call.Tool.Annotations; a == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b.str(a.Title)
+		for _, h := range []*bool{a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint} {
+			b.boolPtr(h)
+		}
+	}
+	// a nil inputSchema is no schema; an empty one is a schema
+	if call.Tool.InputSchema == nil {
+		b = append(b, 0)
+	} else if b = append(b, 1); !b.value(call.Tool.InputSchema) {
 		return cacheKey{}, false
 	}
-	var k cacheKey
-	h.Sum(k[:0])
-	return k, true
+	if !b.value(call.Args) {
+		return cacheKey{}, false
+	}
+	b.str(call.Mode)
+	if p := call.Principal; p == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b.str(p.ID)
+		b.len(len(p.Groups))
+		for _, g := range p.Groups {
+			b.str(g)
+		}
+	}
+	if led == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b.str(led.Unreadable)
+		b.len(len(led.Entries))
+		for _, e := range led.Entries {
+			for _, f := range []string{e.ID, e.Server, e.Tool, e.ArgsSHA256, e.Time, e.Surface} {
+				b.str(f)
+			}
+		}
+	}
+	return cacheKey(sha256.Sum256(b)), true
+}
+
+// keyEncoder writes values so that different values never write the same
+// bytes: a tag, then the value, with lengths as uvarints and object members
+// in key order. Numbers keep their Go type and text (json.Number "1.0" and
+// "1" differ, as they may in a message).
+type keyEncoder []byte
+
+func (b *keyEncoder) len(n int) { *b = binary.AppendUvarint(*b, uint64(n)) }
+
+func (b *keyEncoder) str(s string) {
+	b.len(len(s))
+	*b = append(*b, s...)
+}
+
+func (b *keyEncoder) boolPtr(p *bool) {
+	switch {
+	case p == nil:
+		*b = append(*b, 0)
+	case *p:
+		*b = append(*b, 2)
+	default:
+		*b = append(*b, 1)
+	}
+}
+
+// value writes decoded JSON; it reports false for any other Go type, and
+// the call is then not cached.
+func (b *keyEncoder) value(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		*b = append(*b, 'n')
+	case bool:
+		if x {
+			*b = append(*b, 't')
+		} else {
+			*b = append(*b, 'f')
+		}
+	case string:
+		*b = append(*b, 's')
+		b.str(x)
+	case json.Number:
+		*b = append(*b, 'N')
+		b.str(string(x))
+	case float64:
+		*b = append(*b, 'F')
+		*b = binary.BigEndian.AppendUint64(*b, math.Float64bits(x))
+	case int:
+		*b = append(*b, 'I')
+		*b = binary.AppendVarint(*b, int64(x))
+	case int64:
+		*b = append(*b, 'I')
+		*b = binary.AppendVarint(*b, x)
+	case []any:
+		*b = append(*b, 'a')
+		b.len(len(x))
+		for _, e := range x {
+			if !b.value(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		*b = append(*b, 'o')
+		b.len(len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			b.str(k)
+			if !b.value(x[k]) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // decisionCache is a bounded FIFO map from cacheKey to decision, safe for

@@ -315,3 +315,81 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 		t.Errorf("memo holds %d values, want 2", n)
 	}
 }
+
+// TestCacheKeyCoversEveryField: changing any field the policy can read
+// changes the decision-cache key (a missed field would be a wrong hit).
+func TestCacheKeyCoversEveryField(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	base := func() (decision.Call, *Ledger) {
+		return decision.Call{
+			Surface: "mcp", Server: "fs", Mode: "ask",
+			Tool: decision.Tool{Name: "t", Annotations: &decision.Annotations{Title: "T", ReadOnlyHint: &no},
+				InputSchema: map[string]any{"type": "object"}},
+			Args:      map[string]any{"n": json.Number("1"), "l": []any{"a", 1.5, nil, true}},
+			Principal: &decision.Principal{ID: "p", Groups: []string{"g"}},
+		}, &Ledger{Entries: []decision.LedgerEntry{{ID: "1", Server: "fs", Tool: "t", ArgsSHA256: "a", Time: "x", Surface: "cli"}}}
+	}
+	c0, l0 := base()
+	k0, ok := makeKey("r1", c0, l0)
+	if !ok {
+		t.Fatal("base call not cacheable")
+	}
+	mutations := map[string]func(c *decision.Call, l **Ledger) string{
+		"revision":         func(*decision.Call, **Ledger) string { return "r2" },
+		"surface":          func(c *decision.Call, _ **Ledger) string { c.Surface = "cli"; return "r1" },
+		"server":           func(c *decision.Call, _ **Ledger) string { c.Server = "git"; return "r1" },
+		"mode":             func(c *decision.Call, _ **Ledger) string { c.Mode = "deny"; return "r1" },
+		"tool name":        func(c *decision.Call, _ **Ledger) string { c.Tool.Name = "u"; return "r1" },
+		"no annotations":   func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations = nil; return "r1" },
+		"title":            func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations.Title = "U"; return "r1" },
+		"readOnlyHint":     func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations.ReadOnlyHint = &yes; return "r1" },
+		"readOnlyHint nil": func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations.ReadOnlyHint = nil; return "r1" },
+		"destructiveHint":  func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations.DestructiveHint = &no; return "r1" },
+		"idempotentHint":   func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations.IdempotentHint = &no; return "r1" },
+		"openWorldHint":    func(c *decision.Call, _ **Ledger) string { c.Tool.Annotations.OpenWorldHint = &yes; return "r1" },
+		"nil schema":       func(c *decision.Call, _ **Ledger) string { c.Tool.InputSchema = nil; return "r1" },
+		"empty schema":     func(c *decision.Call, _ **Ledger) string { c.Tool.InputSchema = map[string]any{}; return "r1" },
+		"number text":      func(c *decision.Call, _ **Ledger) string { c.Args["n"] = json.Number("1.0"); return "r1" },
+		"number type":      func(c *decision.Call, _ **Ledger) string { c.Args["n"] = 1.0; return "r1" },
+		"list item":        func(c *decision.Call, _ **Ledger) string { c.Args["l"] = []any{"a", 1.5, nil, false}; return "r1" },
+		"key moved": func(c *decision.Call, _ **Ledger) string {
+			c.Args = map[string]any{"n": json.Number("1"), "m": []any{"a", 1.5, nil, true}}
+			return "r1"
+		},
+		"principal":     func(c *decision.Call, _ **Ledger) string { c.Principal = nil; return "r1" },
+		"principal id":  func(c *decision.Call, _ **Ledger) string { c.Principal.ID = "q"; return "r1" },
+		"groups":        func(c *decision.Call, _ **Ledger) string { c.Principal.Groups = []string{"g", "h"}; return "r1" },
+		"no ledger":     func(_ *decision.Call, l **Ledger) string { *l = nil; return "r1" },
+		"unreadable":    func(_ *decision.Call, l **Ledger) string { (*l).Unreadable = "x"; return "r1" },
+		"no entries":    func(_ *decision.Call, l **Ledger) string { (*l).Entries = nil; return "r1" },
+		"entry id":      func(_ *decision.Call, l **Ledger) string { (*l).Entries[0].ID = "2"; return "r1" },
+		"entry server":  func(_ *decision.Call, l **Ledger) string { (*l).Entries[0].Server = "git"; return "r1" },
+		"entry tool":    func(_ *decision.Call, l **Ledger) string { (*l).Entries[0].Tool = "u"; return "r1" },
+		"entry args":    func(_ *decision.Call, l **Ledger) string { (*l).Entries[0].ArgsSHA256 = "b"; return "r1" },
+		"entry time":    func(_ *decision.Call, l **Ledger) string { (*l).Entries[0].Time = "y"; return "r1" },
+		"entry surface": func(_ *decision.Call, l **Ledger) string { (*l).Entries[0].Surface = "mcp"; return "r1" },
+		"string split":  func(c *decision.Call, _ **Ledger) string { c.Server = "f"; c.Tool.Name = "st"; return "r1" },
+	}
+	for name, mutate := range mutations {
+		c, l := base()
+		rev := mutate(&c, &l)
+		k, ok := makeKey(rev, c, l)
+		if !ok || k == k0 {
+			t.Errorf("%s: key unchanged (ok %v)", name, ok)
+		}
+	}
+	c1, l1 := base()
+	c1.Tool.InputSchema = nil
+	c2, l2 := base()
+	c2.Tool.InputSchema = map[string]any{}
+	if k1, _ := makeKey("r1", c1, l1); k1 == func() cacheKey { k, _ := makeKey("r1", c2, l2); return k }() {
+		t.Error("no inputSchema and an empty one share a key")
+	}
+	if c, l := base(); true {
+		c.Args["x"] = struct{}{}
+		if _, ok := makeKey("r1", c, l); ok {
+			t.Error("a non-JSON argument is cacheable")
+		}
+	}
+}
