@@ -206,6 +206,51 @@ func (m *memo) get(ref ast.Ref) (memoValue, bool) {
 	return v, ok
 }
 
+// MemoKeyBytes bounds the arguments a memoized function's value is kept
+// for (roughly their JSON size): values computed for larger arguments are
+// not kept, so the memo's memory stays within MemoSize small entries.
+const MemoKeyBytes = 4096
+
+// small reports whether the terms of ref add up to at most budget bytes of
+// strings, numbers and structure, stopping as soon as they do not.
+func small(ref ast.Ref, budget int) bool {
+	var walk func(v ast.Value) bool
+	walk = func(v ast.Value) bool {
+		switch x := v.(type) {
+		case ast.String:
+			budget -= len(x) + 2
+		case ast.Number:
+			budget -= len(x)
+		case ast.Ref:
+			for _, t := range x {
+				if !walk(t.Value) {
+					return false
+				}
+			}
+		case *ast.Array:
+			if x.Until(func(e *ast.Term) bool { return !walk(e.Value) }) {
+				return false
+			}
+		case ast.Object:
+			if x.Until(func(k, e *ast.Term) bool { return !walk(k.Value) || !walk(e.Value) }) {
+				return false
+			}
+		case ast.Set:
+			if x.Until(func(e *ast.Term) bool { return !walk(e.Value) }) {
+				return false
+			}
+		}
+		budget--
+		return budget >= 0
+	}
+	for _, t := range ref {
+		if !walk(t.Value) {
+			return false
+		}
+	}
+	return true
+}
+
 // MemoSize caps the values one prepared policy keeps: a memoized
 // function's arguments come from calls, so its values are bounded here
 // (about one entry per tool and one per distinct inputSchema in practice).
@@ -262,7 +307,7 @@ func (c *memoCache) Get(ref ast.Ref) (*ast.Term, bool) {
 
 func (c *memoCache) Put(ref ast.Ref, value *ast.Term) {
 	c.inner.Put(ref, value)
-	if c.depth == 0 && ref.IsGround() && c.memo.isEligible(ref) {
+	if c.depth == 0 && ref.IsGround() && c.memo.isEligible(ref) && small(ref, MemoKeyBytes) {
 		c.learned = append(c.learned, memoEntry{ref.Copy(), value})
 	}
 }

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -391,5 +393,42 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 		if _, ok := makeKey("r1", c, l); ok {
 			t.Error("a non-JSON argument is cacheable")
 		}
+	}
+}
+
+// TestMemoSkipsLargeArguments: a memoized function's value is not kept for
+// arguments larger than MemoKeyBytes, and decisions stay the same.
+func TestMemoSkipsLargeArguments(t *testing.T) {
+	t.Parallel()
+	e, err := Prepare(context.Background(), Policy{
+		Modules: map[string]string{"p.rego": `package mcpx
+
+# METADATA
+# custom:
+#   memo: true
+size(x) := count(x)
+
+decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": true, "destructive": false,
+	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": sprintf("%d", [size(input.args.s)])}],
+	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
+`},
+		Data: map[string]any{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, MemoKeyBytes + 1} {
+		call := testCall
+		call.Args = map[string]any{"s": strings.Repeat("x", n)}
+		d, err := e.Decide(context.Background(), call, &Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprint(n); d.First().Message != want {
+			t.Errorf("message %q, want %q", d.First().Message, want)
+		}
+	}
+	if n := e.memo.values.Len(); n != 1 {
+		t.Errorf("memo holds %d values, want 1 (the small argument's)", n)
 	}
 }
