@@ -22,7 +22,14 @@ facts(server, tool) := {
 	"hidden": _matches("hidden", s, tool),
 	"write": _matches("writeTools", s, tool),
 	"matched": matched,
-	"rules": [[id, rule] | some id in matched; rule := data.mcpx.config.rules[id]],
+	"packages": {rule.package: [{"id": id, "argument": r.argument, "pointer": r.pointer} |
+		some id in matched
+		r := data.mcpx.config.rules[id]
+		r.package == rule.package
+	] |
+		some id in matched
+		rule := data.mcpx.config.rules[id]
+	},
 	"missing_rules": {id | some id in matched; not is_string(data.mcpx.config.rules[id].pointer)},
 	"write_mode": _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"]),
 	"unknown_args_mode": _first_set([
@@ -59,15 +66,16 @@ _first_set(candidates) := [c | some c in candidates; c != null][0]
 #   What an inputSchema declares, for the unknown-arguments shortcut: for a
 #   plain closed schema (an object with a properties object, no
 #   patternProperties, $ref or allOf/anyOf/oneOf, additionalProperties absent
-#   or false), its declared keys and, per property, "free" when no
-#   "properties" key appears anywhere below it, the declared keys of its own
-#   plain schema, or "check". Undefined for any other schema. A function of
+#   or false): its declared keys, the properties with no "properties" key
+#   anywhere below them (free), and for properties whose own schema is plain,
+#   that schema's declared keys (nested). Undefined for any other schema. A function of
 #   the schema alone, memoized by the embedded engine like facts.
 # custom:
 #   memo: true
 schema_facts(s) := {
 	"declared": object.keys(props),
-	"nested": {k: _nested_fact(sub) | some k, sub in props},
+	"free": {k | some k, sub in props; _nested_fact(sub) == "free"},
+	"nested": {k: d | some k, sub in props; d := _nested_fact(sub); is_set(d)},
 } if {
 	props := plain_properties(s)
 }

@@ -21,19 +21,18 @@ matched := config.facts.matched
 # Pointer it sits at; a per-argument rule whose argument is absent has none.
 # It is one complete object, built once per call: as a partial rule
 # (targets[pkg][id] := …) every generated package's lookup of targets[pkg]
-# re-ran the body for every matched rule.
-targets := {pkg: {id: t} | some [pkg, id, t] in _targets} if {
-	count({pkg | some [pkg, _, _] in _targets}) == count(_targets)
-} else := {pkg: {id: t | some [p, id, t] in _targets; p == pkg} | some [pkg, _, _] in _targets}
-
-# The common case above: each matched rule has its own package (one package
-# per distinct schema), so no grouping is needed. The value and presence
-# tests are inlined (a function call costs OPA ~40 allocations), and the
-# pointer is the compiled one (a rule without it is a missing rule).
-_targets := [[rule.package, id, {"value": object.get(req.args, rule.argument, null), "path": rule.pointer}] |
-	some [id, rule] in config.facts.rules
-	object.get(req.args, rule.argument, 0) == object.get(req.args, rule.argument, 1)
-]
+# re-ran the body for every matched rule. The matched rules come grouped by
+# package with their compiled pointers from the tool's facts (memoized), so
+# per call only the arguments are read; presence is tested inline (a
+# function call costs OPA ~40 allocations).
+targets := {pkg: by_rule |
+	some pkg, rules in config.facts.packages
+	by_rule := {r.id: {"value": object.get(req.args, r.argument, null), "path": r.pointer} |
+		some r in rules
+		object.get(req.args, r.argument, 0) == object.get(req.args, r.argument, 1)
+	}
+	count(by_rule) > 0
+}
 
 _present(_, path) if count(path) == 0
 

@@ -35,21 +35,17 @@ _none if not req.has_schema
 _none if {
 	f := tool.schema_facts(req.schema)
 	count((object.keys(req.args) - f.declared) - config.exempt) == 0
-	every k in [k | some k, v in req.args; type_name(v) in {"object", "array"}] {
-		_nested_ok(f.nested[k], req.args[k])
+	every k in {k | some k, v in req.args; type_name(v) in {"object", "array"}} - f.free {
+		v := req.args[k]
+		is_object(v)
+		count(object.keys(v) - f.nested[k]) == 0
+		every x in v {
+			type_name(x) in _scalars
+		}
 	}
 }
 
 _scalars := {"string", "number", "boolean", "null"}
-
-_nested_ok(declared, v) if {
-	is_set(declared)
-	is_object(v)
-	count(object.keys(v) - declared) == 0
-	every x in v {
-		type_name(x) in _scalars
-	}
-} else if declared == "free"
 
 _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
 	req.has_schema
