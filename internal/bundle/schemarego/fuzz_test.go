@@ -329,8 +329,9 @@ func TestDifferentialSample(t *testing.T) {
 }
 
 // TestFuzzRegressions keeps, readable, what FuzzAgainstSanthosh found
-// (the raw inputs are in testdata/fuzz/FuzzAgainstSanthosh): each was a
-// valid schema refused with an internal error, none a wrong verdict.
+// (the raw inputs are in testdata/fuzz/FuzzAgainstSanthosh) or a
+// differential run found: each was a valid schema refused with an internal
+// error or failing at evaluation, none a wrong verdict.
 func TestFuzzRegressions(t *testing.T) {
 	for _, tc := range []struct{ why, schema string }{
 		{"OPA's type checker refused a body whose conditions narrow v to string and to number",
@@ -339,6 +340,20 @@ func TestFuzzRegressions(t *testing.T) {
 			`{"items": {"not": true}}`},
 		{"OPA's printer rewrote a rule body 'true', so the printed module differed from the AST",
 			`{"anyOf": [{"not": {"allOf": [false]}}]}`},
+		{"const as v == c in a comprehension body after a type test: OPA's comprehension indexing evaluated the test with v unbound",
+			`{"not": {"const": true, "maximum": -0.5}}`},
+		{"the same in a oneOf branch",
+			`{"oneOf": [{"type": "string", "const": "a"}, {"const": 1, "minimum": 0}]}`},
+		{"a copied predicate that does not read its value (oneOf: [true]) left the every variable unused",
+			`{"additionalProperties": {"oneOf": [true]}, "items": {"oneOf": [true, {"const": 1}]}}`},
+		{"not of a subschema whose predicate always holds for the types it applies to gave a comprehension an empty body",
+			`{"not": {"dependentSchemas": {"a": {"maxItems": 2}}}}`},
+		{"a member read after const narrowed the value's type, with no type test before",
+			`{"dependentSchemas": {"foo": {"const": "x", "required": ["b"]}}}`},
+		{"contains whose predicate always holds for the types it applies to gave a comprehension an empty body",
+			`{"contains": {"dependentSchemas": {"a": {"minItems": 0}}}}`},
+		{"a type test in an every body does not reach a comprehension nested in it, where a oneOf narrowed the key",
+			`{"propertyNames": {"oneOf": [{"const": {"a": 1}, "oneOf": [{"const": 9}, {"maxItems": 2}]}, true]}}`},
 	} {
 		schema := decodeJSON(t, tc.schema)
 		r, err := prepare(schema)

@@ -3,11 +3,11 @@ package schemarego
 import (
 	"fmt"
 	"math/big"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -24,12 +24,27 @@ type gen struct {
 	trivial map[string]bool // the function always returns []
 	stack   map[*jsonschema.Schema]bool
 	helpers map[string]bool
-	n       int
+	// helperOrder lists the helpers the module uses, dependencies first
+	helperOrder []string
+	n           int
 
-	vnames map[*jsonschema.Schema]vres
-	vstack map[*jsonschema.Schema]bool
-	vn     int
-	fresh  int
+	vnames   map[*jsonschema.Schema]*vres
+	vstack   map[*jsonschema.Schema]bool
+	vemitted map[string]bool
+	anyFn    map[string]bool // a one-parameter function that types it as any
+	anyOfs   map[anyOfKey]string
+	// root is the schema being compiled; rootGuard, when its predicate is
+	// one guarded group, that group
+	root      *jsonschema.Schema
+	rootGuard *guardGroup
+	// guards are the type-guard helpers, written if used
+	guards  []*guardGroup
+	knownOf map[*jsonschema.Schema]string
+	words   map[string]*regexp.Regexp
+	uses    map[*jsonschema.Schema]int
+	counted map[*jsonschema.Schema]bool
+	vn      int
+	fresh   int
 
 	evals map[evalKey]evalRes
 	en    int
@@ -37,14 +52,21 @@ type gen struct {
 
 func newGen(raw *rawIndex) *gen {
 	return &gen{
-		raw:     raw,
-		names:   map[*jsonschema.Schema]string{},
-		trivial: map[string]bool{},
-		stack:   map[*jsonschema.Schema]bool{},
-		helpers: map[string]bool{},
-		vnames:  map[*jsonschema.Schema]vres{},
-		vstack:  map[*jsonschema.Schema]bool{},
-		evals:   map[evalKey]evalRes{},
+		raw:      raw,
+		names:    map[*jsonschema.Schema]string{},
+		trivial:  map[string]bool{},
+		stack:    map[*jsonschema.Schema]bool{},
+		helpers:  map[string]bool{},
+		vnames:   map[*jsonschema.Schema]*vres{},
+		vstack:   map[*jsonschema.Schema]bool{},
+		vemitted: map[string]bool{},
+		anyFn:    map[string]bool{},
+		anyOfs:   map[anyOfKey]string{},
+		knownOf:  map[*jsonschema.Schema]string{},
+		words:    map[string]*regexp.Regexp{},
+		uses:     map[*jsonschema.Schema]int{},
+		counted:  map[*jsonschema.Schema]bool{},
+		evals:    map[evalKey]evalRes{},
 	}
 }
 
@@ -84,6 +106,8 @@ func (g *gen) emit(format string, args ...any) {
 	g.src.WriteString("\n\n")
 }
 
+// helper adds the fixed helper rule name (and those it uses) to the
+// module; they are printed after the generated rules.
 func (g *gen) helper(name string) {
 	if g.helpers[name] {
 		return
@@ -92,8 +116,7 @@ func (g *gen) helper(name string) {
 	for _, dep := range helperDeps[name] {
 		g.helper(dep)
 	}
-	g.src.WriteString(helperSrc[name])
-	g.src.WriteString("\n\n")
+	g.helperOrder = append(g.helperOrder, name)
 }
 
 // viol is the template of one violation of keyword kw at path with value.
@@ -101,21 +124,26 @@ func viol(path, value, kw, expected string) string {
 	return fmt.Sprintf(`{"path": %s, "value": %s, "constraint": %q, "expected": %s}`, path, value, kw, expected)
 }
 
-// checkFn writes `F(v, p) := [violation] if { body }` with a default of []
-// and returns the call expression of F.
-func (g *gen) checkFn(fn, kw, expected, body string) string {
-	body = strings.Join(g.launder(strings.Split(body, "\n"), "v"), "\n")
-	g.emit("default %s(_, _) := []", fn)
-	g.emit("%s(v, p) := [%s] if {\n%s\n}", fn, viol("p", "v", kw, expected), body)
-	return fn + "(v, p)"
+// check is keyword kw's violation of v at p as an array expression: [the
+// violation] when the conditions hold, else [].
+func (g *gen) check(kw, expected string, conds ...string) string {
+	return g.compr(viol("p", "v", kw, expected), conds...)
 }
 
-// listFn writes `F(v, p) := expr if { body }` with a default of [].
-func (g *gen) listFn(fn, expr, body string) string {
-	body = strings.Join(g.launder(strings.Split(body, "\n"), "v"), "\n")
-	g.emit("default %s(_, _) := []", fn)
-	g.emit("%s(v, p) := %s if {\n%s\n}", fn, expr, body)
-	return fn + "(v, p)"
+// compr is the array comprehension [item | conds], typed for v. Each
+// comprehension is its own scope for OPA's type checker.
+func (g *gen) compr(item string, conds ...string) string {
+	if len(conds) == 0 {
+		conds = []string{"true"}
+	}
+	return fmt.Sprintf("[%s | %s]", item, strings.Join(g.typed([]string{"v"}, conds), "; "))
+}
+
+// flat is the elements of the array list (a call of a violation function)
+// when the conditions hold, else [].
+func (g *gen) flat(list string, conds ...string) string {
+	x := g.local()
+	return g.compr(x, append(conds, fmt.Sprintf("some %s in %s", x, list))...)
 }
 
 func (g *gen) rawOf(s *jsonschema.Schema) map[string]any {
@@ -169,11 +197,17 @@ func (g *gen) schema(s *jsonschema.Schema) (string, error) {
 	case 1:
 		g.emit("%s(v, p) := %s", fn, parts[0])
 	default:
-		expr := parts[0]
-		for _, p := range parts[1:] {
-			expr = fmt.Sprintf("array.concat(%s, %s)", expr, p)
+		// the parts' violations, in order. Each part is bound in the body
+		// (OPA parses that faster than a list of comprehensions). OPA's
+		// comprehension indexing leaves these comprehensions alone: they
+		// read v and p without binding them, since no generated condition
+		// unifies v with a value (const is "v in [c]", not "v == c").
+		names := make([]string, len(parts))
+		for i, p := range parts {
+			names[i] = g.local()
+			parts[i] = names[i] + " := " + p
 		}
-		g.emit("%s(v, p) := %s", fn, expr)
+		g.emit("%s(v, p) := [x | some vs in [%s]; some x in vs] if {\n%s\n}", fn, strings.Join(names, ", "), strings.Join(parts, "\n"))
 	}
 	g.names[s] = fn
 	return fn, nil
@@ -219,69 +253,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// module assembles, parses, substitutes, checks and formats the module.
-func (g *gen) module(pkg, root string, rv vres) (string, error) {
-	switch {
-	case rv.isTrue:
-		g.emit("_check(_, _) := []")
-	case rv.isFal:
-		g.emit("_check(v, p) := %s(v, p)", root)
-	default:
-		g.emit(`_check(v, p) := [] if {
-	%s(v)
-} else := vs if {
-	vs := %s(v, p)
-	count(vs) > 0
-} else := [{"path": p, "value": v, "constraint": "$schema", "expected": true, "detail": "internal error: the generated fast and full checks disagree; refusing the value"}]`, rv.name, root)
-	}
-	var head strings.Builder
-	fmt.Fprintf(&head, "package mcpx.rules.%s\n\n", pkg)
-	fmt.Fprintf(&head, "violations[key] := vs if {\n\tsome key, t in data.mcpx.steps.rules.targets.%s\n\tvs := _check(t.value, t.path)\n}\n\n", pkg)
-	src := head.String() + g.src.String()
-	if len(src) > 4*MaxModuleSize {
-		return "", &Error{Keyword: "$size", Msg: fmt.Sprintf("generated code would exceed %d bytes", MaxModuleSize)}
-	}
-	mod, err := ast.ParseModuleWithOpts("generated.rego", src, ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return "", &Error{Msg: "internal error: generated code does not parse: " + err.Error()}
-	}
-	var serr error
-	ast.WalkTerms(mod, func(t *ast.Term) bool {
-		if v, ok := t.Value.(ast.Var); ok && strings.HasPrefix(string(v), "__c") {
-			var i int
-			if _, err := fmt.Sscanf(string(v), "__c%d", &i); err != nil || i >= len(g.terms) {
-				serr = fmt.Errorf("bad placeholder %s", v)
-				return true
-			}
-			t.Value = g.terms[i].Value
-			return true
-		}
-		return false
-	})
-	if serr != nil {
-		return "", &Error{Msg: "internal error: " + serr.Error()}
-	}
-	out, err := format.AstWithOpts(mod, format.Opts{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return "", &Error{Msg: "internal error: formatting generated code: " + err.Error()}
-	}
-	out = []byte(fixQuotes(string(out)))
-	if len(out) > MaxModuleSize {
-		return "", &Error{Keyword: "$size", Msg: fmt.Sprintf("generated code is %d bytes, over the cap of %d", len(out), MaxModuleSize)}
-	}
-	// the printed module must parse and compile on its own
-	check, err := ast.ParseModuleWithOpts("generated.rego", string(out), ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return "", &Error{Msg: "internal error: formatted code does not parse: " + err.Error()}
-	}
-	if !check.Equal(mod) {
-		return "", &Error{Msg: "internal error: printed module differs from the built AST"}
-	}
-	c := ast.NewCompiler()
-	if c.Compile(map[string]*ast.Module{"generated.rego": check}); c.Failed() {
-		return "", &Error{Msg: "internal error: generated code does not compile: " + c.Errors.Error() + "\n" + string(out)}
-	}
-	return string(out), nil
 }

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/format"
+
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/golden/*.rego")
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.rego and *.violations.json")
 
 // goldenCase is testdata/golden/<name>.json: a schema, the JSON Pointer of
 // the argument it applies to ("" for the whole arguments), and sample
@@ -24,10 +27,24 @@ type goldenCase struct {
 	Invalid  json.RawMessage `json:"invalid"`
 }
 
+// goldenFiles are the cases testdata/golden/<name>.json (not the pinned
+// <name>.violations.json).
+func goldenFiles() []string {
+	all, _ := filepath.Glob("testdata/golden/*.json")
+	var files []string
+	for _, f := range all {
+		if !strings.HasSuffix(f, ".violations.json") {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
 // TestGolden pins the generated Rego of each schema in testdata/golden and
-// checks its samples, with santhosh v6 confirming every expectation.
+// the violations of its samples, and checks the samples' verdicts, with
+// santhosh v6 confirming every expectation.
 func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/golden/*.json")
+	files := goldenFiles()
 	if len(files) < 5 {
 		t.Fatalf("found %d golden cases", len(files))
 	}
@@ -72,10 +89,16 @@ func TestGolden(t *testing.T) {
 				}
 				t.Errorf("generated Rego differs from %s at line %d:\n got: %s\nwant: %s\n(run with -update and review the diff)", goldenPath, line+1, got, exp)
 			}
+			// the module is printed as opa fmt prints it
+			if formatted, err := format.SourceWithOpts(goldenPath, []byte(src), format.Opts{RegoVersion: ast.RegoV1}); err != nil || string(formatted) != src {
+				t.Errorf("the generated module is not in opa fmt form (%v)", err)
+			}
 			r, err := prepareAt(schema, gc.Argument)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// every sample's violations, pinned in <name>.violations.json
+			var pinned []json.RawMessage
 			for _, sample := range []struct {
 				raw   json.RawMessage
 				valid bool
@@ -110,7 +133,22 @@ func TestGolden(t *testing.T) {
 						}
 					}
 					t.Logf("%s -> %v", vj, vs)
+					pin, _ := json.Marshal(map[string]any{"value": v, "violations": vs})
+					pinned = append(pinned, pin)
 				}
+			}
+			got, _ := json.MarshalIndent(pinned, "", "  ")
+			got = append(got, '\n')
+			violationsPath := strings.TrimSuffix(f, ".json") + ".violations.json"
+			if *update {
+				if err := os.WriteFile(violationsPath, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want, err := os.ReadFile(violationsPath); err != nil {
+				t.Errorf("%v (run with -update)", err)
+			} else if string(want) != string(got) {
+				t.Errorf("violations differ from %s (run with -update and review the diff):\n%s", violationsPath, got)
 			}
 		})
 	}

@@ -21,8 +21,10 @@ type rule struct {
 	name string
 	src  string
 	pq   rego.PreparedEvalQuery
-	// cross checks _v0 (the fast predicate) against _s0 (the violations)
-	// when the root has both
+	// cross checks _check (whose first body is the fast predicate) against
+	// _s0 (the violations) when the root has both: _check is [] exactly
+	// when _s0 is, and when the fast path refuses a value _s0 accepts,
+	// _check says so with an internal-error violation
 	cross *rego.PreparedEvalQuery
 }
 
@@ -51,8 +53,8 @@ func prepareAt(schema any, prefix string) (*rule, error) {
 		return nil, fmt.Errorf("prepare: %w\n%s", err, src)
 	}
 	r := &rule{name: name, src: src, pq: pq}
-	if strings.Contains(src, "\n_v0(v) if") && strings.Contains(src, "\n_s0(v, p) :=") {
-		q := fmt.Sprintf("fast := count([1 | data.mcpx.rules.%[1]s._v0(input)]); full := count(data.mcpx.rules.%[1]s._s0(input, \"\"))", name)
+	if strings.Contains(src, "\n_check(v, p) := [] if {") && strings.Contains(src, "\n_s0(v, p) :=") {
+		q := fmt.Sprintf("fast := count(data.mcpx.rules.%[1]s._check(input, \"\")); full := count(data.mcpx.rules.%[1]s._s0(input, \"\"))", name)
 		cq, err := rego.New(rego.Query(q), rego.Module("generated.rego", src), rego.StrictBuiltinErrors(true)).PrepareForEval(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("prepare cross check: %w", err)
@@ -77,8 +79,8 @@ func (r *rule) violations(instance any) ([]any, error) {
 			return nil, fmt.Errorf("cross check: result %v", rs)
 		}
 		fast, full := rs[0].Bindings["fast"], rs[0].Bindings["full"]
-		if (fmt.Sprint(fast) == "1") != (fmt.Sprint(full) == "0") {
-			return nil, fmt.Errorf("fast path valid=%v but full path found %v violations", fast, full)
+		if (fmt.Sprint(fast) == "0") != (fmt.Sprint(full) == "0") {
+			return nil, fmt.Errorf("_check found %v violations but the full path %v", fast, full)
 		}
 	}
 	return r.eval(v)

@@ -13,12 +13,11 @@ var helperSrc = map[string]string{
 
 	// integer = a number whose value has no fractional part, decided on
 	// its decimal text (1.0, 1e308 and 1e400 are integers)
+	// (the first body is the common case: a number written without a
+	// fraction or an exponent)
 	"_is_int": `_is_int(v) if {
 	is_number(v)
-	t := json.marshal(v)
-	not contains(t, ".")
-	not contains(t, "e")
-	not contains(t, "E")
+	regex.match(` + "`" + `^-?[0-9]+$` + "`" + `, json.marshal(v))
 }
 
 _is_int(v) if {

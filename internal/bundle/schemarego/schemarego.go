@@ -3,11 +3,15 @@
 //
 // The schema is validated and its references resolved by
 // santhosh-tekuri/jsonschema/v6; the compiled *jsonschema.Schema is then
-// walked and every subschema becomes its own Rego function, so the module is
-// straight-line code without recursion. The module is built as OPA AST from
-// fixed templates whose user-supplied parts (property names, patterns, enum
-// values, numbers) are inserted as AST terms, never as source text, and is
-// printed with OPA's formatter.
+// walked twice, so the module is straight-line code without recursion: once
+// for the fast predicate "the value is valid", the first body of _check,
+// into which a subschema used in one place is copied (valid.go), and once
+// for the violation functions, one per subschema, which run only for an
+// invalid value (violations.go). The module is built as OPA AST from fixed
+// templates whose user-supplied parts (property names, patterns, enum
+// values, numbers) are inserted as AST terms, never as source text, is
+// printed with OPA's formatter, and is checked to re-parse to that AST and
+// to compile (module.go).
 //
 // Anything the generated code could not decide exactly is refused with an
 // *Error instead of being evaluated approximately: see Compile.
@@ -76,7 +80,10 @@ func Compile(schema any, name string) (string, error) {
 		return "", err
 	}
 	g := newGen(raw)
-	// the root's predicate is _v0 and its violation function _s0
+	g.root = sch
+	g.countUses(sch)
+	// the root's predicate is _v0 (the first body of _check) and its
+	// violation function _s0
 	rv, err := g.valid(sch)
 	if err != nil {
 		return "", err

@@ -2,7 +2,6 @@ package schemarego
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -38,7 +37,7 @@ func (g *gen) inPlace(s *jsonschema.Schema) ([]inPlaceChild, error) {
 		}
 		conds := append([]string{}, pre...)
 		if !r.isTrue {
-			conds = append(conds, r.call("v"))
+			conds = append(conds, g.pred(r, "v"))
 		}
 		out = append(out, inPlaceChild{c, conds})
 		return nil
@@ -72,7 +71,7 @@ func (g *gen) inPlace(s *jsonschema.Schema) ([]inPlaceChild, error) {
 		if s.Then != nil && !ri.isFal {
 			pre := []string{}
 			if !ri.isTrue {
-				pre = append(pre, ri.call("v"))
+				pre = append(pre, g.pred(ri, "v"))
 			}
 			if err := add(s.Then, pre...); err != nil {
 				return nil, err
@@ -81,7 +80,7 @@ func (g *gen) inPlace(s *jsonschema.Schema) ([]inPlaceChild, error) {
 		if s.Else != nil && !ri.isTrue {
 			pre := []string{}
 			if !ri.isFal {
-				pre = append(pre, "not "+ri.call("v"))
+				pre = append(pre, "not "+g.pred(ri, "v"))
 			}
 			if err := add(s.Else, pre...); err != nil {
 				return nil, err
@@ -151,7 +150,7 @@ func (g *gen) evalItems(s *jsonschema.Schema, includeU bool) (evalRes, error) {
 			g.evals[key] = evalRes{all: true}
 			return evalRes{all: true}, nil
 		case !r.isFal:
-			bodies = append(bodies, []string{r.call("v[i]")})
+			bodies = append(bodies, []string{g.pred(r, "v[i]")})
 		}
 	}
 	return g.evalChildren(s, key, "_q", "i", g.evalItems, bodies)
@@ -201,7 +200,7 @@ func (g *gen) evalEmit(key evalKey, prefix string, bodies [][]string) (evalRes, 
 		arg = "i"
 	}
 	for _, b := range bodies {
-		g.emit("%s(v, %s) if {\n%s\n}", name, arg, strings.Join(g.launder(b, "v"), "\n"))
+		g.emitBody(fmt.Sprintf("%s(v, %s)", name, arg), []string{"v", arg}, b)
 	}
 	r := evalRes{name: name}
 	g.evals[key] = r
@@ -248,7 +247,7 @@ func (g *gen) unevaluatedCond(s, sub *jsonschema.Schema, keyword, key string, ev
 		g.emit("%s(v, %s, _) if %s(v, %s)", h, key, e.name, key)
 	}
 	if !r.isFal {
-		g.emit("%s(_, _, x) if {\n%s\n}", h, g.inl(r, "x"))
+		g.emitBody(h+"(_, _, x)", []string{"x"}, g.inl(r, "x"))
 	}
 	if e.name == "" && r.isFal {
 		return []string{"count(v) == 0"}, nil
@@ -258,16 +257,16 @@ func (g *gen) unevaluatedCond(s, sub *jsonschema.Schema, keyword, key string, ev
 
 // unevaluatedParts are the violation functions of s's unevaluated*
 // keywords.
-func (g *gen) unevaluatedParts(s *jsonschema.Schema, name func(string) string) ([]string, error) {
+func (g *gen) unevaluatedParts(s *jsonschema.Schema) ([]string, error) {
 	var parts []string
 	type spec struct {
-		kw, guard, ix, path string
-		sub                 *jsonschema.Schema
-		eval                func() (evalRes, error)
+		kw, guard, ix string
+		sub           *jsonschema.Schema
+		eval          func() (evalRes, error)
 	}
 	for _, sp := range []spec{
-		{"unevaluatedProperties", "is_object(v)", "k", `concat("/", [p, _esc(k)])`, s.UnevaluatedProperties, func() (evalRes, error) { return g.evalProps(s, false) }},
-		{"unevaluatedItems", "is_array(v)", "i", `concat("/", [p, format_int(i, 10)])`, s.UnevaluatedItems, func() (evalRes, error) { return g.evalItems(s, false) }},
+		{"unevaluatedProperties", "is_object(v)", "k", s.UnevaluatedProperties, func() (evalRes, error) { return g.evalProps(s, false) }},
+		{"unevaluatedItems", "is_array(v)", "i", s.UnevaluatedItems, func() (evalRes, error) { return g.evalItems(s, false) }},
 	} {
 		if sp.sub == nil {
 			continue
@@ -289,17 +288,20 @@ func (g *gen) unevaluatedParts(s *jsonschema.Schema, name func(string) string) (
 		if isTrue {
 			continue
 		}
-		cond := ""
+		ix, x := g.local(), g.local()
+		path := fmt.Sprintf(`concat("/", [p, format_int(%s, 10)])`, ix)
+		if sp.ix == "k" {
+			path = fmt.Sprintf(`concat("/", [p, _esc(%s)])`, ix)
+		}
+		body := []string{sp.guard, fmt.Sprintf("some %s, %s in v", ix, x)}
 		if e.name != "" {
-			cond = fmt.Sprintf("; not %s(v, %s)", e.name, sp.ix)
+			body = append(body, fmt.Sprintf("not %s(v, %s)", e.name, ix))
 		}
-		var expr string
 		if isFalse {
-			expr = fmt.Sprintf("[%s | some %s, e in v%s]", viol(sp.path, "e", sp.kw, "false"), sp.ix, cond)
+			parts = append(parts, g.compr(viol(path, x, sp.kw, "false"), body...))
 		} else {
-			expr = fmt.Sprintf("[x | some %s, e in v%s; some x in %s(e, %s)]", sp.ix, cond, n, sp.path)
+			parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, x, path), body...))
 		}
-		parts = append(parts, g.listFn(name(sp.kw), expr, sp.guard))
 	}
 	return parts, nil
 }

@@ -1,196 +1,200 @@
 package schemarego
 
 import (
+	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// The fast path. For every subschema the module also has a predicate
-// _vN(v), true iff v is valid: one straight-line rule body that stops at
-// the first failing condition and builds no violation objects. _check
-// returns [] as soon as the root predicate holds, and only an invalid value
-// pays for collecting violations. The combinators of the violation
-// functions use the predicates too.
+// The fast path. For every subschema the generator knows "v is valid" as a
+// list of conditions on v, evaluated in order and stopping at the first
+// that fails; the root's conditions are the first body of _check, so a
+// valid value costs one straight-line rule body and builds no violation
+// objects. Only an invalid value pays for collecting violations.
+//
+// A subschema's conditions are copied into the body that uses them (with
+// its local variables renamed) when it is used once or is small; otherwise
+// they become a predicate _vN(v), written the first time it is called. The
+// combinators of the violation functions call the predicates too.
+//
+// What a body evaluates is what costs: OPA's evaluator charges about a
+// microsecond per expression and several per function call, so the
+// conditions use the subject directly, bind a member once, and use a
+// helper function only for a disjunction (a type guard, an optional member
+// without a witness, anyOf, if/then/else, …).
 
 type vres struct {
 	name          string
 	isTrue, isFal bool
-	// conds are the predicate's conditions on v when they are few and
-	// simple (no local variables), so callers may inline them
+	// conds are the conditions on v, one expression (or block) each; local
+	// variables are named xN
 	conds []string
+	// inline: users copy conds instead of calling name
+	inline bool
+	// guards are the conditions of conds that are type-guard calls
+	guards map[string]*guardGroup
+	// known is the one JSON type a valid value has, when conds test it
+	// first ("" otherwise)
+	known string
 }
 
-// call is the Rego expression "x is valid against r" as a function call.
-func (r vres) call(x string) string {
-	switch {
-	case r.isTrue:
-		return "true"
-	case r.isFal:
-		return "false"
-	}
-	return fmt.Sprintf("%s(%s)", r.name, x)
-}
-
-var (
-	vWord   = regexp.MustCompile(`\bv\b`)
-	aliasRE = regexp.MustCompile(`^x[0-9]+ := `)
-	simpleX = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
-)
-
-// inl is "x is valid against r" as conditions, one a line, inlined when r
-// is simple; x that is not a plain variable is bound to a fresh one first.
-func (g *gen) inl(r vres, x string) string {
-	if r.conds == nil {
-		if simpleX.MatchString(x) {
-			return r.call(x)
-		}
-		return strings.Join(g.launder([]string{r.call("v")}, x), "\n")
-	}
-	return strings.Join(g.launder(r.conds, x), "\n")
-}
-
-// launder gives every condition that mentions v its own copy of arg
-// (xN := arg) and rewrites v to that copy. OPA's type checker narrows a
-// variable's type with each condition (v == 1 makes v a number, count(v)
-// a collection, a call the callee's parameter type) and refuses a body
-// whose narrowings conflict, even one that is merely false for some
-// values or that negates them; a fresh copy per condition has nothing to
-// conflict with. The copies cost one assignment each.
-func (g *gen) launder(conds []string, arg string) []string {
-	out := make([]string, 0, 2*len(conds))
-	for _, c := range conds {
-		if !vWord.MatchString(c) || aliasRE.MatchString(c) {
-			out = append(out, c)
-			continue
-		}
-		g.fresh++
-		x := fmt.Sprintf("x%d", g.fresh)
-		out = append(out, fmt.Sprintf("%s := %s", x, arg), vWord.ReplaceAllString(c, x))
-	}
-	return out
-}
-
-// inlSemi is inl for a comprehension body.
-func (g *gen) inlSemi(r vres, x string) string {
-	return strings.ReplaceAll(g.inl(r, x), "\n", "; ")
-}
-
-func inlinable(conds []string) bool {
-	if len(conds) > 6 {
-		return false
-	}
-	for _, c := range conds {
-		if !vWord.MatchString(c) {
-			return false // an every or comprehension would declare an unused variable
-		}
-		if strings.Contains(c, ":=") || strings.Contains(c, "every") || strings.Contains(c, "some ") ||
-			strings.Contains(c, "|") || strings.Contains(c, "\n") {
-			return false
-		}
-	}
-	return true
-}
-
-// valid generates the predicate of s.
-func (g *gen) valid(s *jsonschema.Schema) (vres, error) {
+// valid returns the predicate of s.
+func (g *gen) valid(s *jsonschema.Schema) (*vres, error) {
 	if s.Bool != nil {
-		return vres{isTrue: *s.Bool, isFal: !*s.Bool}, nil
+		return &vres{isTrue: *s.Bool, isFal: !*s.Bool}, nil
 	}
 	if r, ok := g.vnames[s]; ok {
 		return r, nil
 	}
 	if g.vstack[s] {
-		return vres{}, &Error{Keyword: "$ref", Pointer: pointerOf(s.Location), Msg: "recursive $ref: the generated Rego cannot recurse"}
+		return nil, &Error{Keyword: "$ref", Pointer: pointerOf(s.Location), Msg: "recursive $ref: the generated Rego cannot recurse"}
 	}
 	g.vstack[s] = true
 	defer delete(g.vstack, s)
 	if err := g.unsupported(s); err != nil {
-		return vres{}, err
+		return nil, err
 	}
 	fn := fmt.Sprintf("_v%d", g.vn)
 	g.vn++
-	conds, err := g.validConds(s, fn)
+	conds, guards, err := g.validConds(s, fn)
 	if err != nil {
-		return vres{}, err
+		return nil, err
 	}
-	r := vres{name: fn}
-	if inlinable(conds) {
-		r.conds = conds
-	}
+	r := &vres{name: fn, conds: conds, guards: guards, known: g.knownOf[s]}
 	for _, c := range conds {
 		if c == "false" {
-			r = vres{isFal: true}
-			g.vnames[s] = r
-			return r, nil
+			r = &vres{isFal: true}
+			break
 		}
 	}
 	if len(conds) == 0 {
-		r = vres{isTrue: true}
-	} else {
-		g.emit("%s(v) if {\n%s\n}", fn, strings.Join(g.launder(conds, "v"), "\n"))
+		r = &vres{isTrue: true}
 	}
+	// a schema used in one place is copied there; one used in several
+	// (through $ref) only when it is small
+	r.inline = g.uses[s] <= 1 || (len(conds) <= 4 && !strings.Contains(strings.Join(conds, ""), "\n"))
 	g.vnames[s] = r
 	return r, nil
 }
 
-func (g *gen) validConds(s *jsonschema.Schema, fn string) ([]string, error) {
+// countUses counts, for every subschema reachable from s, the places that
+// apply it.
+func (g *gen) countUses(s *jsonschema.Schema) {
+	if s == nil || g.counted[s] {
+		return
+	}
+	g.counted[s] = true
+	var kids []*jsonschema.Schema
+	kids = append(kids, s.Ref, s.Items2020, s.Contains, s.PropertyNames, s.Not, s.If, s.Then, s.Else,
+		s.UnevaluatedProperties, s.UnevaluatedItems)
+	kids = append(kids, s.PrefixItems...)
+	kids = append(kids, s.AllOf...)
+	kids = append(kids, s.AnyOf...)
+	kids = append(kids, s.OneOf...)
+	for _, c := range s.Properties {
+		kids = append(kids, c)
+	}
+	for _, c := range s.PatternProperties {
+		kids = append(kids, c)
+	}
+	for _, c := range s.DependentSchemas {
+		kids = append(kids, c)
+	}
+	if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		kids = append(kids, ap)
+	}
+	for _, c := range kids {
+		if c != nil {
+			g.uses[c]++
+			g.countUses(c)
+		}
+	}
+}
+
+func (g *gen) validConds(s *jsonschema.Schema, fn string) ([]string, map[string]*guardGroup, error) {
 	var conds []string
 	k := 0
 	helper := func(kw string) string {
 		k++
 		return fmt.Sprintf("%s_%s%d", fn, kw, k)
 	}
-	// the single type the type keyword guarantees, if any
+	// the single type the type keyword guarantees, if any, and whether a
+	// value of JSON type t can pass it
 	known := ""
+	allowed := func(string) bool { return true }
 	if s.Types != nil {
 		ts := s.Types.ToStrings()
-		if len(ts) == 1 || (len(ts) == 2 && ts[0] == "number" && ts[1] == "integer") {
+		set := map[string]bool{}
+		for _, t := range ts {
+			set[t] = true
+		}
+		allowed = func(t string) bool { return set[t] || (t == "number" && set["integer"]) }
+		switch {
+		case len(ts) == 1 || (len(ts) == 2 && set["number"] && set["integer"]):
 			known = ts[0]
-			conds = append(conds, typeTest(g, ts[0]))
-		} else {
+			if set["number"] {
+				known = "number"
+			}
+			conds = append(conds, typeTest(g, known))
+		case set["integer"] && !set["number"]:
 			h := helper("type")
 			for _, t := range ts {
-				if t == "integer" && strings.Contains(strings.Join(ts, " "), "number") {
-					continue
-				}
-				g.emit("%s(v) if %s", h, typeTest(g, t))
+				g.emitBody(h+"(v)", []string{"v"}, []string{typeTest(g, t)})
 			}
 			conds = append(conds, h+"(v)")
+		default:
+			names := ast.NewSet()
+			for _, t := range ts {
+				if t != "integer" {
+					names.Add(ast.StringTerm(t))
+				}
+			}
+			conds = append(conds, fmt.Sprintf("type_name(v) in %s", g.ct(ast.NewTerm(names))))
 		}
 	}
 	if s.Ref != nil {
 		r, err := g.valid(s.Ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !r.isTrue {
-			conds = append(conds, g.inl(r, "v"))
+		conds = append(conds, g.inlK(r, "v", known)...)
+		if known == "" && r.known != "" {
+			// the referenced schema's type test comes first
+			known = r.known
 		}
 	}
 	if s.Enum != nil {
 		conds = append(conds, fmt.Sprintf("v in %s", g.c(s.Enum.Values)))
 	}
 	if s.Const != nil {
-		conds = append(conds, fmt.Sprintf("v == %s", g.c(*s.Const)))
+		// not v == c, which OPA compiles to the unification v = c: in a
+		// comprehension's body that makes v an output, and OPA's
+		// comprehension indexing would then evaluate the body with v unbound
+		conds = append(conds, fmt.Sprintf("v in [%s]", g.c(*s.Const)))
 	}
 
-	// guarded groups: conditions that apply only to one JSON type
+	// guarded groups: conditions that apply only to one JSON type, in a
+	// helper "not of type t, or the conditions hold", written if used
+	guards := map[string]*guardGroup{}
 	guard := func(t, isT string, cs []string) {
-		if len(cs) == 0 {
-			return
-		}
-		if known == t || (t == "number" && known == "integer") {
+		switch {
+		case len(cs) == 0 || !allowed(t):
+			// the type keyword already refuses every value of type t
+		case known == t || (t == "number" && known == "integer"):
 			conds = append(conds, cs...)
-			return
+		case known != "":
+			// a value of type known is not of type t
+		default:
+			h := helper(t)
+			gg := &guardGroup{h, h + "(v)", t, isT + "(v)", cs}
+			guards[gg.call] = gg
+			g.guards = append(g.guards, gg)
+			g.anyFn[h] = true // both bodies start with the type test
+			conds = append(conds, gg.call)
 		}
-		h := helper(t)
-		g.emit("%s(v) if not %s(v)", h, isT)
-		g.emit("%s(v) if {\n%s(v)\n%s\n}", h, isT, strings.Join(g.launder(cs, "v"), "\n"))
-		conds = append(conds, h+"(v)")
 	}
 
 	// numbers
@@ -227,27 +231,55 @@ func (g *gen) validConds(s *jsonschema.Schema, fn string) ([]string, error) {
 
 	ac, err := g.validArray(s, helper)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	guard("array", "is_array", ac)
-
 	oc, err := g.validObject(s, helper)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	up, ui, err := g.validUnevaluated(s, helper)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	guard("array", "is_array", ui)
+	guard("array", "is_array", append(ac, ui...))
 	guard("object", "is_object", append(oc, up...))
 
-	cc, err := g.validCombinators(s, helper)
+	cc, err := g.validCombinators(s, helper, known)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	conds = append(conds, cc...)
-	return conds, nil
+	g.knownOf[s] = known
+	if gg, ok := guards[strings.Join(conds, "")]; ok && s == g.root {
+		// the root is one guarded group: _check tests the type itself
+		g.rootGuard = gg
+	}
+	return conds, guards, nil
+}
+
+// guardGroup is the helper name(v), "v is not of type t, or the
+// conditions hold"; test is the type test. It is written when a module's
+// code calls it (emitGuards).
+type guardGroup struct {
+	name, call, t, test string
+	conds               []string
+}
+
+// emitGuards writes the guard helpers that the module calls, until none
+// that is called is missing.
+func (g *gen) emitGuards() {
+	done := map[string]bool{}
+	for more := true; more; {
+		more = false
+		for _, gg := range g.guards {
+			if done[gg.name] || !strings.Contains(g.src.String(), gg.name+"(") {
+				continue
+			}
+			done[gg.name], more = true, true
+			g.emitBody(gg.call, []string{"v"}, []string{"not " + gg.test})
+			g.emitBody(gg.call, []string{"v"}, append([]string{gg.test}, gg.conds...))
+		}
+	}
 }
 
 func typeTest(g *gen, t string) string {
@@ -284,10 +316,10 @@ func (g *gen) validArray(s *jsonschema.Schema, helper func(string) string) ([]st
 			continue
 		}
 		h := helper("prefixItems")
-		g.emit("%s(v) if count(v) <= %d", h, i)
 		if !r.isFal {
-			g.emit("%s(v) if {\n%s\n}", h, g.inl(r, fmt.Sprintf("v[%d]", i)))
+			g.emitBody(h+"(v)", []string{"v"}, g.inl(r, fmt.Sprintf("v[%d]", i)))
 		}
+		g.emit("%s(v) if count(v) <= %d", h, i)
 		cs = append(cs, h+"(v)")
 	}
 	if s.Items2020 != nil {
@@ -296,14 +328,15 @@ func (g *gen) validArray(s *jsonschema.Schema, helper func(string) string) ([]st
 			return nil, err
 		}
 		n := len(s.PrefixItems)
+		x := g.local()
 		switch {
 		case r.isTrue:
 		case r.isFal:
 			cs = append(cs, fmt.Sprintf("count(v) <= %d", n))
 		case n == 0:
-			cs = append(cs, fmt.Sprintf("every x in v {\n%s\n}", g.inl(r, "x")))
+			cs = append(cs, fmt.Sprintf("every %s in v {\n%s\n}", x, g.scoped(r, x, "\n")))
 		default:
-			cs = append(cs, fmt.Sprintf("every x in array.slice(v, %d, count(v)) {\n%s\n}", n, g.inl(r, "x")))
+			cs = append(cs, fmt.Sprintf("every %s in array.slice(v, %d, count(v)) {\n%s\n}", x, n, g.scoped(r, x, "\n")))
 		}
 	}
 	if s.Contains != nil {
@@ -322,16 +355,17 @@ func (g *gen) validArray(s *jsonschema.Schema, helper func(string) string) ([]st
 		case r.isFal:
 			cnt = "0"
 		default:
-			cnt = fmt.Sprintf("count([1 | some x in v; %s])", g.inlSemi(r, "x"))
+			x := g.local()
+			cnt = fmt.Sprintf("count([1 | some %s in v; %s])", x, g.scoped(r, x, "; "))
 		}
-		if minC > 0 || s.MaxContains != nil {
-			cs = append(cs, "nc := "+cnt)
-			if minC > 0 {
-				cs = append(cs, fmt.Sprintf("nc >= %d", minC))
-			}
-			if s.MaxContains != nil {
-				cs = append(cs, fmt.Sprintf("nc <= %d", *s.MaxContains))
-			}
+		switch {
+		case minC > 0 && s.MaxContains != nil:
+			n := g.local()
+			cs = append(cs, n+" := "+cnt, fmt.Sprintf("%s >= %d", n, minC), fmt.Sprintf("%s <= %d", n, *s.MaxContains))
+		case minC > 0:
+			cs = append(cs, fmt.Sprintf("%s >= %d", cnt, minC))
+		case s.MaxContains != nil:
+			cs = append(cs, fmt.Sprintf("%s <= %d", cnt, *s.MaxContains))
 		}
 	}
 	return cs, nil
@@ -353,33 +387,29 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 		if _, ok := s.Properties[k]; ok {
 			continue // the property's own check reads it, so it must be present
 		}
-		g.helper("_has")
-		cs = append(cs, fmt.Sprintf("_has(v, %s)", g.c(k)))
+		// presence, not truth: a false or null member is present
+		cs = append(cs, fmt.Sprintf("_ = v[%s]", g.c(k)))
 	}
 	for _, key := range sortedKeys(s.Properties) {
-		r, err := g.valid(s.Properties[key])
+		sub := s.Properties[key]
+		r, err := g.valid(sub)
 		if err != nil {
 			return nil, err
 		}
 		kt := g.c(key)
 		switch {
 		case required[key] && r.isTrue:
-			g.helper("_has")
-			cs = append(cs, fmt.Sprintf("_has(v, %s)", kt))
+			cs = append(cs, fmt.Sprintf("_ = v[%s]", kt))
 		case required[key] && r.isFal:
 			cs = append(cs, "false")
 		case required[key]:
-			cs = append(cs, g.inl(r, fmt.Sprintf("v[%s]", kt)))
+			cs = append(cs, g.inl(r, fmt.Sprintf("v[%s]", kt))...)
 		case r.isTrue:
 		case r.isFal:
 			g.helper("_has")
 			cs = append(cs, fmt.Sprintf("not _has(v, %s)", kt))
 		default:
-			g.helper("_has")
-			h := helper("prop")
-			g.emit("%s(v) if not _has(v, %s)", h, kt)
-			g.emit("%s(v) if {\n%s\n}", h, g.inl(r, fmt.Sprintf("v[%s]", g.c(key))))
-			cs = append(cs, h+"(v)")
+			cs = append(cs, g.optional(sub, r, key, helper)...)
 		}
 	}
 	for _, key := range sortedKeys(s.DependentRequired) {
@@ -389,12 +419,12 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 		}
 		g.helper("_has")
 		h := helper("dependentRequired")
-		g.emit("%s(v) if not _has(v, %s)", h, g.c(key))
 		has := make([]string, len(names))
 		for i, n := range names {
-			has[i] = fmt.Sprintf("_has(v, %s)", g.c(n))
+			has[i] = fmt.Sprintf("_ = v[%s]", g.c(n))
 		}
-		g.emit("%s(v) if {\n%s\n}", h, strings.Join(has, "\n"))
+		g.emitBody(h+"(v)", []string{"v"}, has)
+		g.emit("%s(v) if not _has(v, %s)", h, g.c(key))
 		cs = append(cs, h+"(v)")
 	}
 	for _, key := range sortedKeys(s.DependentSchemas) {
@@ -410,22 +440,21 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 			cs = append(cs, fmt.Sprintf("not _has(v, %s)", g.c(key)))
 			continue
 		}
+		body := g.inlK(r, "v", "object")
+		if len(body) == 0 {
+			continue // it holds for every object
+		}
 		h := helper("dependentSchemas")
 		g.emit("%s(v) if not _has(v, %s)", h, g.c(key))
-		g.emit("%s(v) if {\n%s\n}", h, g.inl(r, "v"))
+		g.emitBody(h+"(v)", []string{"v"}, body)
 		cs = append(cs, h+"(v)")
 	}
 	pps := sortedPatternProps(s)
-	var ppr []vres
 	for _, p := range pps {
 		r, err := g.valid(p.sch)
 		if err != nil {
 			return nil, err
 		}
-		ppr = append(ppr, r)
-	}
-	for i, p := range pps {
-		r := ppr[i]
 		if r.isTrue {
 			continue
 		}
@@ -433,15 +462,16 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 		re := g.c(p.src)
 		g.emit("%s(k, _) if not regex.match(%s, k)", h, re)
 		if !r.isFal {
-			g.emit("%s(_, x) if {\n%s\n}", h, g.inl(r, "x"))
+			g.emitBody(h+"(_, x)", []string{"x"}, g.inl(r, "x"))
 		}
-		cs = append(cs, fmt.Sprintf("every k, x in v {\n%s(k, x)\n}", h))
+		a, b := g.local(), g.local()
+		cs = append(cs, fmt.Sprintf("every %s, %s in v {\n%s(%s, %s)\n}", a, b, h, a, b))
 	}
 	if s.AdditionalProperties != nil {
-		var r vres
+		r := &vres{}
 		switch ap := s.AdditionalProperties.(type) {
 		case bool:
-			r = vres{isTrue: ap, isFal: !ap}
+			r = &vres{isTrue: ap, isFal: !ap}
 		case *jsonschema.Schema:
 			var err error
 			if r, err = g.valid(ap); err != nil {
@@ -451,11 +481,7 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 		if !r.isTrue {
 			var knownConds []string
 			if len(s.Properties) > 0 {
-				set := ast.NewSet()
-				for k := range s.Properties {
-					set.Add(ast.StringTerm(k))
-				}
-				knownConds = append(knownConds, fmt.Sprintf("k in %s", g.ct(ast.NewTerm(set))))
+				knownConds = append(knownConds, fmt.Sprintf("k in %s", g.ct(ast.NewTerm(keySet(s.Properties)))))
 			}
 			for _, p := range pps {
 				knownConds = append(knownConds, fmt.Sprintf("regex.match(%s, k)", g.c(p.src)))
@@ -464,23 +490,21 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 			case len(knownConds) == 0 && r.isFal:
 				cs = append(cs, "count(v) == 0")
 			case len(knownConds) == 0:
-				cs = append(cs, fmt.Sprintf("every x in v {\n%s\n}", g.inl(r, "x")))
-			case len(knownConds) == 1 && len(s.Properties) > 0 && r.isFal:
+				x := g.local()
+				cs = append(cs, fmt.Sprintf("every %s in v {\n%s\n}", x, g.scoped(r, x, "\n")))
+			case len(pps) == 0 && r.isFal:
 				// only the declared properties: drop them, nothing may remain
-				set := ast.NewSet()
-				for k := range s.Properties {
-					set.Add(ast.StringTerm(k))
-				}
-				cs = append(cs, fmt.Sprintf("count(object.remove(v, %s)) == 0", g.ct(ast.NewTerm(set))))
+				cs = append(cs, fmt.Sprintf("count(object.remove(v, %s)) == 0", g.ct(ast.NewTerm(keySet(s.Properties)))))
 			default:
 				h := helper("additionalProperties")
 				for _, kc := range knownConds {
 					g.emit("%s(k, _) if %s", h, kc)
 				}
 				if !r.isFal {
-					g.emit("%s(_, x) if {\n%s\n}", h, g.inl(r, "x"))
+					g.emitBody(h+"(_, x)", []string{"x"}, g.inl(r, "x"))
 				}
-				cs = append(cs, fmt.Sprintf("every k, x in v {\n%s(k, x)\n}", h))
+				a, b := g.local(), g.local()
+				cs = append(cs, fmt.Sprintf("every %s, %s in v {\n%s(%s, %s)\n}", a, b, h, a, b))
 			}
 		}
 	}
@@ -494,25 +518,82 @@ func (g *gen) validObject(s *jsonschema.Schema, helper func(string) string) ([]s
 		case r.isFal:
 			cs = append(cs, "count(v) == 0")
 		default:
-			cs = append(cs, fmt.Sprintf("every k, _ in v {\n%s\n}", g.inl(r, "k")))
+			x := g.local()
+			cs = append(cs, fmt.Sprintf("every %s, _ in v {\n%s\n}", x, g.scoped(r, x, "\n")))
 		}
 	}
 	return cs, nil
 }
 
-func (g *gen) validCombinators(s *jsonschema.Schema, helper func(string) string) ([]string, error) {
+func keySet[V any](m map[string]V) ast.Set {
+	set := ast.NewSet()
+	for k := range m {
+		set.Add(ast.StringTerm(k))
+	}
+	return set
+}
+
+// optional is "member key of v is absent or valid against r". With a
+// witness w, a value that sub accepts, it is r's conditions on
+// object.get(v, key, w): an absent member is replaced by a valid one, and
+// no function is called. Without one it is a helper with two bodies, the
+// present member's first.
+func (g *gen) optional(sub *jsonschema.Schema, r *vres, key string, helper func(string) string) []string {
+	kt := g.c(key)
+	if w, ok := witness(sub, g.rawOf(sub)); ok {
+		x := g.local()
+		return append([]string{fmt.Sprintf("%s := object.get(v, %s, %s)", x, kt, g.c(w))}, g.inl(r, x)...)
+	}
+	g.helper("_has")
+	h := helper("prop")
+	g.emitBody(h+"(v)", []string{"v"}, g.inl(r, fmt.Sprintf("v[%s]", kt)))
+	g.emit("%s(v) if not _has(v, %s)", h, kt)
+	return []string{h + "(v)"}
+}
+
+// witness returns a small value that s accepts, if one of a few simple
+// candidates is: the const, an enum value, a default or example, the
+// bounds, or an empty or zero value of each type. santhosh v6 decides; the
+// generated predicate agrees with it on every value.
+func witness(s *jsonschema.Schema, raw map[string]any) (any, bool) {
+	var cands []any
+	if s.Const != nil {
+		cands = append(cands, *s.Const)
+	}
+	if s.Enum != nil {
+		cands = append(cands, s.Enum.Values...)
+	}
+	for _, kw := range []string{"default", "minimum", "maximum"} {
+		if v, ok := raw[kw]; ok {
+			cands = append(cands, v)
+		}
+	}
+	if ex, ok := raw["examples"].([]any); ok {
+		cands = append(cands, ex...)
+	}
+	cands = append(cands, nil, false, true, json.Number("0"), json.Number("1"), "", []any{}, map[string]any{})
+	for i, c := range cands {
+		if i >= 16 {
+			break
+		}
+		if s.Validate(c) == nil {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+func (g *gen) validCombinators(s *jsonschema.Schema, helper func(string) string, known string) ([]string, error) {
 	var cs []string
 	for _, c := range s.AllOf {
 		r, err := g.valid(c)
 		if err != nil {
 			return nil, err
 		}
-		if !r.isTrue {
-			cs = append(cs, g.inl(r, "v"))
-		}
+		cs = append(cs, g.inlK(r, "v", known)...)
 	}
 	if len(s.AnyOf) > 0 {
-		var rs []vres
+		var rs []*vres
 		anyTrue := false
 		for _, c := range s.AnyOf {
 			r, err := g.valid(c)
@@ -528,12 +609,12 @@ func (g *gen) validCombinators(s *jsonschema.Schema, helper func(string) string)
 		case anyTrue:
 		case len(rs) == 0:
 			cs = append(cs, "false")
+		case len(rs) == 1:
+			cs = append(cs, g.inlK(rs[0], "v", known)...)
 		default:
-			h := helper("anyOf")
-			for _, r := range rs {
-				g.emit("%s(v) if {\n%s\n}", h, g.inl(r, "v"))
+			if c := g.anyOfPred(s, rs, helper("anyOf"), known); c != "true" {
+				cs = append(cs, c)
 			}
-			cs = append(cs, h+"(v)")
 		}
 	}
 	if len(s.OneOf) > 0 {
@@ -543,17 +624,26 @@ func (g *gen) validCombinators(s *jsonschema.Schema, helper func(string) string)
 			if err != nil {
 				return nil, err
 			}
-			switch {
-			case r.isTrue:
-				terms = append(terms, "1")
+			switch c := g.inlFlatK(r, "v", known); {
 			case r.isFal:
+			case len(c) == 0: // the branch holds (for a value of type known)
+				terms = append(terms, "1")
 			default:
-				terms = append(terms, fmt.Sprintf("count([1 | %s])", g.inlSemi(r, "v")))
+				terms = append(terms, fmt.Sprintf("count([1 | %s])", strings.Join(c, "; ")))
 			}
 		}
-		if len(terms) == 0 {
+		ones := 0
+		for _, t := range terms {
+			if t == "1" {
+				ones++
+			}
+		}
+		switch {
+		case len(terms) == 0 || ones > 1:
 			cs = append(cs, "false")
-		} else {
+		case ones == 1 && len(terms) == 1:
+			// the one branch that always holds
+		default:
 			cs = append(cs, strings.Join(terms, " + ")+" == 1")
 		}
 	}
@@ -567,52 +657,135 @@ func (g *gen) validCombinators(s *jsonschema.Schema, helper func(string) string)
 			cs = append(cs, "false")
 		case r.isFal:
 		default:
-			cs = append(cs, "not "+r.call("v"))
+			cs = append(cs, "not "+g.pred(r, "v"))
 		}
 	}
 	if s.If != nil && (s.Then != nil || s.Else != nil) {
-		ri, err := g.valid(s.If)
+		c, err := g.validIf(s, helper, known)
 		if err != nil {
 			return nil, err
 		}
-		branch := func(c *jsonschema.Schema) (vres, error) {
-			if c == nil {
-				return vres{isTrue: true}, nil
-			}
-			return g.valid(c)
-		}
-		rt, err := branch(s.Then)
-		if err != nil {
-			return nil, err
-		}
-		re, err := branch(s.Else)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case ri.isTrue:
-			if !rt.isTrue {
-				cs = append(cs, g.inl(rt, "v"))
-			}
-		case ri.isFal:
-			if !re.isTrue {
-				cs = append(cs, g.inl(re, "v"))
-			}
-		case rt.isTrue && re.isTrue:
-		default:
-			h := helper("if")
-			if !rt.isFal {
-				g.emit("%s(v) if {\n%s\n%s\n}", h, g.inl(ri, "v"), g.inl(rt, "v"))
-			}
-			if !re.isFal {
-				g.emit("%s(v) if {\nnot %s\n%s\n}", h, ri.call("v"), g.inl(re, "v"))
-			}
-			if rt.isFal && re.isFal {
-				cs = append(cs, "false")
-			} else {
-				cs = append(cs, h+"(v)")
-			}
-		}
+		cs = append(cs, c...)
 	}
 	return cs, nil
+}
+
+// validIf is the condition of if/then/else: "if and then, or not if and
+// else", as a helper with an else chain, so the if conditions are tested
+// without a call and a failed then is not retried as an else.
+func (g *gen) validIf(s *jsonschema.Schema, helper func(string) string, known string) ([]string, error) {
+	ri, err := g.valid(s.If)
+	if err != nil {
+		return nil, err
+	}
+	branch := func(c *jsonschema.Schema) (*vres, error) {
+		if c == nil {
+			return &vres{isTrue: true}, nil
+		}
+		return g.valid(c)
+	}
+	rt, err := branch(s.Then)
+	if err != nil {
+		return nil, err
+	}
+	re, err := branch(s.Else)
+	if err != nil {
+		return nil, err
+	}
+	// the conditions of each, for a value of type known; empty: it holds
+	var ic, tc, ec []string
+	if !ri.isFal {
+		ic = g.inlK(ri, "v", known)
+	}
+	if !rt.isFal {
+		tc = g.inlK(rt, "v", known)
+	}
+	if !re.isFal {
+		ec = g.inlK(re, "v", known)
+	}
+	switch {
+	case ri.isFal && re.isFal, !ri.isFal && len(ic) == 0 && rt.isFal:
+		return []string{"false"}, nil
+	case ri.isFal:
+		return ec, nil
+	case len(ic) == 0:
+		return tc, nil
+	case !rt.isFal && len(tc) == 0 && !re.isFal && len(ec) == 0:
+		return nil, nil
+	case rt.isFal && re.isFal:
+		return []string{"false"}, nil
+	case re.isFal:
+		// not if is invalid: if and then must hold
+		return append(ic, tc...), nil
+	}
+	h := helper("if")
+	block := func(cs []string) string {
+		return " if {\n" + strings.Join(g.typed([]string{"v"}, cs), "\n") + "\n}"
+	}
+	text := h + "(v)"
+	if rt.isFal {
+		text += " := false" + block(ic)
+	} else {
+		text += block(append(append([]string{}, ic...), tc...))
+		if len(tc) > 0 {
+			text += " else := false" + block(ic)
+		}
+	}
+	// written as OPA prints it: "else := true if" is "else if"
+	if len(ec) > 0 {
+		text += " else" + block(ec)
+	} else {
+		text += " else := true"
+	}
+	g.emit("%s", text)
+	return []string{h + "(v)"}, nil
+}
+
+// anyOfPred is "v is valid against one of rs" (the branches of s's anyOf
+// that are not false) as one expression, v known to be of type known ("" if
+// not); the helper it may need, named h, is shared by the predicate and the
+// violation function of s when neither knows v's type.
+func (g *gen) anyOfPred(s *jsonschema.Schema, rs []*vres, h, known string) string {
+	var live []*vres
+	var bodies [][]string
+	for _, r := range rs {
+		if r.isTrue {
+			return "true"
+		}
+		if r.isFal {
+			continue
+		}
+		live = append(live, r)
+		if known != "" {
+			b := g.inlK(r, "v", known)
+			if len(b) == 0 {
+				return "true" // the branch holds for a value of type known
+			}
+			bodies = append(bodies, b)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return "false"
+	case 1:
+		return g.pred(live[0], "v")
+	}
+	key := anyOfKey{s, known}
+	if name, ok := g.anyOfs[key]; ok {
+		return name + "(v)"
+	}
+	g.anyOfs[key] = h
+	for i, r := range live {
+		if known != "" {
+			g.emitBody(h+"(v)", []string{"v"}, bodies[i])
+		} else {
+			g.emitBody(h+"(v)", []string{"v"}, g.inl(r, "v"))
+		}
+	}
+	return h + "(v)"
+}
+
+type anyOfKey struct {
+	s     *jsonschema.Schema
+	known string
 }

@@ -14,9 +14,11 @@ import (
 // The violation functions: _sN(v, p) is the array of violations of v
 // against subschema N, p being v's JSON Pointer. They run only for a value
 // whose predicate failed (see valid.go), and report every failed
-// constraint.
+// constraint. Each keyword's check is an array comprehension in _sN's
+// value, [violation | conditions], so a schema costs one rule rather than
+// a rule and a default per keyword.
 
-// parts generates the checks of s and returns their call expressions.
+// parts generates the checks of s and returns them as array expressions.
 func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 	if s.Bool != nil {
 		if *s.Bool {
@@ -79,14 +81,14 @@ func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 				conds = append(conds, "not is_object(v)")
 			}
 		}
-		parts = append(parts, g.checkFn(name("type"), "type", g.expected(raw, "type", ts), strings.Join(conds, "\n")))
+		parts = append(parts, g.check("type", g.expected(raw, "type", ts), conds...))
 	}
 	if s.Enum != nil {
-		parts = append(parts, g.checkFn(name("enum"), "enum", g.expected(raw, "enum", s.Enum.Values),
+		parts = append(parts, g.check("enum", g.expected(raw, "enum", s.Enum.Values),
 			fmt.Sprintf("not v in %s", g.c(s.Enum.Values))))
 	}
 	if s.Const != nil {
-		parts = append(parts, g.checkFn(name("const"), "const", g.expected(raw, "const", *s.Const),
+		parts = append(parts, g.check("const", g.expected(raw, "const", *s.Const),
 			fmt.Sprintf("v != %s", g.c(*s.Const))))
 	}
 
@@ -105,21 +107,20 @@ func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 			continue
 		}
 		bound := g.ratTerm(raw, nc.kw, nc.r)
-		parts = append(parts, g.checkFn(name(nc.kw), nc.kw, bound,
-			fmt.Sprintf("is_number(v)\nv %s %s", nc.op, bound)))
+		parts = append(parts, g.check(nc.kw, bound, "is_number(v)", fmt.Sprintf("v %s %s", nc.op, bound)))
 	}
 	if s.MultipleOf != nil {
-		parts = append(parts, g.multipleOf(s, raw, name("multipleOf")))
+		parts = append(parts, g.multipleOf(s, raw))
 	}
 
 	// strings
 	if s.MinLength != nil {
-		parts = append(parts, g.checkFn(name("minLength"), "minLength", g.expected(raw, "minLength", *s.MinLength),
-			fmt.Sprintf("is_string(v)\ncount(v) < %d", *s.MinLength)))
+		parts = append(parts, g.check("minLength", g.expected(raw, "minLength", *s.MinLength),
+			"is_string(v)", fmt.Sprintf("count(v) < %d", *s.MinLength)))
 	}
 	if s.MaxLength != nil {
-		parts = append(parts, g.checkFn(name("maxLength"), "maxLength", g.expected(raw, "maxLength", *s.MaxLength),
-			fmt.Sprintf("is_string(v)\ncount(v) > %d", *s.MaxLength)))
+		parts = append(parts, g.check("maxLength", g.expected(raw, "maxLength", *s.MaxLength),
+			"is_string(v)", fmt.Sprintf("count(v) > %d", *s.MaxLength)))
 	}
 	if s.Pattern != nil {
 		src := s.Pattern.String()
@@ -127,8 +128,7 @@ func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 			return nil, errAt(s, "pattern", fmt.Sprintf("pattern %q is not RE2: %v", src, err))
 		}
 		p := g.c(src)
-		parts = append(parts, g.checkFn(name("pattern"), "pattern", p,
-			fmt.Sprintf("is_string(v)\nnot regex.match(%s, v)", p)))
+		parts = append(parts, g.check("pattern", p, "is_string(v)", fmt.Sprintf("not regex.match(%s, v)", p)))
 	}
 
 	// arrays
@@ -151,7 +151,7 @@ func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 		return nil, err
 	}
 	parts = append(parts, cp...)
-	up, err := g.unevaluatedParts(s, name)
+	up, err := g.unevaluatedParts(s)
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +186,9 @@ func (g *gen) ratTerm(raw map[string]any, kw string, r *big.Rat) string {
 // number's decimal text); with multipleOf = a/b in lowest terms, v/(a/b) is
 // an integer iff a·10^-e divides d·b. Every step is integer arithmetic,
 // which OPA does exactly on big integers.
-func (g *gen) multipleOf(s *jsonschema.Schema, raw map[string]any, fn string) string {
-	return g.checkFn(fn, "multipleOf", g.ratTerm(raw, "multipleOf", s.MultipleOf),
-		fmt.Sprintf("is_number(v)\nnot _mult(v, %s)", g.multArgs(s)))
+func (g *gen) multipleOf(s *jsonschema.Schema, raw map[string]any) string {
+	return g.check("multipleOf", g.ratTerm(raw, "multipleOf", s.MultipleOf),
+		"is_number(v)", fmt.Sprintf("not _mult(v, %s)", g.multArgs(s)))
 }
 
 // multArgs returns the arguments a, r, b, k, pows of _mult for multipleOf
@@ -229,16 +229,16 @@ func (g *gen) multArgs(s *jsonschema.Schema) string {
 func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(string) string) ([]string, error) {
 	var parts []string
 	if s.MinItems != nil {
-		parts = append(parts, g.checkFn(name("minItems"), "minItems", g.expected(raw, "minItems", *s.MinItems),
-			fmt.Sprintf("is_array(v)\ncount(v) < %d", *s.MinItems)))
+		parts = append(parts, g.check("minItems", g.expected(raw, "minItems", *s.MinItems),
+			"is_array(v)", fmt.Sprintf("count(v) < %d", *s.MinItems)))
 	}
 	if s.MaxItems != nil {
-		parts = append(parts, g.checkFn(name("maxItems"), "maxItems", g.expected(raw, "maxItems", *s.MaxItems),
-			fmt.Sprintf("is_array(v)\ncount(v) > %d", *s.MaxItems)))
+		parts = append(parts, g.check("maxItems", g.expected(raw, "maxItems", *s.MaxItems),
+			"is_array(v)", fmt.Sprintf("count(v) > %d", *s.MaxItems)))
 	}
 	if s.UniqueItems {
 		g.helper("_dup")
-		parts = append(parts, g.checkFn(name("uniqueItems"), "uniqueItems", "true", "is_array(v)\n_dup(v)"))
+		parts = append(parts, g.check("uniqueItems", "true", "is_array(v)", "_dup(v)"))
 	}
 	for i, c := range s.PrefixItems {
 		n, isFalse, isTrue, err := g.sub(c)
@@ -249,11 +249,12 @@ func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(str
 			continue
 		}
 		path := fmt.Sprintf(`concat("", [p, "/%d"])`, i)
-		body := fmt.Sprintf("is_array(v)\nx := v[%d]", i)
+		x := g.local()
+		body := []string{"is_array(v)", fmt.Sprintf("%s := v[%d]", x, i)}
 		if isFalse {
-			parts = append(parts, g.listFn(name("prefixItems"), fmt.Sprintf("[%s]", viol(path, "x", "prefixItems", "false")), body))
+			parts = append(parts, g.compr(viol(path, x, "prefixItems", "false"), body...))
 		} else {
-			parts = append(parts, g.listFn(name("prefixItems"), fmt.Sprintf("%s(x, %s)", n, path), body))
+			parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, x, path), body...))
 		}
 	}
 	if s.Items2020 != nil {
@@ -262,18 +263,17 @@ func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(str
 			return nil, err
 		}
 		if !isTrue {
-			skip := ""
+			i, e := g.local(), g.local()
+			body := []string{"is_array(v)", fmt.Sprintf("some %s, %s in v", i, e)}
 			if len(s.PrefixItems) > 0 {
-				skip = fmt.Sprintf("; i >= %d", len(s.PrefixItems))
+				body = append(body, fmt.Sprintf("%s >= %d", i, len(s.PrefixItems)))
 			}
-			path := `concat("/", [p, format_int(i, 10)])`
-			var expr string
+			path := fmt.Sprintf(`concat("/", [p, format_int(%s, 10)])`, i)
 			if isFalse {
-				expr = fmt.Sprintf("[%s | some i, e in v%s]", viol(path, "e", "items", "false"), skip)
+				parts = append(parts, g.compr(viol(path, e, "items", "false"), body...))
 			} else {
-				expr = fmt.Sprintf("[x | some i, e in v%s; some x in %s(e, %s)]", skip, n, path)
+				parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, e, path), body...))
 			}
-			parts = append(parts, g.listFn(name("items"), expr, "is_array(v)"))
 		}
 	}
 	if s.Contains != nil {
@@ -293,7 +293,8 @@ func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(str
 				return nil, err
 			}
 			_ = n
-			g.emit(`%s(v) := count([1 | some e in v; %s])`, cnt, r.call("e"))
+			x := g.local()
+			g.emit(`%s(v) := count([1 | some %s in v; %s])`, cnt, x, g.scoped(r, x, "; "))
 		}
 		minC := 1
 		if s.MinContains != nil {
@@ -304,11 +305,11 @@ func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(str
 			if s.MinContains != nil {
 				kw, exp = "minContains", g.expected(raw, "minContains", minC)
 			}
-			parts = append(parts, g.checkFn(name(kw), kw, exp, fmt.Sprintf("is_array(v)\n%s(v) < %d", cnt, minC)))
+			parts = append(parts, g.check(kw, exp, "is_array(v)", fmt.Sprintf("%s(v) < %d", cnt, minC)))
 		}
 		if s.MaxContains != nil {
-			parts = append(parts, g.checkFn(name("maxContains"), "maxContains", g.expected(raw, "maxContains", *s.MaxContains),
-				fmt.Sprintf("is_array(v)\n%s(v) > %d", cnt, *s.MaxContains)))
+			parts = append(parts, g.check("maxContains", g.expected(raw, "maxContains", *s.MaxContains),
+				"is_array(v)", fmt.Sprintf("%s(v) > %d", cnt, *s.MaxContains)))
 		}
 	}
 	return parts, nil
@@ -317,20 +318,19 @@ func (g *gen) arrayParts(s *jsonschema.Schema, raw map[string]any, name func(str
 func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(string) string) ([]string, error) {
 	var parts []string
 	if s.MinProperties != nil {
-		parts = append(parts, g.checkFn(name("minProperties"), "minProperties", g.expected(raw, "minProperties", *s.MinProperties),
-			fmt.Sprintf("is_object(v)\ncount(v) < %d", *s.MinProperties)))
+		parts = append(parts, g.check("minProperties", g.expected(raw, "minProperties", *s.MinProperties),
+			"is_object(v)", fmt.Sprintf("count(v) < %d", *s.MinProperties)))
 	}
 	if s.MaxProperties != nil {
-		parts = append(parts, g.checkFn(name("maxProperties"), "maxProperties", g.expected(raw, "maxProperties", *s.MaxProperties),
-			fmt.Sprintf("is_object(v)\ncount(v) > %d", *s.MaxProperties)))
+		parts = append(parts, g.check("maxProperties", g.expected(raw, "maxProperties", *s.MaxProperties),
+			"is_object(v)", fmt.Sprintf("count(v) > %d", *s.MaxProperties)))
 	}
 	if len(s.Required) > 0 {
 		g.helper("_has")
-		fn := name("required")
-		item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "required", "expected": %s, "detail": concat("", ["missing property ", json.marshal(k)])}`,
-			g.expected(raw, "required", s.Required))
-		parts = append(parts, g.listFn(fn,
-			fmt.Sprintf("[%s | some k in %s; not _has(v, k)]", item, g.c(s.Required)), "is_object(v)"))
+		k := g.local()
+		item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "required", "expected": %s, "detail": concat("", ["missing property ", json.marshal(%s)])}`,
+			g.expected(raw, "required", s.Required), k)
+		parts = append(parts, g.compr(item, "is_object(v)", fmt.Sprintf("some %s in %s", k, g.c(s.Required)), fmt.Sprintf("not _has(v, %s)", k)))
 	}
 	for _, key := range sortedKeys(s.DependentRequired) {
 		g.helper("_has")
@@ -344,11 +344,11 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 				exp = g.c(map[string]any{key: v})
 			}
 		}
-		item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "dependentRequired", "expected": %s, "detail": concat("", ["missing property ", json.marshal(k), " required by ", %s])}`,
-			exp, g.c(fmt.Sprintf("%q", key)))
-		parts = append(parts, g.listFn(name("dependentRequired"),
-			fmt.Sprintf("[%s | some k in %s; not _has(v, k)]", item, g.c(names)),
-			fmt.Sprintf("is_object(v)\n_has(v, %s)", g.c(key))))
+		k := g.local()
+		item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "dependentRequired", "expected": %s, "detail": concat("", ["missing property ", json.marshal(%s), " required by ", %s])}`,
+			exp, k, g.c(fmt.Sprintf("%q", key)))
+		parts = append(parts, g.compr(item, "is_object(v)", fmt.Sprintf("_has(v, %s)", g.c(key)),
+			fmt.Sprintf("some %s in %s", k, g.c(names)), fmt.Sprintf("not _has(v, %s)", k)))
 	}
 	for _, key := range sortedKeys(s.DependentSchemas) {
 		g.helper("_has")
@@ -359,11 +359,11 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 		if isTrue {
 			continue
 		}
-		body := fmt.Sprintf("is_object(v)\n_has(v, %s)", g.c(key))
+		body := []string{"is_object(v)", fmt.Sprintf("_has(v, %s)", g.c(key))}
 		if isFalse {
-			parts = append(parts, g.checkFn(name("dependentSchemas"), "dependentSchemas", g.c(map[string]any{key: false}), body))
+			parts = append(parts, g.check("dependentSchemas", g.c(map[string]any{key: false}), body...))
 		} else {
-			parts = append(parts, g.listFn(name("dependentSchemas"), n+"(v, p)", body))
+			parts = append(parts, g.flat(n+"(v, p)", body...))
 		}
 	}
 	for _, key := range sortedKeys(s.Properties) {
@@ -375,11 +375,12 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 			continue
 		}
 		path := fmt.Sprintf(`concat("", [p, %s])`, g.c("/"+escapeToken(key)))
-		body := fmt.Sprintf("is_object(v)\nx := v[%s]", g.c(key))
+		x := g.local()
+		body := []string{"is_object(v)", fmt.Sprintf("%s := v[%s]", x, g.c(key))}
 		if isFalse {
-			parts = append(parts, g.listFn(name("properties"), fmt.Sprintf("[%s]", viol(path, "x", "properties", "false")), body))
+			parts = append(parts, g.compr(viol(path, x, "properties", "false"), body...))
 		} else {
-			parts = append(parts, g.listFn(name("properties"), fmt.Sprintf("%s(x, %s)", n, path), body))
+			parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, x, path), body...))
 		}
 	}
 	pps := sortedPatternProps(s)
@@ -395,15 +396,14 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 			continue
 		}
 		g.helper("_esc")
-		path := `concat("/", [p, _esc(k)])`
-		re := g.c(p.src)
-		var expr string
+		k, e := g.local(), g.local()
+		path := fmt.Sprintf(`concat("/", [p, _esc(%s)])`, k)
+		body := []string{"is_object(v)", fmt.Sprintf("some %s, %s in v", k, e), fmt.Sprintf("regex.match(%s, %s)", g.c(p.src), k)}
 		if isFalse {
-			expr = fmt.Sprintf("[%s | some k, e in v; regex.match(%s, k)]", viol(path, "e", "patternProperties", "false"), re)
+			parts = append(parts, g.compr(viol(path, e, "patternProperties", "false"), body...))
 		} else {
-			expr = fmt.Sprintf("[x | some k, e in v; regex.match(%s, k); some x in %s(e, %s)]", re, n, path)
+			parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, e, path), body...))
 		}
-		parts = append(parts, g.listFn(name("patternProperties"), expr, "is_object(v)"))
 	}
 	if s.AdditionalProperties != nil {
 		var n string
@@ -419,30 +419,24 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 		}
 		if !isTrue {
 			g.helper("_esc")
-			fn := name("additionalProperties")
-			cond := ""
+			k, e := g.local(), g.local()
+			body := []string{"is_object(v)", fmt.Sprintf("some %s, %s in v", k, e)}
 			if len(s.Properties) > 0 || len(pps) > 0 {
-				known := fn + "_known"
+				known := name("additionalProperties") + "_known"
 				if len(s.Properties) > 0 {
-					set := ast.NewSet()
-					for k := range s.Properties {
-						set.Add(ast.StringTerm(k))
-					}
-					g.emit("%s(k) if k in %s", known, g.ct(ast.NewTerm(set)))
+					g.emit("%s(k) if k in %s", known, g.ct(ast.NewTerm(keySet(s.Properties))))
 				}
 				for _, p := range pps {
 					g.emit("%s(k) if regex.match(%s, k)", known, g.c(p.src))
 				}
-				cond = fmt.Sprintf("; not %s(k)", known)
+				body = append(body, fmt.Sprintf("not %s(%s)", known, k))
 			}
-			path := `concat("/", [p, _esc(k)])`
-			var expr string
+			path := fmt.Sprintf(`concat("/", [p, _esc(%s)])`, k)
 			if isFalse {
-				expr = fmt.Sprintf("[%s | some k, e in v%s]", viol(path, "e", "additionalProperties", "false"), cond)
+				parts = append(parts, g.compr(viol(path, e, "additionalProperties", "false"), body...))
 			} else {
-				expr = fmt.Sprintf("[x | some k, e in v%s; some x in %s(e, %s)]", cond, n, path)
+				parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, e, path), body...))
 			}
-			parts = append(parts, g.listFn(fn, expr, "is_object(v)"))
 		}
 	}
 	if s.PropertyNames != nil {
@@ -452,14 +446,14 @@ func (g *gen) objectParts(s *jsonschema.Schema, raw map[string]any, name func(st
 		}
 		if !isTrue {
 			g.helper("_esc")
-			path := `concat("/", [p, _esc(k)])`
-			var expr string
+			k := g.local()
+			path := fmt.Sprintf(`concat("/", [p, _esc(%s)])`, k)
+			body := []string{"is_object(v)", fmt.Sprintf("some %s, _ in v", k)}
 			if isFalse {
-				expr = fmt.Sprintf("[%s | some k, _ in v]", viol(path, "k", "propertyNames", "false"))
+				parts = append(parts, g.compr(viol(path, k, "propertyNames", "false"), body...))
 			} else {
-				expr = fmt.Sprintf("[x | some k, _ in v; some x in %s(k, %s)]", n, path)
+				parts = append(parts, g.flat(fmt.Sprintf("%s(%s, %s)", n, k, path), body...))
 			}
-			parts = append(parts, g.listFn(name("propertyNames"), expr, "is_object(v)"))
 		}
 	}
 	return parts, nil
@@ -498,7 +492,7 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 	}
 	if len(s.AnyOf) > 0 {
 		var names []string
-		var vs []vres
+		var vs []*vres
 		anyTrue := false
 		for _, c := range s.AnyOf {
 			n, _, isTrue, err := g.sub(c)
@@ -520,21 +514,19 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 		}
 		if !anyTrue {
 			g.helper("_brdetail")
-			fn := name("anyOf")
-			ok := fn + "_ok"
-			g.emit("%s(_) if false", ok)
-			for _, r := range vs {
-				if !r.isFal {
-					g.emit(`%s(v) if %s`, ok, r.call("v"))
-				}
+			// no branch holds: the negation of the predicate's anyOf
+			cond := "true"
+			if ok := g.anyOfPred(s, vs, name("anyOf"), ""); ok != "false" {
+				cond = "not " + ok
 			}
 			calls := make([]string, len(names))
 			for i, n := range names {
 				calls[i] = n + "(v, p)"
 			}
-			item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "anyOf", "expected": %s, "detail": concat("", ["no branch matched: ", concat("; ", [_brdetail(i, vs) | some i, vs in [%s]])])}`,
-				g.expected(raw, "anyOf", len(names)), strings.Join(calls, ", "))
-			parts = append(parts, g.listFn(fn, "["+item+"]", "not "+ok+"(v)"))
+			i, vs := g.local(), g.local()
+			item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "anyOf", "expected": %s, "detail": concat("", ["no branch matched: ", concat("; ", [_brdetail(%s, %s) | some %s, %s in [%s]])])}`,
+				g.expected(raw, "anyOf", len(names)), i, vs, i, vs, strings.Join(calls, ", "))
+			parts = append(parts, g.compr(item, cond))
 		}
 	}
 	if len(s.OneOf) > 0 {
@@ -551,19 +543,15 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 				calls = append(calls, n+"(v, p)")
 			}
 		}
-		fn := name("oneOf")
-		exp := g.expected(raw, "oneOf", len(calls))
-		g.emit("%s_r(v, p) := [%s]", fn, strings.Join(calls, ", "))
-		g.emit("%s_m(r) := [i | some i, vs in r; count(vs) == 0]", fn)
-		g.emit(`%s(v, p) := [{"path": p, "value": v, "constraint": "oneOf", "expected": %s, "detail": d}] if {
-	r := %s_r(v, p)
-	m := %s_m(r)
-	count(m) != 1
-	d := _oneof_detail(r, m)
-}`, fn, exp, fn, fn)
-		g.emit("default %s(_, _) := []", fn)
 		g.helper("_oneof_detail")
-		parts = append(parts, fn+"(v, p)")
+		// r: each branch's violations; m: the branches that hold
+		r, m, i, vs := g.local(), g.local(), g.local(), g.local()
+		item := fmt.Sprintf(`{"path": p, "value": v, "constraint": "oneOf", "expected": %s, "detail": _oneof_detail(%s, %s)}`,
+			g.expected(raw, "oneOf", len(calls)), r, m)
+		parts = append(parts, g.compr(item,
+			fmt.Sprintf("%s := [%s]", r, strings.Join(calls, ", ")),
+			fmt.Sprintf("%s := [%s | some %s, %s in %s; count(%s) == 0]", m, i, i, vs, r, vs),
+			fmt.Sprintf("count(%s) != 1", m)))
 	}
 	if s.Not != nil {
 		n, isFalse, isTrue, err := g.sub(s.Not)
@@ -581,7 +569,7 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 				return nil, err
 			}
 			_ = n
-			parts = append(parts, g.checkFn(name("not"), "not", exp, r.call("v")))
+			parts = append(parts, g.check("not", exp, g.inlFlat(r, "v")...))
 		}
 	}
 	if s.If != nil && (s.Then != nil || s.Else != nil) {
@@ -622,13 +610,13 @@ func (g *gen) combinatorParts(s *jsonschema.Schema, raw map[string]any, name fun
 			}
 		case thenN != "" && elseN != "":
 			fn := name("if")
-			g.emit(`%s(v, p) := %s(v, p) if %s
-else := %s(v, p)`, fn, thenN, ri.call("v"), elseN)
+			g.emit("%s(v, p) := %s(v, p) if {\n%s\n} else := %s(v, p)",
+				fn, thenN, strings.Join(g.typed([]string{"v"}, g.inlFlat(ri, "v")), "\n"), elseN)
 			parts = append(parts, fn+"(v, p)")
 		case thenN != "":
-			parts = append(parts, g.listFn(name("then"), thenN+"(v, p)", ri.call("v")))
+			parts = append(parts, g.flat(thenN+"(v, p)", g.inlFlat(ri, "v")...))
 		case elseN != "":
-			parts = append(parts, g.listFn(name("else"), elseN+"(v, p)", "not "+ri.call("v")))
+			parts = append(parts, g.flat(elseN+"(v, p)", "not "+g.pred(ri, "v")))
 		}
 	}
 	return parts, nil

@@ -5,6 +5,68 @@ violations[key] := vs if {
 	vs := _check(t.value, t.path)
 }
 
+_s1(v, p) := [x | some vs in [x8, x9, x10]; some x in vs] if {
+	x8 := [{"path": p, "value": v, "constraint": "type", "expected": "integer"} | not _is_int(v)]
+	x9 := [{"path": p, "value": v, "constraint": "minimum", "expected": 1} | is_number(v); v < 1]
+	x10 := [{"path": p, "value": v, "constraint": "maximum", "expected": 1000} | is_number(v); v > 1000]
+}
+
+_s2(v, p) := [{"path": p, "value": v, "constraint": "enum", "expected": ["read", "write", "append"]} | not v in ["read", "write", "append"]]
+
+_s3(v, p) := [x | some vs in [x15, x16, x17]; some x in vs] if {
+	x15 := [{"path": p, "value": v, "constraint": "type", "expected": "string"} | not is_string(v)]
+	x16 := [{"path": p, "value": v, "constraint": "maxLength", "expected": 4096} | is_string(v); count(v) > 4096]
+	x17 := [{"path": p, "value": v, "constraint": "pattern", "expected": "^/workspace/"} | is_string(v); not regex.match("^/workspace/", v)]
+}
+
+_s5(v, p) := [x | some vs in [x20, x21]; some x in vs] if {
+	x20 := [{"path": p, "value": v, "constraint": "type", "expected": "string"} | not is_string(v)]
+	x21 := [{"path": p, "value": v, "constraint": "pattern", "expected": "^[a-z][a-z0-9-]*$"} | is_string(v); not regex.match("^[a-z][a-z0-9-]*$", v)]
+}
+
+_s4(v, p) := [x | some vs in [x25, x26, x27]; some x in vs] if {
+	x25 := [{"path": p, "value": v, "constraint": "type", "expected": "array"} | not is_array(v)]
+	x26 := [{"path": p, "value": v, "constraint": "maxItems", "expected": 30} | is_array(v); count(v) > 30]
+	x27 := [x24 | is_array(v); some x22, x23 in v; some x24 in _s5(x23, concat("/", [p, format_int(x22, 10)]))]
+}
+
+_s0_additionalProperties1_known(k) if k in {"count", "mode", "path", "tags"}
+
+_s0(v, p) := [x | some vs in [x32, x33, x34, x35, x36, x37, x38]; some x in vs] if {
+	x32 := [{"path": p, "value": v, "constraint": "type", "expected": "object"} | not is_object(v)]
+	x33 := [{"path": p, "value": v, "constraint": "required", "expected": ["path", "mode"], "detail": concat("", ["missing property ", json.marshal(x7)])} | is_object(v); some x7 in ["path", "mode"]; not _has(v, x7)]
+	x34 := [x12 | is_object(v); x11 := v.count; some x12 in _s1(x11, concat("", [p, "/count"]))]
+	x35 := [x14 | is_object(v); x13 := v.mode; some x14 in _s2(x13, concat("", [p, "/mode"]))]
+	x36 := [x19 | is_object(v); x18 := v.path; some x19 in _s3(x18, concat("", [p, "/path"]))]
+	x37 := [x29 | is_object(v); x28 := v.tags; some x29 in _s4(x28, concat("", [p, "/tags"]))]
+	x38 := [{"path": concat("/", [p, _esc(x30)]), "value": x31, "constraint": "additionalProperties", "expected": false} | is_object(v); some x30, x31 in v; not _s0_additionalProperties1_known(x30)]
+}
+
+_check(v, p) := [] if {
+	is_object(v)
+	x39 := object.get(v, "count", 1)
+	_is_int(x39)
+	x39 >= 1
+	x39 <= 1000
+	x40 := v.mode
+	x40 in ["read", "write", "append"]
+	x41 := v.path
+	is_string(x41)
+	count(x41) <= 4096
+	regex.match("^/workspace/", x41)
+	x42 := object.get(v, "tags", [])
+	is_array(x42)
+	count(x42) <= 30
+	every x43 in x42 {
+		is_string(x43)
+		regex.match("^[a-z][a-z0-9-]*$", x43)
+	}
+	count(object.remove(v, {"count", "mode", "path", "tags"})) == 0
+} else := vs if {
+	vs := _s0(v, p)
+	count(vs) > 0
+} else := [{"path": p, "value": v, "constraint": "$schema", "expected": true, "detail": "internal error: the generated fast and full checks disagree; refusing the value"}]
+
 _dec(v) := [_unum(s), e] if {
 	m := regex.find_all_string_submatch_n(`^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$`, json.marshal(v), 1)[0]
 	ds := concat("", [m[1], m[2]])
@@ -23,10 +85,7 @@ else := _unum(trim_left(x, "+0"))
 
 _is_int(v) if {
 	is_number(v)
-	t := json.marshal(v)
-	not contains(t, ".")
-	not contains(t, "e")
-	not contains(t, "E")
+	regex.match(`^-?[0-9]+$`, json.marshal(v))
 }
 
 _is_int(v) if {
@@ -39,261 +98,6 @@ _int_de(d, _) if d == 0
 
 _int_de(_, e) if e >= 0
 
-_v1(v) if {
-	x1 := v
-	_is_int(x1)
-	x2 := v
-	x2 >= 1
-	x3 := v
-	x3 <= 1000
-}
-
 _has(o, k) if _ = o[k]
 
-_v0_prop1(v) if not _has(v, "count")
-
-_v0_prop1(v) if {
-	x4 := v.count
-	_is_int(x4)
-	x5 := v.count
-	x5 >= 1
-	x6 := v.count
-	x6 <= 1000
-}
-
-_v2(v) if {
-	x7 := v
-	x7 in ["read", "write", "append"]
-}
-
-_v3(v) if {
-	x9 := v
-	is_string(x9)
-	x10 := v
-	count(x10) <= 4096
-	x11 := v
-	regex.match("^/workspace/", x11)
-}
-
-_v5(v) if {
-	x15 := v
-	is_string(x15)
-	x16 := v
-	regex.match("^[a-z][a-z0-9-]*$", x16)
-}
-
-_v4(v) if {
-	x19 := v
-	is_array(x19)
-	x20 := v
-	count(x20) <= 30
-	x21 := v
-	every x in x21 {
-		x17 := x
-		is_string(x17)
-		x18 := x
-		regex.match("^[a-z][a-z0-9-]*$", x18)
-	}
-}
-
-_v0_prop2(v) if not _has(v, "tags")
-
-_v0_prop2(v) if {
-	x22 := v.tags
-	_v4(x22)
-}
-
-_v0(v) if {
-	x23 := v
-	is_object(x23)
-	x24 := v
-	_v0_prop1(x24)
-	x8 := v.mode
-	x8 in ["read", "write", "append"]
-	x12 := v.path
-	is_string(x12)
-	x13 := v.path
-	count(x13) <= 4096
-	x14 := v.path
-	regex.match("^/workspace/", x14)
-	x25 := v
-	_v0_prop2(x25)
-	x26 := v
-	count(object.remove(x26, {"count", "mode", "path", "tags"})) == 0
-}
-
-default _s0_type1(_, _) := []
-
-_s0_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "object"}] if {
-	x27 := v
-	not is_object(x27)
-}
-
-default _s0_required2(_, _) := []
-
-_s0_required2(v, p) := [{"path": p, "value": v, "constraint": "required", "expected": ["path", "mode"], "detail": concat("", ["missing property ", json.marshal(k)])} | some k in ["path", "mode"]; not _has(v, k)] if {
-	x28 := v
-	is_object(x28)
-}
-
-default _s1_type1(_, _) := []
-
-_s1_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "integer"}] if {
-	x29 := v
-	not _is_int(x29)
-}
-
-default _s1_minimum2(_, _) := []
-
-_s1_minimum2(v, p) := [{"path": p, "value": v, "constraint": "minimum", "expected": 1}] if {
-	x30 := v
-	is_number(x30)
-	x31 := v
-	x31 < 1
-}
-
-default _s1_maximum3(_, _) := []
-
-_s1_maximum3(v, p) := [{"path": p, "value": v, "constraint": "maximum", "expected": 1000}] if {
-	x32 := v
-	is_number(x32)
-	x33 := v
-	x33 > 1000
-}
-
-_s1(v, p) := array.concat(array.concat(_s1_type1(v, p), _s1_minimum2(v, p)), _s1_maximum3(v, p))
-
-default _s0_properties3(_, _) := []
-
-_s0_properties3(v, p) := _s1(x, concat("", [p, "/count"])) if {
-	x34 := v
-	is_object(x34)
-	x35 := v
-	x := x35.count
-}
-
-default _s2_enum1(_, _) := []
-
-_s2_enum1(v, p) := [{"path": p, "value": v, "constraint": "enum", "expected": ["read", "write", "append"]}] if {
-	x36 := v
-	not x36 in ["read", "write", "append"]
-}
-
-_s2(v, p) := _s2_enum1(v, p)
-
-default _s0_properties4(_, _) := []
-
-_s0_properties4(v, p) := _s2(x, concat("", [p, "/mode"])) if {
-	x37 := v
-	is_object(x37)
-	x38 := v
-	x := x38.mode
-}
-
-default _s3_type1(_, _) := []
-
-_s3_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "string"}] if {
-	x39 := v
-	not is_string(x39)
-}
-
-default _s3_maxLength2(_, _) := []
-
-_s3_maxLength2(v, p) := [{"path": p, "value": v, "constraint": "maxLength", "expected": 4096}] if {
-	x40 := v
-	is_string(x40)
-	x41 := v
-	count(x41) > 4096
-}
-
-default _s3_pattern3(_, _) := []
-
-_s3_pattern3(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "^/workspace/"}] if {
-	x42 := v
-	is_string(x42)
-	x43 := v
-	not regex.match("^/workspace/", x43)
-}
-
-_s3(v, p) := array.concat(array.concat(_s3_type1(v, p), _s3_maxLength2(v, p)), _s3_pattern3(v, p))
-
-default _s0_properties5(_, _) := []
-
-_s0_properties5(v, p) := _s3(x, concat("", [p, "/path"])) if {
-	x44 := v
-	is_object(x44)
-	x45 := v
-	x := x45.path
-}
-
-default _s4_type1(_, _) := []
-
-_s4_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "array"}] if {
-	x46 := v
-	not is_array(x46)
-}
-
-default _s4_maxItems2(_, _) := []
-
-_s4_maxItems2(v, p) := [{"path": p, "value": v, "constraint": "maxItems", "expected": 30}] if {
-	x47 := v
-	is_array(x47)
-	x48 := v
-	count(x48) > 30
-}
-
-default _s5_type1(_, _) := []
-
-_s5_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "string"}] if {
-	x49 := v
-	not is_string(x49)
-}
-
-default _s5_pattern2(_, _) := []
-
-_s5_pattern2(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "^[a-z][a-z0-9-]*$"}] if {
-	x50 := v
-	is_string(x50)
-	x51 := v
-	not regex.match("^[a-z][a-z0-9-]*$", x51)
-}
-
-_s5(v, p) := array.concat(_s5_type1(v, p), _s5_pattern2(v, p))
-
-default _s4_items3(_, _) := []
-
-_s4_items3(v, p) := [x | some i, e in v; some x in _s5(e, concat("/", [p, format_int(i, 10)]))] if {
-	x52 := v
-	is_array(x52)
-}
-
-_s4(v, p) := array.concat(array.concat(_s4_type1(v, p), _s4_maxItems2(v, p)), _s4_items3(v, p))
-
-default _s0_properties6(_, _) := []
-
-_s0_properties6(v, p) := _s4(x, concat("", [p, "/tags"])) if {
-	x53 := v
-	is_object(x53)
-	x54 := v
-	x := x54.tags
-}
-
 _esc(k) := replace(replace(k, "~", "~0"), "/", "~1")
-
-_s0_additionalProperties7_known(k) if k in {"count", "mode", "path", "tags"}
-
-default _s0_additionalProperties7(_, _) := []
-
-_s0_additionalProperties7(v, p) := [{"path": concat("/", [p, _esc(k)]), "value": e, "constraint": "additionalProperties", "expected": false} | some k, e in v; not _s0_additionalProperties7_known(k)] if {
-	x55 := v
-	is_object(x55)
-}
-
-_s0(v, p) := array.concat(array.concat(array.concat(array.concat(array.concat(array.concat(_s0_type1(v, p), _s0_required2(v, p)), _s0_properties3(v, p)), _s0_properties4(v, p)), _s0_properties5(v, p)), _s0_properties6(v, p)), _s0_additionalProperties7(v, p))
-
-_check(v, p) := [] if {
-	_v0(v)
-} else := vs if {
-	vs := _s0(v, p)
-	count(vs) > 0
-} else := [{"path": p, "value": v, "constraint": "$schema", "expected": true, "detail": "internal error: the generated fast and full checks disagree; refusing the value"}]

@@ -5,67 +5,26 @@ violations[key] := vs if {
 	vs := _check(t.value, t.path)
 }
 
-_v1_string1(v) if not is_string(v)
+_s1(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "(^|/)\\.\\.(/|$)"} | is_string(v); not regex.match("(^|/)\\.\\.(/|$)", v)]
 
-_v1_string1(v) if {
-	is_string(v)
-	x1 := v
-	regex.match("(^|/)\\.\\.(/|$)", x1)
+_s0(v, p) := [x | some vs in [x1, x2, x3]; some x in vs] if {
+	x1 := [{"path": p, "value": v, "constraint": "type", "expected": "string"} | not is_string(v)]
+	x2 := [{"path": p, "value": v, "constraint": "pattern", "expected": "^/workspace/"} | is_string(v); not regex.match("^/workspace/", v)]
+	x3 := [{"path": p, "value": v, "constraint": "not", "expected": {"pattern": "(^|/)\\.\\.(/|$)"}} | _v1_string1(v)]
 }
-
-_v1(v) if {
-	x2 := v
-	_v1_string1(x2)
-}
-
-_v0(v) if {
-	x3 := v
-	is_string(x3)
-	x4 := v
-	regex.match("^/workspace/", x4)
-	x5 := v
-	not _v1(x5)
-}
-
-default _s0_type1(_, _) := []
-
-_s0_type1(v, p) := [{"path": p, "value": v, "constraint": "type", "expected": "string"}] if {
-	x6 := v
-	not is_string(x6)
-}
-
-default _s0_pattern2(_, _) := []
-
-_s0_pattern2(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "^/workspace/"}] if {
-	x7 := v
-	is_string(x7)
-	x8 := v
-	not regex.match("^/workspace/", x8)
-}
-
-default _s1_pattern1(_, _) := []
-
-_s1_pattern1(v, p) := [{"path": p, "value": v, "constraint": "pattern", "expected": "(^|/)\\.\\.(/|$)"}] if {
-	x9 := v
-	is_string(x9)
-	x10 := v
-	not regex.match("(^|/)\\.\\.(/|$)", x10)
-}
-
-_s1(v, p) := _s1_pattern1(v, p)
-
-default _s0_not3(_, _) := []
-
-_s0_not3(v, p) := [{"path": p, "value": v, "constraint": "not", "expected": {"pattern": "(^|/)\\.\\.(/|$)"}}] if {
-	x11 := v
-	_v1(x11)
-}
-
-_s0(v, p) := array.concat(array.concat(_s0_type1(v, p), _s0_pattern2(v, p)), _s0_not3(v, p))
 
 _check(v, p) := [] if {
-	_v0(v)
+	is_string(v)
+	regex.match("^/workspace/", v)
+	not _v1_string1(v)
 } else := vs if {
 	vs := _s0(v, p)
 	count(vs) > 0
 } else := [{"path": p, "value": v, "constraint": "$schema", "expected": true, "detail": "internal error: the generated fast and full checks disagree; refusing the value"}]
+
+_v1_string1(v) if not is_string(v)
+
+_v1_string1(v) if {
+	is_string(v)
+	regex.match("(^|/)\\.\\.(/|$)", v)
+}
