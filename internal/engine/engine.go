@@ -39,6 +39,7 @@ type Engine struct {
 	query    rego.PreparedEvalQuery
 	revision string
 	memo     *memo
+	schemas  *schemaCache
 	builtins cache.InterQueryValueCache
 	// decisions is nil when the policy calls a non-deterministic builtin
 	// (time.now_ns, rand.intn, …): then equal inputs may decide differently.
@@ -162,6 +163,7 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		query:    pq,
 		revision: p.Revision,
 		memo:     newMemo(compiler),
+		schemas:  newSchemaCache(),
 		builtins: cache.NewInterQueryValueCache(ctx, &cache.Config{InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries}}),
 	}
 	if !callsNondeterministic(compiler) {
@@ -253,7 +255,7 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
 	}
-	input, err := input(call, led, sum)
+	input, err := input(call, led, sum, e.schemas)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err
 	}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -19,10 +21,12 @@ func Input(call decision.Call, led *Ledger) (ast.Value, error) {
 	if err != nil {
 		return nil, fmt.Errorf("args: %w", err)
 	}
-	return input(call, led, sum)
+	return input(call, led, sum, nil)
 }
 
-func input(call decision.Call, led *Ledger, sum string) (ast.Value, error) {
+// input builds the input; schemas, when not nil, holds tool inputSchemas
+// already converted.
+func input(call decision.Call, led *Ledger, sum string, schemas *schemaCache) (ast.Value, error) {
 	obj := ast.NewObject(
 		ast.Item(ast.InternedTerm("call_sha256"), ast.StringTerm(sum)),
 		ast.Item(ast.InternedTerm("server"), ast.StringTerm(call.Server)),
@@ -43,7 +47,7 @@ func input(call decision.Call, led *Ledger, sum string) (ast.Value, error) {
 	}
 	obj.Insert(ast.InternedTerm("args"), ast.NewTerm(args))
 	if call.Tool.InputSchema != nil {
-		schema, err := value(call.Tool.InputSchema)
+		schema, err := schemas.value(call.Tool.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("tool.inputSchema: %w", err)
 		}
@@ -103,6 +107,49 @@ func ledgerValue(led *Ledger) ast.Object {
 	}
 	obj.Insert(ast.InternedTerm("entries"), ast.ArrayTerm(entries...))
 	return obj
+}
+
+// schemaCache keeps tools' inputSchemas converted to AST, keyed by the
+// SHA-256 of their exact encoding (keyEncoder), so a tool's schema is
+// converted once, not on every call: a gateway calls the same few tools
+// with the same schemas. Converted values are shared between evaluations,
+// which never change their input. Bounded: once full, it converts without
+// keeping. Safe for concurrent use; a nil cache converts every time.
+type schemaCache struct {
+	mu     sync.RWMutex
+	values map[cacheKey]ast.Value
+}
+
+// SchemaCacheSize bounds the inputSchemas an Engine keeps converted.
+const SchemaCacheSize = 4096
+
+func newSchemaCache() *schemaCache { return &schemaCache{values: map[cacheKey]ast.Value{}} }
+
+func (c *schemaCache) value(schema map[string]any) (ast.Value, error) {
+	if c == nil {
+		return value(schema)
+	}
+	b := keyEncoder(make([]byte, 0, 1024))
+	if !b.value(schema) {
+		return value(schema)
+	}
+	k := cacheKey(sha256.Sum256(b))
+	c.mu.RLock()
+	v, ok := c.values[k]
+	c.mu.RUnlock()
+	if ok {
+		return v, nil
+	}
+	v, err := value(schema)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.values) < SchemaCacheSize {
+		c.values[k] = v
+	}
+	c.mu.Unlock()
+	return v, nil
 }
 
 // value converts decoded JSON (numbers as json.Number, float64 or integers)

@@ -432,3 +432,41 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 		t.Errorf("memo holds %d values, want 1 (the small argument's)", n)
 	}
 }
+
+// TestSchemaCacheIsContentAddressed: a tool's inputSchema is converted once
+// per content; a schema changed in place (same map) is converted again,
+// never served stale.
+func TestSchemaCacheIsContentAddressed(t *testing.T) {
+	t.Parallel()
+	e, err := Prepare(context.Background(), Policy{
+		Modules: map[string]string{"p.rego": `package mcpx
+
+decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": true, "destructive": false,
+	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": concat(",", sort(object.keys(input.tool.inputSchema.properties)))}],
+	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
+`},
+		Data: map[string]any{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{}}}
+	for i, want := range []string{"a", "a", "a,b"} {
+		if i == 2 {
+			schema["properties"].(map[string]any)["b"] = map[string]any{}
+		}
+		call := testCall
+		call.Tool.InputSchema = schema
+		call.Args = map[string]any{"i": i} // no decision-cache hit
+		d, err := e.Decide(context.Background(), call, &Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.First().Message != want {
+			t.Errorf("call %d: message %q, want %q", i, d.First().Message, want)
+		}
+	}
+	if n := len(e.schemas.values); n != 2 {
+		t.Errorf("schema cache holds %d schemas, want 2", n)
+	}
+}
