@@ -77,10 +77,15 @@ _ready if {
 	count(_policy_problems) == 0
 }
 
-_policy_problems := (config.problems | {sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
+_policy_problems := ((config.problems | {sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
 	some pkg in rules.missing_packages
 	some id, _ in rules.targets[pkg]
-}) | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled pointer", [id]) | some id in rules.missing_rules}
+}) | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled pointer", [id]) | some id in rules.missing_rules}) | _facts_problems
+
+# Every step reads the tool's facts; if they could not be computed the
+# steps would see their defaults (not hidden, not a write, no rules), so
+# that is a PolicyError, never a pass.
+_facts_problems contains "the config's facts for this tool could not be computed" if not config.facts
 
 _call := {"server": req.server, "tool": req.tool, "sha256": req.call_sha256}
 

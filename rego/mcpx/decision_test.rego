@@ -139,6 +139,20 @@ test_unknown_config_mode_is_policy_error if {
 	contains(d.reasons[0].message, `write mode "maybe"`)
 }
 
+_no_facts(_, _) := x if {
+	x := 1
+	false
+}
+
+test_undefined_tool_facts_are_policy_error if {
+	d := mcpx.decision with input as testdata.call("fs", testdata.write_file, {"path": "/etc/passwd"}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+		with data.mcpx.config as testdata.config
+		with data.mcpx.lib.tool.facts as _no_facts
+	d.outcome == "deny"
+	_codes(d) == ["PolicyError"]
+	contains(d.reasons[0].message, "facts for this tool")
+}
+
 test_missing_rule_package_is_policy_error if {
 	broken := json.patch(testdata.config, [{"op": "replace", "path": "/rules/no-force-push/package", "value": "s_missing"}])
 	d := mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": false}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
