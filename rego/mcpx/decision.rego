@@ -80,7 +80,7 @@ _ready if {
 _policy_problems := ((config.problems | {sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
 	some pkg in rules.missing_packages
 	some id, _ in rules.targets[pkg]
-}) | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled pointer", [id]) | some id in rules.missing_rules}) | _facts_problems
+}) | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) | some id in rules.missing_rules}) | _facts_problems
 
 # Every step reads the tool's facts; if they could not be computed the
 # steps would see their defaults (not hidden, not a write, no rules), so

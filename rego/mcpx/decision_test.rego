@@ -139,6 +139,15 @@ test_unknown_config_mode_is_policy_error if {
 	contains(d.reasons[0].message, `write mode "maybe"`)
 }
 
+test_rule_without_package_is_policy_error if {
+	broken := json.patch(testdata.config, [{"op": "remove", "path": "/rules/no-force-push/package"}])
+	d := mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": true}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+		with data.mcpx.config as broken
+	d.outcome == "deny"
+	_codes(d) == ["PolicyError"]
+	contains(d.reasons[0].message, "no-force-push")
+}
+
 _no_facts(_, _) := x if {
 	x := 1
 	false

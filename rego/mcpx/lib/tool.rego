@@ -30,7 +30,7 @@ facts(server, tool) := {
 		some id in matched
 		rule := data.mcpx.config.rules[id]
 	},
-	"missing_rules": {id | some id in matched; not is_string(data.mcpx.config.rules[id].pointer)},
+	"missing_rules": {id | some id in matched; not _compiled(data.mcpx.config.rules, id)},
 	"write_mode": _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"]),
 	"unknown_args_mode": _first_set([
 		_last_match(object.get(s, "unknownArgsTools", []), tool),
@@ -43,6 +43,14 @@ facts(server, tool) := {
 } if {
 	s := object.get(object.get(config.global, "servers", {}), server, {})
 	matched := patterns.values(object.get(config.pool, "rules", {}), tool) | patterns.values(object.get(s, "rules", {}), tool)
+}
+
+# _compiled holds for a rule with the fields the rules step reads; a matched
+# rule without them is a missing rule (a PolicyError), never skipped.
+_compiled(rules, id) if {
+	is_string(rules[id].package)
+	is_string(rules[id].pointer)
+	is_array(rules[id].argument)
 }
 
 _matches(key, s, name) if {
