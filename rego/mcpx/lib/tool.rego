@@ -3,8 +3,8 @@
 # description: |
 #   What the compiled config says about one tool of one server, from data
 #   alone: whether it is hidden or a write by pattern, which argument rules
-#   apply, its configured write and unknown-arguments modes and the exempt
-#   keys. A function of (server, tool name) only, so the embedded engine
+#   apply (grouped by package, and those that require their argument), its
+#   configured write and unknown-arguments modes and the exempt keys. A function of (server, tool name) only, so the embedded engine
 #   memoizes it (custom memo, ADR 0005): a tool's facts are computed on its
 #   first call and looked up after that. Stock OPA and opa test compute
 #   them per query, with the same result.
@@ -30,6 +30,11 @@ facts(server, tool) := {
 		some id in matched
 		rule := data.mcpx.config.rules[id]
 	},
+	"required": [{"id": id, "argument": r.argument, "pointer": r.pointer} |
+		some id in matched
+		r := data.mcpx.config.rules[id]
+		r.required == true
+	],
 	"missing_rules": {id | some id in matched; not _compiled(data.mcpx.config.rules, id)},
 	"write_mode": _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"]),
 	"unknown_args_mode": _first_set([

@@ -57,11 +57,9 @@ _violations[id] := vs if {
 	count(vs) > 0
 }
 
-_violations[id] := [{"path": text.pointer(rule.argument), "value": null, "constraint": "required", "expected": true}] if {
-	some id in matched
-	rule := data.mcpx.config.rules[id]
-	rule.required == true
-	not _present(req.args, rule.argument)
+_violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required", "expected": true}] if {
+	some r in config.facts.required
+	not _present(req.args, r.argument)
 }
 
 # METADATA
