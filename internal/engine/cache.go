@@ -27,7 +27,7 @@ const DecisionCacheSize = 4096
 // policy that calls no non-deterministic builtin.
 type cacheKey [sha256.Size]byte
 
-func makeKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) {
+func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger) (cacheKey, bool) {
 	b := keyEncoder(make([]byte, 0, 2048))
 	b.str(revision)
 	b.str(call.Surface)
@@ -43,10 +43,14 @@ func makeKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) 
 		}
 	}
 	// a nil inputSchema is no schema; an empty one is a schema
-	if call.Tool.InputSchema == nil {
+	switch {
+	case schema.doc == nil:
 		b = append(b, 0)
-	} else if b = append(b, 1); !b.value(call.Tool.InputSchema) {
+	case !schema.ok:
 		return cacheKey{}, false
+	default:
+		b = append(b, 1)
+		b = append(b, schema.sum[:]...)
 	}
 	if !b.value(call.Args) {
 		return cacheKey{}, false
@@ -75,6 +79,27 @@ func makeKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) 
 		}
 	}
 	return cacheKey(sha256.Sum256(b)), true
+}
+
+// toolSchema is a tool's inputSchema and the SHA-256 of its exact encoding
+// (keyEncoder), computed once per decision: the decision-cache key and the
+// converted-schema cache both use it.
+type toolSchema struct {
+	doc map[string]any
+	sum cacheKey
+	ok  bool // doc is decoded JSON and sum is its digest
+}
+
+func newToolSchema(doc map[string]any) toolSchema {
+	ts := toolSchema{doc: doc}
+	if doc == nil {
+		return ts
+	}
+	b := keyEncoder(make([]byte, 0, 1024))
+	if ts.ok = b.value(doc); ts.ok {
+		ts.sum = sha256.Sum256(b)
+	}
+	return ts
 }
 
 // keyEncoder writes values so that different values never write the same

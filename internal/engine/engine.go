@@ -237,10 +237,11 @@ type Ledger struct {
 // evaluation fails the decision is a PolicyError deny and the error is
 // returned as well (fail closed).
 func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
+	schema := newToolSchema(call.Tool.InputSchema)
 	var key cacheKey
 	cacheable := false
 	if e.decisions != nil && ctx.Err() == nil {
-		if key, cacheable = makeKey(e.revision, call, led); cacheable {
+		if key, cacheable = makeKey(e.revision, call, schema, led); cacheable {
 			if d, ok := e.decisions.get(key); ok {
 				return d, nil
 			}
@@ -255,7 +256,7 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
 	}
-	input, err := input(call, led, sum, e.schemas)
+	input, err := input(call, led, sum, schema, e.schemas)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err
 	}

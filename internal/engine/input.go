@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -21,12 +20,12 @@ func Input(call decision.Call, led *Ledger) (ast.Value, error) {
 	if err != nil {
 		return nil, fmt.Errorf("args: %w", err)
 	}
-	return input(call, led, sum, nil)
+	return input(call, led, sum, toolSchema{doc: call.Tool.InputSchema}, nil)
 }
 
 // input builds the input; schemas, when not nil, holds tool inputSchemas
 // already converted.
-func input(call decision.Call, led *Ledger, sum string, schemas *schemaCache) (ast.Value, error) {
+func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Value, error) {
 	obj := ast.NewObject(
 		ast.Item(ast.InternedTerm("call_sha256"), ast.StringTerm(sum)),
 		ast.Item(ast.InternedTerm("server"), ast.StringTerm(call.Server)),
@@ -47,7 +46,7 @@ func input(call decision.Call, led *Ledger, sum string, schemas *schemaCache) (a
 	}
 	obj.Insert(ast.InternedTerm("args"), ast.NewTerm(args))
 	if call.Tool.InputSchema != nil {
-		schema, err := schemas.value(call.Tool.InputSchema)
+		schema, err := schemas.value(schema)
 		if err != nil {
 			return nil, fmt.Errorf("tool.inputSchema: %w", err)
 		}
@@ -110,7 +109,7 @@ func ledgerValue(led *Ledger) ast.Object {
 }
 
 // schemaCache keeps tools' inputSchemas converted to AST, keyed by the
-// SHA-256 of their exact encoding (keyEncoder), so a tool's schema is
+// SHA-256 of their exact encoding (toolSchema), so a tool's schema is
 // converted once, not on every call: a gateway calls the same few tools
 // with the same schemas. Converted values are shared between evaluations,
 // which never change their input. Bounded: once full, it converts without
@@ -125,28 +124,23 @@ const SchemaCacheSize = 4096
 
 func newSchemaCache() *schemaCache { return &schemaCache{values: map[cacheKey]ast.Value{}} }
 
-func (c *schemaCache) value(schema map[string]any) (ast.Value, error) {
-	if c == nil {
-		return value(schema)
+func (c *schemaCache) value(schema toolSchema) (ast.Value, error) {
+	if c == nil || !schema.ok {
+		return value(schema.doc)
 	}
-	b := keyEncoder(make([]byte, 0, 1024))
-	if !b.value(schema) {
-		return value(schema)
-	}
-	k := cacheKey(sha256.Sum256(b))
 	c.mu.RLock()
-	v, ok := c.values[k]
+	v, ok := c.values[schema.sum]
 	c.mu.RUnlock()
 	if ok {
 		return v, nil
 	}
-	v, err := value(schema)
+	v, err := value(schema.doc)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	if len(c.values) < SchemaCacheSize {
-		c.values[k] = v
+		c.values[schema.sum] = v
 	}
 	c.mu.Unlock()
 	return v, nil

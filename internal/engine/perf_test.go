@@ -318,6 +318,11 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 	}
 }
 
+// testKey is the key Decide computes for call.
+func testKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) {
+	return makeKey(revision, call, newToolSchema(call.Tool.InputSchema), led)
+}
+
 // TestCacheKeyCoversEveryField: changing any field the policy can read
 // changes the decision-cache key (a missed field would be a wrong hit).
 func TestCacheKeyCoversEveryField(t *testing.T) {
@@ -333,7 +338,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 		}, &Ledger{Entries: []decision.LedgerEntry{{ID: "1", Server: "fs", Tool: "t", ArgsSHA256: "a", Time: "x", Surface: "cli"}}}
 	}
 	c0, l0 := base()
-	k0, ok := makeKey("r1", c0, l0)
+	k0, ok := testKey("r1", c0, l0)
 	if !ok {
 		t.Fatal("base call not cacheable")
 	}
@@ -376,7 +381,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 	for name, mutate := range mutations {
 		c, l := base()
 		rev := mutate(&c, &l)
-		k, ok := makeKey(rev, c, l)
+		k, ok := testKey(rev, c, l)
 		if !ok || k == k0 {
 			t.Errorf("%s: key unchanged (ok %v)", name, ok)
 		}
@@ -385,12 +390,12 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 	c1.Tool.InputSchema = nil
 	c2, l2 := base()
 	c2.Tool.InputSchema = map[string]any{}
-	if k1, _ := makeKey("r1", c1, l1); k1 == func() cacheKey { k, _ := makeKey("r1", c2, l2); return k }() {
+	if k1, _ := testKey("r1", c1, l1); k1 == func() cacheKey { k, _ := testKey("r1", c2, l2); return k }() {
 		t.Error("no inputSchema and an empty one share a key")
 	}
 	if c, l := base(); true {
 		c.Args["x"] = struct{}{}
-		if _, ok := makeKey("r1", c, l); ok {
+		if _, ok := testKey("r1", c, l); ok {
 			t.Error("a non-JSON argument is cacheable")
 		}
 	}
