@@ -48,11 +48,6 @@ default pool := {}
 
 pool := data.mcpx.config.pool
 
-# server holds the call's server settings; an unconfigured server has none.
-default server := {}
-
-server := data.mcpx.config.servers[req.server]
-
 # facts are the config's facts about the call's tool (lib.tool.facts).
 facts := tool.facts(req.server, req.tool)
 
