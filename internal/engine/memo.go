@@ -118,60 +118,53 @@ func memoFunctions(c *ast.Compiler) map[string]bool {
 // locallyPureOfBuiltins reports whether r calls no non-deterministic
 // builtin.
 func locallyPureOfBuiltins(r *ast.Rule) bool {
-	pure := true
-	ast.NewGenericVisitor(func(x any) bool {
+	return walkPure(r, nondeterministicCall)
+}
+
+// locallyPure reports whether r itself (not the rules it uses) reads no
+// input, uses no `with` and calls no non-deterministic builtin.
+func locallyPure(r *ast.Rule) bool {
+	return walkPure(r, func(x any) bool {
 		switch x := x.(type) {
 		case *ast.Expr:
-			if x.IsCall() && nondeterministic(x.Operator()) {
-				pure = false
+			if len(x.With) > 0 {
+				return true
 			}
-		case ast.Call:
-			if len(x) > 0 {
-				if ref, ok := x[0].Value.(ast.Ref); ok && nondeterministic(ref) {
-					pure = false
-				}
-			}
+		case ast.Ref:
+			return x.HasPrefix(ast.InputRootRef)
+		case ast.Var:
+			return x.Equal(ast.InputRootDocument.Value)
+		}
+		return nondeterministicCall(x)
+	})
+}
+
+// walkPure reports whether no node of r is impure, stopping at the first
+// that is.
+func walkPure(r *ast.Rule, impure func(x any) bool) bool {
+	pure := true
+	ast.NewGenericVisitor(func(x any) bool {
+		if pure && impure(x) {
+			pure = false
 		}
 		return !pure
 	}).Walk(r)
 	return pure
 }
 
-// locallyPure reports whether r itself (not the rules it uses) reads no
-// input, uses no `with` and calls no non-deterministic builtin.
-func locallyPure(r *ast.Rule) bool {
-	pure := true
-	vis := ast.NewGenericVisitor(func(x any) bool {
-		if !pure {
-			return true
-		}
-		switch x := x.(type) {
-		case *ast.Expr:
-			if len(x.With) > 0 {
-				pure = false
-			}
-			if x.IsCall() && nondeterministic(x.Operator()) {
-				pure = false
-			}
-		case ast.Call:
-			if len(x) > 0 {
-				if ref, ok := x[0].Value.(ast.Ref); ok && nondeterministic(ref) {
-					pure = false
-				}
-			}
-		case ast.Ref:
-			if x.HasPrefix(ast.InputRootRef) {
-				pure = false
-			}
-		case ast.Var:
-			if x.Equal(ast.InputRootDocument.Value) {
-				pure = false
+// nondeterministicCall reports whether x calls a non-deterministic builtin.
+func nondeterministicCall(x any) bool {
+	switch x := x.(type) {
+	case *ast.Expr:
+		return x.IsCall() && nondeterministic(x.Operator())
+	case ast.Call:
+		if len(x) > 0 {
+			if ref, ok := x[0].Value.(ast.Ref); ok {
+				return nondeterministic(ref)
 			}
 		}
-		return !pure
-	})
-	vis.Walk(r)
-	return pure
+	}
+	return false
 }
 
 func nondeterministic(op ast.Ref) bool {
