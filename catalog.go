@@ -18,6 +18,23 @@ func catalogTool(cat *bundle.Catalog, server, name string) (Tool, bool) {
 	return t, err == nil
 }
 
+// CallDocument is one call as JSON: the call file of `mcpx-policy eval` and
+// the body of serve's POST /v1/decide. Tool is an MCP Tool object, or a
+// tool name looked up in the Engine's catalog (ResolveTool).
+type CallDocument struct {
+	Server    string          `json:"server"`
+	Tool      json.RawMessage `json:"tool"`
+	Args      map[string]any  `json:"args"`
+	Surface   string          `json:"surface,omitempty"`
+	Principal *Principal      `json:"principal,omitempty"`
+	Mode      string          `json:"mode,omitempty"`
+}
+
+// Call is the document's call without its tool, which ResolveTool reads.
+func (d CallDocument) Call() Call {
+	return Call{Server: d.Server, Args: d.Args, Surface: d.Surface, Principal: d.Principal, Mode: d.Mode}
+}
+
 // ResolveTool reads the "tool" of a call document: an MCP Tool object, or a
 // tool name looked up in the Engine's catalog (Options.Catalog). The error
 // says which of the three went wrong: missing, not in the catalog, or

@@ -29,16 +29,6 @@ decision included), 2 deny, 3 ask; with several calls, the most severe (an
 error beats a deny, a deny an ask).
 `
 
-// callFile is the on-disk form of one call.
-type callFile struct {
-	Server    string                `json:"server"`
-	Tool      json.RawMessage       `json:"tool"`
-	Args      map[string]any        `json:"args"`
-	Surface   string                `json:"surface,omitempty"`
-	Principal *mcpxpolicy.Principal `json:"principal,omitempty"`
-	Mode      string                `json:"mode,omitempty"`
-}
-
 func runEval(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy eval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -123,11 +113,11 @@ func readCall(eng *mcpxpolicy.Engine, path string) (mcpxpolicy.Call, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
-	var f callFile
+	var f mcpxpolicy.CallDocument
 	if err := dec.Decode(&f); err != nil {
 		return mcpxpolicy.Call{}, fmt.Errorf("not a call file: %w", err)
 	}
-	call := mcpxpolicy.Call{Server: f.Server, Args: f.Args, Surface: f.Surface, Principal: f.Principal, Mode: f.Mode}
+	call := f.Call()
 	t, err := eng.ResolveTool(f.Server, f.Tool)
 	if err != nil {
 		return call, fmt.Errorf("not a call file: %w (give --catalog, or the whole MCP Tool object in the call file)", err)

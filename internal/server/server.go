@@ -113,16 +113,7 @@ func only(method string, next http.HandlerFunc) http.HandlerFunc {
 }
 
 // CallDocument is the body of POST /v1/decide: the call file of `eval`.
-// Tool is an MCP Tool object, or a tool name looked up in the engine's
-// catalog.
-type CallDocument struct {
-	Server    string                `json:"server"`
-	Tool      json.RawMessage       `json:"tool"`
-	Args      map[string]any        `json:"args"`
-	Surface   string                `json:"surface,omitempty"`
-	Principal *mcpxpolicy.Principal `json:"principal,omitempty"`
-	Mode      string                `json:"mode,omitempty"`
-}
+type CallDocument = mcpxpolicy.CallDocument
 
 // DecideResponse is the body of POST /v1/decide: the decision document
 // (SPEC §1.3) with "rendered", the rendering for the call's surface
@@ -187,7 +178,7 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
 	if dec.More() {
 		return call, errors.New("not a call document: trailing data after the JSON object")
 	}
-	call = mcpxpolicy.Call{Server: doc.Server, Args: doc.Args, Surface: doc.Surface, Principal: doc.Principal, Mode: doc.Mode}
+	call = doc.Call()
 	if call.Surface == "" {
 		call.Surface = render.SurfaceDaemon
 	}
