@@ -84,7 +84,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	} else if n > 0 {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see 'mcpx-policy writes'\n", n)
 	}
-	go reloadOnChange(ctx, eng, configs, logger)
+	reloadOnChange(ctx, eng, configs, logger)
 	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger}
 	command := fs.Args()
 	start := func(ctx context.Context) (mcp.Connection, error) {
@@ -114,12 +114,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// reloadOnChange reloads the config on file change and SIGHUP, keeping the
-// old policy when the new one fails to load.
-func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, configs []string, logger *slog.Logger) {
+// reloadOnChange reloads the config on a change to any of paths and on
+// SIGHUP, keeping the old policy when the new one fails to load, until ctx
+// ends. SIGHUP is caught from the moment it returns.
+func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	hupc := make(chan struct{}, 1)
 	go func() {
 		for range hup {
@@ -129,9 +129,12 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, configs []strin
 			}
 		}
 	}()
-	if err := server.Watch(ctx, eng, configs, hupc, logger, nil); err != nil {
-		logger.Error("config watch failed; reload with SIGHUP", "err", err)
-	}
+	go func() {
+		defer signal.Stop(hup)
+		if err := server.Watch(ctx, eng, paths, hupc, logger, nil); err != nil {
+			logger.Error("config watch failed; reload with SIGHUP", "err", err)
+		}
+	}()
 }
 
 // serveProxyHTTP serves the proxy over Streamable HTTP at /mcp: each MCP

@@ -106,27 +106,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	hupc := make(chan struct{}, 1)
-	go func() {
-		for range hup {
-			select {
-			case hupc <- struct{}{}:
-			default:
-			}
-		}
-	}()
 	watchPaths := append([]string(nil), configs...)
 	if *catalog != "" {
 		watchPaths = append(watchPaths, *catalog)
 	}
-	go func() {
-		if err := server.Watch(ctx, eng, watchPaths, hupc, logger, nil); err != nil {
-			logger.Error("config watch failed; reload with SIGHUP", "err", err)
-		}
-	}()
+	reloadOnChange(ctx, eng, watchPaths, logger)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
