@@ -1,8 +1,11 @@
 package policy_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
@@ -157,5 +160,33 @@ func TestWriteToolsForceAWrite(t *testing.T) {
 	d = decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}, Mode: "deny"})
 	if d.Outcome != mcpxpolicy.Deny || d.Step != "write_mode" {
 		t.Fatalf("forced write under deny: %s %s", d.Outcome, d.Step)
+	}
+}
+
+// TestArgumentsMustBeJSON: a Go caller may put OPA values in a call's
+// arguments; OPA would pass a set through while the call's hash reads it
+// as a JSON array, and the argument-rules step takes a set as "argument
+// absent". Such a call is invalid input, never a pass.
+func TestArgumentsMustBeJSON(t *testing.T) {
+	t.Parallel()
+	eng, _ := newEngine(t, `version: 1
+servers:
+  kv:
+    writePolicy: allow
+    argumentRules:
+      - id: short-keys
+        tools: ["put"]
+        argument: key
+        schema: {type: string, maxLength: 3}
+`)
+	put := mcpxpolicy.Tool{Name: "put", Annotations: &mcpxpolicy.Annotations{DestructiveHint: ptr(false)}}
+	for _, v := range []any{ast.NewSet(ast.StringTerm("absent")), ast.SetTerm(ast.StringTerm("absent")), ast.StringTerm("toolong"), ast.String("toolong")} {
+		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "kv", Tool: put, Args: map[string]any{"key": v}})
+		if err == nil || d.Outcome != mcpxpolicy.Deny || !sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.InvalidInput}) {
+			t.Errorf("key %v: got %s %v (err %v), want an InvalidInput deny", v, d.Outcome, codes(d.Reasons), err)
+		}
+	}
+	if d := decide(t, eng, mcpxpolicy.Call{Server: "kv", Tool: put, Args: map[string]any{"key": "toolong"}}); d.Outcome != mcpxpolicy.Deny || d.Step != "argument_rules" {
+		t.Errorf("a plain string breaking the rule: got %s at %q, want a deny at argument_rules", d.Outcome, d.Step)
 	}
 }

@@ -174,6 +174,10 @@ func value(v any) (ast.Value, error) {
 			terms[i] = ast.NewTerm(ev)
 		}
 		return ast.NewArray(terms...), nil
+	case ast.Value, *ast.Term:
+		// OPA would take these as they are, sets included, while the call's
+		// hash reads them as JSON: the policy must see only JSON values
+		return nil, fmt.Errorf("arguments must be JSON values, not OPA %T", v)
 	default:
 		return ast.InterfaceToValue(v)
 	}

@@ -27,18 +27,23 @@ matched := config.facts.matched
 # function call costs OPA ~40 allocations).
 targets := {pkg: by_rule |
 	some pkg, rules in config.facts.packages
-	by_rule := {r.id: {"value": object.get(req.args, r.argument, null), "path": r.pointer} |
+	by_rule := {r.id: {"value": v, "path": r.pointer} |
 		some r in rules
-		object.get(req.args, r.argument, 0) == object.get(req.args, r.argument, 1)
+		v := object.get(req.args, r.argument, _absent)
+		v != _absent
 	}
 	count(by_rule) > 0
 }
+
+# _absent stands for an argument that is not there: a set, which no JSON
+# value (and so no argument) can be.
+_absent := {"absent"}
 
 _present(_, path) if count(path) == 0
 
 _present(args, path) if {
 	count(path) > 0
-	object.get(args, path, 0) == object.get(args, path, 1)
+	object.get(args, path, _absent) != _absent
 }
 
 # missing_packages are generated packages that matched rules need but the
@@ -51,9 +56,8 @@ missing_packages contains pkg if {
 missing_rules := config.facts.missing_rules
 
 _violations[id] := vs if {
-	some pkg, by_rule in targets
-	some id, _ in by_rule
-	vs := data.mcpx.rules[pkg].violations[id]
+	some pkg, _ in targets
+	some id, vs in data.mcpx.rules[pkg].violations
 	count(vs) > 0
 }
 
