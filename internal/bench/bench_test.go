@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/profiler"
+	"github.com/open-policy-agent/opa/v1/rego"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -289,30 +291,20 @@ var policyParts = []struct{ name, query string }{
 // machine, unlike time). Not part of make bench:
 //
 //	go test -run '^$' -bench PolicyParts -benchmem -benchtime 500x ./internal/bench/
+//
+// MCPX_PARTS="query;;query…" measures those queries instead.
 func BenchmarkPolicyParts(b *testing.B) {
-	for _, part := range policyParts {
+	parts := policyParts
+	if q := os.Getenv("MCPX_PARTS"); q != "" {
+		parts = nil
+		for _, x := range strings.Split(q, ";;") {
+			parts = append(parts, struct{ name, query string }{x, x})
+		}
+	}
+	for _, part := range parts {
 		b.Run(part.name, func(b *testing.B) {
-			f := load(b, M)
-			e, err := engine.PrepareQuery(context.Background(), f.policy(b), part.query)
-			if err != nil {
-				b.Fatal(err)
-			}
-			calls := f.fresh(b.N)
-			ins := make([]ast.Value, len(calls))
-			for i, c := range calls {
-				if ins[i], err = engine.Input(c, &engine.Ledger{}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			e, ins := prepareOnM(b, part.query, b.N)
 			ctx := context.Background()
-			// once over every input first: the per-tool facts are memoized,
-			// as in BenchmarkDecide (the timed evaluations still compute
-			// everything that depends on the arguments)
-			for _, in := range ins {
-				if _, err := e.EvaluateInput(ctx, in); err != nil {
-					b.Fatal(err)
-				}
-			}
 			timed(b, func(i int) {
 				if _, err := e.EvaluateInput(ctx, ins[i]); err != nil {
 					b.Fatal(err)
@@ -320,6 +312,61 @@ func BenchmarkPolicyParts(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkPolicyProfile prints OPA's profile of the whole decision as the
+// engine evaluates it (memo on, tools seen) on M calls: per expression, the
+// time and the evaluations per call, the costliest first. Not part of make
+// bench:
+//
+//	go test -run '^$' -bench PolicyProfile -benchtime 300x ./internal/bench/
+//
+// (go test runs a benchmark once with b.N = 1 first; that run prints
+// nothing.)
+func BenchmarkPolicyProfile(b *testing.B) {
+	if b.N == 1 {
+		return
+	}
+	query := "data.mcpx.decision"
+	if q := os.Getenv("MCPX_PROFILE"); q != "" {
+		query = q
+	}
+	e, ins := prepareOnM(b, query, b.N)
+	p := profiler.New()
+	ctx := context.Background()
+	for _, in := range ins {
+		if _, err := e.EvaluateInput(ctx, in, rego.EvalQueryTracer(p)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(len(ins))
+	fmt.Printf("\n%d calls; per call: time (profiler on)  evaluations  location\n", len(ins))
+	for _, s := range p.ReportTopNResults(40, []string{"total_time_ns"}) {
+		fmt.Printf("%9.1f µs %6.1f  %s\n", float64(s.ExprTimeNs)/n/1e3, float64(s.NumEval)/n, s.Location)
+	}
+}
+
+// prepareOnM prepares query on the M policy and builds n fresh M inputs,
+// evaluated once each so the per-tool facts are memoized, as in
+// BenchmarkDecide (evaluating them again still computes everything that
+// depends on the arguments).
+func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value) {
+	f := load(b, M)
+	e, err := engine.PrepareQuery(context.Background(), f.policy(b), query)
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := f.fresh(n)
+	ins := make([]ast.Value, len(calls))
+	for i, c := range calls {
+		if ins[i], err = engine.Input(c, &engine.Ledger{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.EvaluateInput(context.Background(), ins[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, ins
 }
 
 // policy returns the fixture's policy as the engine evaluates it.

@@ -110,10 +110,12 @@ func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) 
 	return e.EvaluateInput(ctx, in)
 }
 
-// EvaluateInput is Evaluate on an input already built with Input.
-func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value) (int, error) {
+// EvaluateInput is Evaluate on an input already built with Input; opts
+// are added to the evaluation's own (a profiler's tracer, for instance).
+func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego.EvalOption) (int, error) {
 	vc := e.memo.cache()
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins))
+	opts = append([]rego.EvalOption{rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins)}, opts...)
+	rs, err := e.query.Eval(ctx, opts...)
 	if err != nil {
 		return 0, err
 	}
