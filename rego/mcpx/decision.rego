@@ -39,95 +39,73 @@ default decision := {
 	"call": {"server": "", "tool": ""},
 }
 
-decision := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if count(req.problems) > 0
-
-decision := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_policy_problems))])) if {
-	count(req.problems) == 0
-	count(_policy_problems) > 0
-}
-
-decision := {
+# The first that applies decides: invalid input, an unusable policy, a
+# hidden tool (nothing else is reported), else the steps' findings. Should
+# that document be undefined, the default above denies.
+decision := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if {
+	count(req.problems) > 0
+} else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
+	count(_config_problems) > 0
+} else := {
 	"outcome": "deny",
 	"step": "hidden",
-	"reasons": [object.union(r, {"step": "hidden"}) | some r in hidden.deny],
+	"reasons": [r | some r in hidden.deny],
 	"warnings": [],
 	"write": false,
 	"destructive": false,
 	"call": _call,
 } if {
-	_ready
 	hidden.hidden
-}
-
-decision := {
-	"outcome": _outcome,
-	"step": _step,
+} else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_rule_problems))])) if {
+	count(_rule_problems) > 0
+} else := {
+	"outcome": _verdict.outcome,
+	"step": _verdict.step,
 	"reasons": _reasons,
-	"warnings": [object.union(r, {"step": "unknown_args"}) | some r in unknown_args.warn],
+	"warnings": [r | some r in unknown_args.warn],
 	"write": call.write,
 	"destructive": call.destructive,
 	"call": _call,
-} if {
-	_ready
-	not hidden.hidden
 }
 
-_ready if {
-	count(req.problems) == 0
-	count(_policy_problems) == 0
-}
+# _config_problems make the config unusable for any tool: a PolicyError
+# before anything else is decided. Every step reads the tool's facts; if
+# they could not be computed the steps would see their defaults (not
+# hidden, not a write, no rules), so that is a PolicyError, never a pass.
+_config_problems := config.problems | {"the config's facts for this tool could not be computed" | not config.facts}
 
-_policy_problems := ((config.problems | {sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
+# _rule_problems make the argument-rules step unusable for this call: a
+# matched rule whose package or compiled entry is missing, or a rule that
+# reported violations without becoming a reason. Checked after the hidden
+# step, which looks at no rule.
+_rule_problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
 	some pkg in rules.missing_packages
 	some id, _ in rules.targets[pkg]
-}) | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) | some id in rules.missing_rules}) | _facts_problems
-
-# Every step reads the tool's facts; if they could not be computed the
-# steps would see their defaults (not hidden, not a write, no rules), so
-# that is a PolicyError, never a pass.
-_facts_problems contains "the config's facts for this tool could not be computed" if not config.facts
+} | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) | some id in rules.missing_rules}) | {"argument rules reported violations that did not become reasons" | rules.violation_count != count(rules.deny)}
 
 _call := {"server": req.server, "tool": req.tool, "sha256": req.call_sha256}
 
-# _steps lists each step's findings in the fixed check order.
-_steps := [
-	{"step": "ledger", "deny": ledger.deny, "ask": set()},
-	{"step": "unknown_args", "deny": unknown_args.deny, "ask": set()},
-	{"step": "argument_rules", "deny": rules.deny, "ask": set()},
-	{"step": "write_mode", "deny": write_mode.deny, "ask": write_mode.ask},
-	{"step": "destructive_floor", "deny": set(), "ask": destructive.ask},
-	{"step": "overrides", "deny": overrides.deny, "ask": overrides.ask},
-]
-
-# _reasons keeps step order, and within a step its denies before its asks,
-# so the first reason of the deciding step is the one that decided.
-_reasons := [object.union(r, {"step": s.step}) |
-	some s in _steps
-	some findings in [s.deny, s.ask]
+# _reasons keeps the check order, and within a step its denies before its
+# asks, so the first reason of the deciding step is the one that decided.
+# Each step's findings name their step.
+_reasons := [r |
+	some findings in [ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask]
 	some r in findings
 ]
 
-_deny_steps := [s.step | some s in _steps; count(s.deny) > 0]
+# _denies are the deny reasons, in check order.
+_denies := [r |
+	some findings in [ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
+	some r in findings
+]
 
-_ask_steps := [s.step | some s in _steps; count(s.ask) > 0]
-
-default _outcome := "allow"
-
-_outcome := "deny" if count(_deny_steps) > 0
-
-_outcome := "ask" if {
-	count(_deny_steps) == 0
-	count(_ask_steps) > 0
-}
-
-default _step := ""
-
-_step := _deny_steps[0] if count(_deny_steps) > 0
-
-_step := _ask_steps[0] if {
-	count(_deny_steps) == 0
-	count(_ask_steps) > 0
-}
+# _verdict is the first deny's step, else (every reason being an ask) the
+# first ask's, else allow.
+_verdict := {"outcome": "deny", "step": _denies[0].step} if {
+	count(_denies) > 0
+} else := {"outcome": "ask", "step": _reasons[0].step} if {
+	count(_reasons) > 0
+} else := {"outcome": "allow", "step": ""}
 
 _fail(code, message) := {
 	"outcome": "deny",

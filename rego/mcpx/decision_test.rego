@@ -171,6 +171,25 @@ test_missing_rule_package_is_policy_error if {
 	contains(d.reasons[0].message, "no-force-push")
 }
 
+# A rule that reports violations must become a deny reason; if one did
+# not, the call is a PolicyError, never a pass.
+test_violations_without_reasons_are_policy_error if {
+	d := _decide(testdata.call("git", testdata.git_push, {"force": true})) with data.mcpx.steps.rules.deny as set()
+	d.outcome == "deny"
+	_codes(d) == ["PolicyError"]
+	contains(d.reasons[0].message, "did not become reasons")
+}
+
+# The hidden step looks at no rule (SPEC §1.1: nothing else is evaluated):
+# a broken rule is a PolicyError for a visible tool only.
+test_hidden_tool_is_decided_before_rule_checks if {
+	hidden := _decide(testdata.call("fs", {"name": "delete_file"}, {})) with data.mcpx.steps.rules.missing_rules as {"broken-rule"}
+	_codes(hidden) == ["HiddenTool"]
+	visible := _decide(testdata.call("fs", testdata.read_file, {})) with data.mcpx.steps.rules.missing_rules as {"broken-rule"}
+	_codes(visible) == ["PolicyError"]
+	contains(visible.reasons[0].message, "broken-rule")
+}
+
 test_warning_does_not_change_outcome if {
 	d := _decide(testdata.call("git", {"name": "git_log", "annotations": {"readOnlyHint": true}, "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}, {"m": 1}))
 	d.outcome == "allow"

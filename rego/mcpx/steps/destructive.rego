@@ -14,6 +14,7 @@ import data.mcpx.lib.config
 #   code: DestructiveNeedsConfirmation
 ask contains {
 	"code": "DestructiveNeedsConfirmation",
+	"step": "destructive_floor",
 	"message": sprintf("%s may be destructive (destructiveHint is not false) and policy.confirmDestructive asks for every destructive write", [call.label]),
 } if {
 	config.global.confirmDestructive == true

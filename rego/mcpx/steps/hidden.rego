@@ -19,5 +19,6 @@ hidden := config.facts.hidden
 #   code: HiddenTool
 deny contains {
 	"code": "HiddenTool",
+	"step": "hidden",
 	"message": sprintf("tool %s on %s is hidden by its tools/excludeTools configuration", [json.marshal(req.tool), json.marshal(req.server)]),
 } if hidden

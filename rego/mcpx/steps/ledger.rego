@@ -18,6 +18,7 @@ clear_command := sprintf("mcpx-policy writes clear %s", [req.server])
 #   code: UnknownOutcomePending
 deny contains {
 	"code": "UnknownOutcomePending",
+	"step": "ledger",
 	"message": sprintf("%s: %s; no further writes to %s until an operator checks what happened and clears them with: %s", [
 		call.label, _summary, req.server, clear_command,
 	]),
@@ -33,6 +34,7 @@ deny contains {
 #   code: LedgerUnreadable
 deny contains {
 	"code": "LedgerUnreadable",
+	"step": "ledger",
 	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.ledger_error]),
 } if {
 	req.ledger_error != null

@@ -21,6 +21,7 @@ ask contains _reason("OverrideAsk", f) if some f in data.mcpx.overrides.ask
 
 _reason(code, f) := {
 	"code": code,
+	"step": "overrides",
 	"message": f.message,
 	"details": object.union(object.remove(f, ["code", "message"]), {"override_code": f.code}),
 } if {
@@ -32,6 +33,7 @@ _reason(code, f) := {
 # so a typo in an override fails closed instead of vanishing.
 _reason(code, f) := {
 	"code": code,
+	"step": "overrides",
 	"message": sprintf("malformed override finding %s: want an object with string code and message", [json.marshal(f)]),
 	"details": {"override_code": "MalformedFinding"},
 } if {

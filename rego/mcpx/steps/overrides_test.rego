@@ -5,7 +5,7 @@ import data.mcpx.testdata
 
 test_deny_finding_becomes_override_deny if {
 	r := overrides.deny with data.mcpx.overrides.deny as {{"code": "NoProdOnFriday", "message": "no prod writes on Friday", "ticket": "OPS-1"}}
-	r == {{"code": "OverrideDeny", "message": "no prod writes on Friday", "details": {"override_code": "NoProdOnFriday", "ticket": "OPS-1"}}}
+	r == {{"code": "OverrideDeny", "step": "overrides", "message": "no prod writes on Friday", "details": {"override_code": "NoProdOnFriday", "ticket": "OPS-1"}}}
 }
 
 test_ask_finding_becomes_override_ask if {

@@ -72,6 +72,7 @@ _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required
 #   code: ArgumentRuleViolation
 deny contains {
 	"code": "ArgumentRuleViolation",
+	"step": "argument_rules",
 	"message": sprintf("%s: %s (rule %s, %s)", [call.label, concat("; ", [_phrase(v) | some v in vs]), id, ref.origin]),
 	"violations": vs,
 } if {

@@ -21,6 +21,7 @@ test_matching_is_by_exact_name_and_regex if {
 test_violation_document if {
 	_deny("fs", testdata.write_file, {"path": "/etc/passwd", "content": "x"}) == {{
 		"code": "ArgumentRuleViolation",
+		"step": "argument_rules",
 		"message": `fs.write_file: /path "/etc/passwd" does not match ^/workspace/ (rule fs-writes-in-workspace, mcpx-policy.yaml:14)`,
 		"violations": [{
 			"path": "/path", "value": "/etc/passwd", "constraint": "pattern", "expected": "^/workspace/",

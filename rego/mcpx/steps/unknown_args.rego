@@ -145,6 +145,7 @@ _declared(s) := {k | some k, _ in object.get(s, "properties", {})} | {k |
 #   code: UnknownArguments
 deny contains {
 	"code": "UnknownArguments",
+	"step": "unknown_args",
 	"message": sprintf("%s: %s; the call was not executed", [call.label, _summary]),
 	"details": _details,
 } if {
@@ -158,6 +159,7 @@ deny contains {
 #   code: IgnoredArguments
 warn contains {
 	"code": "IgnoredArguments",
+	"step": "unknown_args",
 	"message": sprintf("%s: %s; the call went ahead without them being checked", [call.label, _summary]),
 	"details": _details,
 } if {

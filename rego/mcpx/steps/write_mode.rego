@@ -16,6 +16,7 @@ import data.mcpx.lib.req
 #   code: WriteDenied
 deny contains {
 	"code": "WriteDenied",
+	"step": "write_mode",
 	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [call.label, req.server]),
 	"details": {"mode": "deny"},
 } if {
@@ -29,6 +30,7 @@ deny contains {
 #   code: WriteNeedsConfirmation
 ask contains {
 	"code": "WriteNeedsConfirmation",
+	"step": "write_mode",
 	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [call.label, req.server]),
 	"details": {"mode": "ask"},
 } if {
