@@ -39,10 +39,25 @@ default decision := {
 	"call": {"server": "", "tool": ""},
 }
 
-# The first that applies decides: invalid input, an unusable policy, a
-# hidden tool (nothing else is reported), else the steps' findings. Should
-# that document be undefined, the default above denies.
-decision := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if {
+# The common case first: a valid call to a visible tool whose rules are
+# usable is decided by the steps' findings. Otherwise the first that
+# applies decides: invalid input, an unusable config, a hidden tool
+# (nothing else is evaluated or reported), unusable rules. Should no
+# document result, the default above denies.
+decision := {
+	"outcome": _verdict.outcome,
+	"step": _verdict.step,
+	"reasons": _reasons,
+	"warnings": [r | some r in unknown_args.warn],
+	"write": call.write,
+	"destructive": call.destructive,
+	"call": _call,
+} if {
+	count(req.problems) == 0
+	count(_config_problems) == 0
+	not hidden.hidden
+	count(_rule_problems) == 0
+} else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if {
 	count(req.problems) > 0
 } else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
 	count(_config_problems) > 0
@@ -58,14 +73,6 @@ decision := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort
 	hidden.hidden
 } else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_rule_problems))])) if {
 	count(_rule_problems) > 0
-} else := {
-	"outcome": _verdict.outcome,
-	"step": _verdict.step,
-	"reasons": _reasons,
-	"warnings": [r | some r in unknown_args.warn],
-	"write": call.write,
-	"destructive": call.destructive,
-	"call": _call,
 }
 
 # _config_problems make the config unusable for any tool: a PolicyError
@@ -83,7 +90,7 @@ _rule_problems := ({sprintf("argument rule %s has no compiled package %s", [id, 
 	some id, _ in rules.targets[pkg]
 } | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) | some id in rules.missing_rules}) | {"argument rules reported violations that did not become reasons" | rules.violation_count != count(rules.deny)}
 
-_call := {"server": req.server, "tool": req.tool, "sha256": req.call_sha256}
+_call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call_sha256}
 
 # _reasons keeps the check order, and within a step its denies before its
 # asks, so the first reason of the deciding step is the one that decided.

@@ -12,7 +12,7 @@ import data.mcpx.lib.req
 # write is true iff readOnlyHint is not true or a writeTools pattern matches.
 default write := false
 
-write if req.read_only == false
+write if req.doc.read_only == false
 
 write if config.facts.write
 
@@ -21,8 +21,8 @@ default destructive := false
 
 destructive if {
 	write
-	req.destructive == true
+	req.doc.destructive == true
 }
 
 # label names the call in messages: server.tool.
-label := sprintf("%s.%s", [req.server, req.tool])
+label := sprintf("%s.%s", [req.doc.server, req.doc.tool])

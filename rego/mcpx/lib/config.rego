@@ -49,11 +49,11 @@ default pool := {}
 pool := data.mcpx.config.pool
 
 # facts are the config's facts about the call's tool (lib.tool.facts).
-facts := tool.facts(req.server, req.tool)
+facts := tool.facts(req.doc.server, req.doc.tool)
 
 # write_mode is the effective write mode: the caller's resolved mode, else
 # the server's writePolicy, else policy.write, else ask.
-write_mode := req.mode if req.mode != null
+write_mode := req.doc.mode if req.doc.mode != null
 
 else := facts.write_mode
 

@@ -2,17 +2,17 @@
 # title: Input validation
 # description: |
 #   Checks the shape of the input document (SPEC §1.2). Any problem makes the
-#   decision an InvalidInput deny; the steps read the normalized values below
+#   decision an InvalidInput deny; the steps read the normalized call (doc)
 #   and never the raw input, so a missing field cannot silently pass. Every
 #   raw field is read through object.get with a null default first: a
 #   negated test on an undefined reference would be undefined, not true.
 #
 #   A well-formed call is recognized by _fast, one rule body that implies
 #   every check below passes; it decides the common case in a few
-#   expressions, and the normalized values then read the input directly.
-#   Anything _fast does not recognize takes the full checks, which name each
-#   problem. _fast only ever adds speed: when it holds, the full checks find
-#   nothing and each value below equals its full-path value.
+#   expressions, and doc then reads the input directly. Anything _fast does
+#   not recognize takes the full checks, which name each problem. _fast only
+#   ever adds speed: when it holds, the full checks find nothing and doc
+#   equals its full-path value.
 package mcpx.lib.req
 
 # _fast holds for a call whose every field is present-and-valid or absent in
@@ -53,13 +53,13 @@ problems := set() if _fast
 
 else := _problems
 
-default _doc := {}
+default _input := {}
 
-_doc := input if is_object(input)
+_input := input if is_object(input)
 
-_raw_server := object.get(_doc, "server", null)
+_raw_server := object.get(_input, "server", null)
 
-_raw_tool := object.get(_doc, "tool", null)
+_raw_tool := object.get(_input, "tool", null)
 
 default _tool_doc := {}
 
@@ -71,9 +71,9 @@ _raw_annotations := object.get(_tool_doc, "annotations", {})
 
 _raw_schema := object.get(_tool_doc, "inputSchema", null)
 
-_raw_args := object.get(_doc, "args", {})
+_raw_args := object.get(_input, "args", {})
 
-_raw_ledger := object.get(_doc, "ledger", {})
+_raw_ledger := object.get(_input, "ledger", {})
 
 default _ledger_doc := {}
 
@@ -81,7 +81,7 @@ _ledger_doc := _raw_ledger if is_object(_raw_ledger)
 
 _raw_entries := object.get(_ledger_doc, "entries", [])
 
-_raw_sha256 := object.get(_doc, "call_sha256", null)
+_raw_sha256 := object.get(_input, "call_sha256", null)
 
 # problems lists what is wrong with the input, one message each.
 _problems contains "input must be an object" if not is_object(input)
@@ -111,7 +111,7 @@ _problems contains "tool.inputSchema must be an object" if {
 }
 
 _problems contains sprintf("mode %s is not a write mode (want ask, allow or deny)", [json.marshal(m)]) if {
-	m := object.get(_doc, "mode", "ask")
+	m := object.get(_input, "mode", "ask")
 	not m in {"ask", "allow", "deny"}
 }
 
@@ -119,9 +119,9 @@ _problems contains "ledger must be an object" if not is_object(_raw_ledger)
 
 _problems contains "ledger.entries must be an array of objects" if not _entries_ok
 
-_problems contains "principal must be an object" if not is_object(object.get(_doc, "principal", {}))
+_problems contains "principal must be an object" if not is_object(object.get(_input, "principal", {}))
 
-_problems contains "surface must be a string" if not is_string(object.get(_doc, "surface", ""))
+_problems contains "surface must be a string" if not is_string(object.get(_input, "surface", ""))
 
 _problems contains "call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)" if {
 	_raw_sha256 != null
@@ -135,91 +135,93 @@ _entries_ok if {
 	}
 }
 
-# server is the server the call goes to ("" when malformed).
-default server := ""
-
-server := input.server if _fast
-
-else := _raw_server if is_string(_raw_server)
-
-# tool is the tool's name ("" when malformed).
-default tool := ""
-
-tool := input.tool.name if _fast
-
-else := _raw_name if is_string(_raw_name)
-
-# args is the call's arguments; absent arguments are the empty object.
-default args := {}
-
-args := input.args if _fast
-
-else := _raw_args if is_object(_raw_args)
-
-# annotations are the server's hints for the tool; absent ones take the MCP
-# defaults (readOnlyHint false, destructiveHint true).
-default annotations := {}
-
-annotations := object.get(input.tool, "annotations", {}) if _fast
-
-else := _raw_annotations if is_object(_raw_annotations)
-
-default read_only := false
-
-read_only if annotations.readOnlyHint == true
-
-default destructive := true
-
-destructive := false if annotations.destructiveHint == false
-
-# schema is the tool's inputSchema; has_schema is false when the caller gave
-# none.
-default schema := {}
-
-schema := input.tool.inputSchema if {
+# doc is the call as the steps read it, every field present and of its
+# type whatever the input held:
+#   server, tool     the server and the tool's name ("" when malformed)
+#   args             the arguments ({} when absent)
+#   annotations      the server's hints for the tool ({} when absent);
+#                    read_only and destructive resolve them with the MCP
+#                    defaults (readOnlyHint false, destructiveHint true)
+#   schema           the tool's inputSchema ({} when none); has_schema
+#                    tells whether the caller gave one
+#   mode             the caller's resolved write mode, or null
+#   ledger_entries   this server's unknown-outcome entries
+#   ledger_error     the caller's reason when it could not read the
+#                    ledger, or null
+#   call_sha256      the caller's SHA-256 of the RFC 8785 canonical call,
+#                    echoed in decision.call.sha256 ("" when none). Rego
+#                    cannot canonicalize JSON exactly, so the caller
+#                    computes it (docs/fleet.md).
+# One document, so a decision evaluates one rule for all of them; when
+# _fast holds it is read from the input directly.
+doc := {
+	"server": input.server,
+	"tool": input.tool.name,
+	"args": input.args,
+	"annotations": annotations,
+	"read_only": object.get(annotations, "readOnlyHint", false) == true,
+	"destructive": object.get(annotations, "destructiveHint", true) != false,
+	"schema": object.get({"object": schema}, type_name(schema), {}),
+	"has_schema": is_object(schema),
+	"mode": object.get(input, "mode", null),
+	"ledger_entries": [e | some e in entries; object.get(e, "server", input.server) == input.server],
+	"ledger_error": object.get(ledger, "error", null),
+	"call_sha256": object.get(input, "call_sha256", ""),
+} if {
 	_fast
-	is_object(input.tool.inputSchema)
-} else := _raw_schema if is_object(_raw_schema)
+	annotations := object.get(input.tool, "annotations", {})
+	schema := object.get(input.tool, "inputSchema", null)
+	ledger := object.get(input, "ledger", {})
+	entries := object.get(ledger, "entries", [])
+} else := {
+	"server": _server,
+	"tool": _tool,
+	"args": _args,
+	"annotations": _annotations,
+	"read_only": object.get(_annotations, "readOnlyHint", false) == true,
+	"destructive": object.get(_annotations, "destructiveHint", true) != false,
+	"schema": _schema,
+	"has_schema": is_object(_raw_schema),
+	"mode": object.get(_input, "mode", null),
+	"ledger_entries": _ledger_entries,
+	"ledger_error": object.get(_ledger_doc, "error", null),
+	"call_sha256": _call_sha256,
+}
 
-default has_schema := false
+# The full path's values, for any input.
+default _server := ""
 
-has_schema := is_object(object.get(input.tool, "inputSchema", null)) if _fast
+_server := _raw_server if is_string(_raw_server)
 
-else := is_object(_raw_schema)
+default _tool := ""
 
-# mode is the caller's resolved write mode, or null.
-mode := object.get(input, "mode", null) if _fast
+_tool := _raw_name if is_string(_raw_name)
 
-else := object.get(_doc, "mode", null)
+default _args := {}
 
-# ledger_entries are this server's unknown-outcome entries.
-default ledger_entries := []
+_args := _raw_args if is_object(_raw_args)
 
-ledger_entries := [] if {
-	_fast
-	count(object.get(object.get(input, "ledger", {}), "entries", [])) == 0
-} else := [e |
+default _annotations := {}
+
+_annotations := _raw_annotations if is_object(_raw_annotations)
+
+default _schema := {}
+
+_schema := _raw_schema if is_object(_raw_schema)
+
+default _ledger_entries := []
+
+_ledger_entries := [e |
 	some e in _raw_entries
 	is_object(e)
-	object.get(e, "server", server) == server
+	object.get(e, "server", _server) == _server
 ] if {
 	is_array(_raw_entries)
 }
 
-# ledger_error is the caller's reason when it could not read the ledger, or
-# null.
-ledger_error := object.get(object.get(input, "ledger", {}), "error", null) if _fast
+default _call_sha256 := ""
 
-else := object.get(_ledger_doc, "error", null)
-
-# call_sha256 is the caller's SHA-256 of the RFC 8785 canonical call, echoed
-# in decision.call.sha256 ("" when the caller gave none). Rego cannot
-# canonicalize JSON exactly, so the caller computes it (docs/fleet.md).
-default call_sha256 := ""
-
-call_sha256 := input.call_sha256 if _fast
-
-else := _raw_sha256 if _sha256_hex(_raw_sha256)
+_call_sha256 := _raw_sha256 if _sha256_hex(_raw_sha256)
 
 _sha256_hex(s) if {
 	is_string(s)

@@ -10,7 +10,7 @@ import data.mcpx.lib.call
 import data.mcpx.lib.req
 
 # clear_command is the exact command that clears this server's entries.
-clear_command := sprintf("mcpx-policy writes clear %s", [req.server])
+clear_command := sprintf("mcpx-policy writes clear %s", [req.doc.server])
 
 # METADATA
 # title: UnknownOutcomePending
@@ -20,11 +20,11 @@ deny contains {
 	"code": "UnknownOutcomePending",
 	"step": "ledger",
 	"message": sprintf("%s: %s; no further writes to %s until an operator checks what happened and clears them with: %s", [
-		call.label, _summary, req.server, clear_command,
+		call.label, _summary, req.doc.server, clear_command,
 	]),
 	"details": {"entries": _entries, "clear": clear_command},
 } if {
-	count(req.ledger_entries) > 0
+	count(req.doc.ledger_entries) > 0
 	call.write
 }
 
@@ -35,9 +35,9 @@ deny contains {
 deny contains {
 	"code": "LedgerUnreadable",
 	"step": "ledger",
-	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.ledger_error]),
+	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.doc.ledger_error]),
 } if {
-	req.ledger_error != null
+	req.doc.ledger_error != null
 	call.write
 }
 
@@ -47,7 +47,7 @@ _entries := [{
 	"time": object.get(e, "time", ""),
 	"args_sha256": object.get(e, "args_sha256", ""),
 } |
-	some e in req.ledger_entries
+	some e in req.doc.ledger_entries
 ]
 
 _summary := sprintf("an earlier write's outcome is unknown (%s)", [_describe(_entries[0])]) if count(_entries) == 1

@@ -29,7 +29,7 @@ targets := {pkg: by_rule |
 	some pkg, rules in config.facts.packages
 	by_rule := {r.id: {"value": v, "path": r.pointer} |
 		some r in rules
-		v := object.get(req.args, r.argument, _absent)
+		v := object.get(req.doc.args, r.argument, _absent)
 		v != _absent
 	}
 	count(by_rule) > 0
@@ -63,7 +63,7 @@ _violations[id] := vs if {
 
 _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required", "expected": true}] if {
 	some r in config.facts.required
-	not _present(req.args, r.argument)
+	not _present(req.doc.args, r.argument)
 }
 
 # METADATA

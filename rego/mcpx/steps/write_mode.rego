@@ -17,7 +17,7 @@ import data.mcpx.lib.req
 deny contains {
 	"code": "WriteDenied",
 	"step": "write_mode",
-	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [call.label, req.server]),
+	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [call.label, req.doc.server]),
 	"details": {"mode": "deny"},
 } if {
 	call.write
@@ -31,7 +31,7 @@ deny contains {
 ask contains {
 	"code": "WriteNeedsConfirmation",
 	"step": "write_mode",
-	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [call.label, req.server]),
+	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [call.label, req.doc.server]),
 	"details": {"mode": "ask"},
 } if {
 	call.write
