@@ -56,7 +56,7 @@ decision := {
 	count(req.problems) == 0
 	count(_config_problems) == 0
 	not hidden.hidden
-	count(_rule_problems) == 0
+	count(rules.problems) == 0
 } else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if {
 	count(req.problems) > 0
 } else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
@@ -71,8 +71,8 @@ decision := {
 	"call": _call,
 } if {
 	hidden.hidden
-} else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_rule_problems))])) if {
-	count(_rule_problems) > 0
+} else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(rules.problems))])) if {
+	count(rules.problems) > 0
 }
 
 # _config_problems make the config unusable for any tool: a PolicyError
@@ -80,15 +80,6 @@ decision := {
 # they could not be computed the steps would see their defaults (not
 # hidden, not a write, no rules), so that is a PolicyError, never a pass.
 _config_problems := config.problems | {"the config's facts for this tool could not be computed" | not config.facts}
-
-# _rule_problems make the argument-rules step unusable for this call: a
-# matched rule whose package or compiled entry is missing, or a rule that
-# reported violations without becoming a reason. Checked after the hidden
-# step, which looks at no rule.
-_rule_problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
-	some pkg in rules.missing_packages
-	some id, _ in rules.targets[pkg]
-} | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) | some id in rules.missing_rules}) | {"argument rules reported violations that did not become reasons" | rules.violation_count != count(rules.deny)}
 
 _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call_sha256}
 

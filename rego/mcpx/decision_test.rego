@@ -183,9 +183,9 @@ test_violations_without_reasons_are_policy_error if {
 # The hidden step looks at no rule (SPEC §1.1: nothing else is evaluated):
 # a broken rule is a PolicyError for a visible tool only.
 test_hidden_tool_is_decided_before_rule_checks if {
-	hidden := _decide(testdata.call("fs", {"name": "delete_file"}, {})) with data.mcpx.steps.rules.missing_rules as {"broken-rule"}
+	hidden := _decide(testdata.call("fs", {"name": "delete_file"}, {})) with data.mcpx.steps.rules.problems as {"argument rule broken-rule is broken"}
 	_codes(hidden) == ["HiddenTool"]
-	visible := _decide(testdata.call("fs", testdata.read_file, {})) with data.mcpx.steps.rules.missing_rules as {"broken-rule"}
+	visible := _decide(testdata.call("fs", testdata.read_file, {})) with data.mcpx.steps.rules.problems as {"argument rule broken-rule is broken"}
 	_codes(visible) == ["PolicyError"]
 	contains(visible.reasons[0].message, "broken-rule")
 }

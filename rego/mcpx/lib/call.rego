@@ -12,17 +12,12 @@ import data.mcpx.lib.req
 # write is true iff readOnlyHint is not true or a writeTools pattern matches.
 default write := false
 
-write if req.doc.read_only == false
-
-write if config.facts.write
+write := true in {req.doc.read_only == false, config.facts.write}
 
 # destructive is true iff the call is a write and destructiveHint is not false.
 default destructive := false
 
-destructive if {
-	write
-	req.doc.destructive == true
-}
+destructive := {write, req.doc.destructive} == {true}
 
 # label names the call in messages: server.tool.
 label := sprintf("%s.%s", [req.doc.server, req.doc.tool])

@@ -53,12 +53,7 @@ facts := tool.facts(req.doc.server, req.doc.tool)
 
 # write_mode is the effective write mode: the caller's resolved mode, else
 # the server's writePolicy, else policy.write, else ask.
-write_mode := req.doc.mode if req.doc.mode != null
-
-else := facts.write_mode
-
-# exempt is the set of argument keys never reported as unknown.
-exempt := facts.exempt
+write_mode := object.get({"null": facts.write_mode}, type_name(req.doc.mode), req.doc.mode)
 
 # unknown_args_mode resolves the unknown-arguments mode for the call's tool:
 # the server's tool patterns, then the pool's, then the server's mode, then

@@ -46,14 +46,17 @@ _present(args, path) if {
 	object.get(args, path, _absent) != _absent
 }
 
-# missing_packages are generated packages that matched rules need but the
-# policy does not hold: a broken bundle, never a pass.
-missing_packages contains pkg if {
-	some pkg, _ in targets
+# problems make this step unusable for the call, and the call a
+# PolicyError, never a pass: a matched rule whose generated package the
+# policy does not hold (a broken bundle) or whose compiled entry is
+# incomplete, or a rule that reported violations without becoming a reason.
+problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
+	some pkg, by_rule in targets
 	not data.mcpx.rules[pkg].violations
-}
-
-missing_rules := config.facts.missing_rules
+	some id, _ in by_rule
+} | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) |
+	some id in config.facts.missing_rules
+}) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
 _violations[id] := vs if {
 	some pkg, _ in targets
@@ -80,10 +83,6 @@ deny contains {
 	ref := _rule_ref(id)
 	vs := [_violation(_normal(v), ref) | some v in raw]
 }
-
-# violation_count is how many rules reported violations; the entrypoint
-# checks it against deny so a reason that cannot be built still denies.
-violation_count := count(_violations)
 
 _rule_ref(id) := {
 	"id": id,

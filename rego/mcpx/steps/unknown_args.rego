@@ -34,7 +34,7 @@ _none if not req.doc.has_schema
 
 _none if {
 	f := tool.schema_facts(req.doc.schema)
-	count((object.keys(req.doc.args) - f.declared) - config.exempt) == 0
+	count((object.keys(req.doc.args) - f.declared) - config.facts.exempt) == 0
 	every k in {k | some k, v in req.doc.args; type_name(v) in {"object", "array"}} - f.free {
 		v := req.doc.args[k]
 		is_object(v)
@@ -52,7 +52,7 @@ _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
 	not _open(req.doc.schema)
 	some k, _ in req.doc.args
 	not k in _top_declared
-	not k in config.exempt
+	not k in config.facts.exempt
 }
 
 _top_declared := _declared(req.doc.schema)
@@ -74,7 +74,7 @@ _unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text
 	not _open(sub)
 	some k, _ in value
 	not k in _declared(sub)
-	not k in config.exempt
+	not k in config.facts.exempt
 }
 
 _container(v) if is_object(v)
