@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/profiler"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -316,13 +318,14 @@ func BenchmarkPolicyParts(b *testing.B) {
 
 // BenchmarkPolicyProfile prints OPA's profile of the whole decision as the
 // engine evaluates it (memo on, tools seen) on M calls: per expression, the
-// time and the evaluations per call, the costliest first. Not part of make
-// bench:
+// time and the evaluations per call, the costliest first; then the rule and
+// function bodies entered per call, the unit the cost model counts
+// (docs/performance.md). Not part of make bench:
 //
 //	go test -run '^$' -bench PolicyProfile -benchtime 300x ./internal/bench/
 //
-// (go test runs a benchmark once with b.N = 1 first; that run prints
-// nothing.)
+// MCPX_PROFILE=query profiles another query. (go test runs a benchmark once
+// with b.N = 1 first; that run prints nothing.)
 func BenchmarkPolicyProfile(b *testing.B) {
 	if b.N == 1 {
 		return
@@ -333,9 +336,10 @@ func BenchmarkPolicyProfile(b *testing.B) {
 	}
 	e, ins := prepareOnM(b, query, b.N)
 	p := profiler.New()
+	bodies := bodyCounter{}
 	ctx := context.Background()
 	for _, in := range ins {
-		if _, err := e.EvaluateInput(ctx, in, rego.EvalQueryTracer(p)); err != nil {
+		if _, err := e.EvaluateInput(ctx, in, rego.EvalQueryTracer(p), rego.EvalQueryTracer(bodies)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -343,6 +347,34 @@ func BenchmarkPolicyProfile(b *testing.B) {
 	fmt.Printf("\n%d calls; per call: time (profiler on)  evaluations  location\n", len(ins))
 	for _, s := range p.ReportTopNResults(40, []string{"total_time_ns"}) {
 		fmt.Printf("%9.1f µs %6.1f  %s\n", float64(s.ExprTimeNs)/n/1e3, float64(s.NumEval)/n, s.Location)
+	}
+	names := slices.SortedFunc(maps.Keys(bodies), func(a, b string) int {
+		if d := bodies[b] - bodies[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	total := 0
+	for _, c := range bodies {
+		total += c
+	}
+	fmt.Printf("\nrule and function bodies entered per call: %.1f\n", float64(total)/n)
+	for _, name := range names {
+		fmt.Printf("%6.2f  %s\n", float64(bodies[name])/n, name)
+	}
+}
+
+// bodyCounter counts, by file, name and line, the rule and function bodies
+// an evaluation enters.
+type bodyCounter map[string]int
+
+func (bodyCounter) Enabled() bool { return true }
+
+func (bodyCounter) Config() topdown.TraceConfig { return topdown.TraceConfig{} }
+
+func (c bodyCounter) TraceEvent(ev topdown.Event) {
+	if r, ok := ev.Node.(*ast.Rule); ok && ev.Op == topdown.EnterOp {
+		c[fmt.Sprintf("%s:%d %s", filepath.Base(r.Location.File), r.Location.Row, r.Head.Ref())]++
 	}
 }
 

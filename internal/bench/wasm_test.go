@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/open-policy-agent/opa/v1/features/wasm" // OPA's Wasm engine (wazero), for rego.Target("wasm")
 	"github.com/open-policy-agent/opa/v1/ast"
+	_ "github.com/open-policy-agent/opa/v1/features/wasm" // OPA's Wasm engine (wazero), for rego.Target("wasm")
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
