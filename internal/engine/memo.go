@@ -13,9 +13,10 @@ import (
 // rule and function they use) never read input, never call a
 // non-deterministic builtin and never use `with`. Such a rule has one value
 // for the life of the prepared policy, because the data store is fixed, so
-// OPA's per-query virtual cache can be seeded with it. The config checks
-// that scan every server (data.mcpx.lib.config.problems) are the typical
-// case: without the memo they run on every call and grow with the config.
+// OPA's per-query virtual cache can be seeded with it: whatever the policy
+// derives from the config alone is computed once, not on every call (and
+// memoized functions, below, extend this to values keyed by their
+// arguments, such as a tool's facts).
 //
 // A value is learned from a successful evaluation only (an aborted one may
 // leave a partial value in OPA's cache) and only at the outermost cache

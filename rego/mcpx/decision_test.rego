@@ -130,13 +130,20 @@ test_missing_config_is_policy_error if {
 	_codes(d) == ["PolicyError"]
 }
 
+# A mode the call would be decided by must be known; a bad mode elsewhere
+# does not decide this call (the loader refuses both at load time).
 test_unknown_config_mode_is_policy_error if {
-	d := mcpx.decision with input as testdata.call("fs", testdata.read_file, {}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
-		with data.mcpx.config as object.union(testdata.config, {"write": "maybe"})
-	d.outcome == "deny"
-	d.step == "input"
-	_codes(d) == ["PolicyError"]
-	contains(d.reasons[0].message, `write mode "maybe"`)
+	broken := object.union(testdata.config, {"write": "maybe", "servers": {"git": {"unknownArgs": "sometimes"}}})
+	git := mcpx.decision with input as testdata.call("git", testdata.read_file, {}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+		with data.mcpx.config as broken
+	git.outcome == "deny"
+	git.step == "input"
+	_codes(git) == ["PolicyError"]
+	contains(git.reasons[0].message, `write mode "maybe"`)
+	contains(git.reasons[0].message, `unknownArgs mode "sometimes"`)
+	fs := mcpx.decision with input as testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+		with data.mcpx.config as broken
+	fs.outcome == "allow"
 }
 
 test_rule_without_package_is_policy_error if {

@@ -4,10 +4,12 @@
 #   What the compiled config says about one tool of one server, from data
 #   alone: whether it is hidden or a write by pattern, which argument rules
 #   apply (grouped by package, and those that require their argument), its
-#   configured write and unknown-arguments modes and the exempt keys. A function of (server, tool name) only, so the embedded engine
-#   memoizes it (custom memo, ADR 0005): a tool's facts are computed on its
-#   first call and looked up after that. Stock OPA and opa test compute
-#   them per query, with the same result.
+#   configured write and unknown-arguments modes, the exempt keys, and the
+#   problems that make the config unusable for it (an unknown mode). A
+#   function of (server, tool name) only, so the embedded engine memoizes it
+#   (custom memo, ADR 0005): a tool's facts are computed on its first call
+#   and looked up after that. Stock OPA and opa test compute them per query,
+#   with the same result.
 package mcpx.lib.tool
 
 import data.mcpx.lib.config
@@ -35,27 +37,37 @@ facts(server, tool) := {
 		r := data.mcpx.config.rules[id]
 		r.required == true
 	],
-	"missing_rules": {id | some id in matched; not _compiled(data.mcpx.config.rules, id)},
-	"write_mode": _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"]),
-	"unknown_args_mode": _first_set([
+	"missing_rules": {id | some id in matched; not _compiled(id)},
+	"write_mode": write_mode,
+	"unknown_args_mode": unknown_args_mode,
+	"exempt": ({k | some k in object.get(config.global, "exemptArgs", [])} | {k | some k in object.get(s, "exemptArgs", [])}),
+	"problems": ({sprintf("write mode %s is not ask, allow or deny", [json.marshal(write_mode)]) |
+		not write_mode in {"ask", "allow", "deny"}
+	} | {sprintf("unknownArgs mode %s is not warn, reject or off", [json.marshal(unknown_args_mode)]) |
+		not unknown_args_mode in {"warn", "reject", "off"}
+	}),
+} if {
+	s := object.get(object.get(config.global, "servers", {}), server, {})
+	matched := patterns.values(object.get(config.pool, "rules", {}), tool) | patterns.values(object.get(s, "rules", {}), tool)
+	write_mode := _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"])
+	unknown_args_mode := _first_set([
 		_last_match(object.get(s, "unknownArgsTools", []), tool),
 		_last_match(object.get(config.pool, "unknownArgsTools", []), tool),
 		object.get(s, "unknownArgs", null),
 		object.get(config.global, "unknownArgs", null),
 		"warn",
-	]),
-	"exempt": ({k | some k in object.get(config.global, "exemptArgs", [])} | {k | some k in object.get(s, "exemptArgs", [])}),
-} if {
-	s := object.get(object.get(config.global, "servers", {}), server, {})
-	matched := patterns.values(object.get(config.pool, "rules", {}), tool) | patterns.values(object.get(s, "rules", {}), tool)
+	])
 }
 
 # _compiled holds for a rule with the fields the rules step reads; a matched
 # rule without them is a missing rule (a PolicyError), never skipped.
-_compiled(rules, id) if {
-	is_string(rules[id].package)
-	is_string(rules[id].pointer)
-	is_array(rules[id].argument)
+# (It reads data.mcpx.config.rules itself: passed as an argument, the whole
+# rules object is read out of the store on every call by a stock OPA.)
+_compiled(id) if {
+	r := data.mcpx.config.rules[id]
+	is_string(r.package)
+	is_string(r.pointer)
+	is_array(r.argument)
 }
 
 _matches(key, s, name) if {
