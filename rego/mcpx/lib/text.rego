@@ -72,26 +72,35 @@ list(names, n) := sprintf("%s and %d more", [
 # nearest returns the candidate most like key, or "" when none is at least
 # half alike. Likeness is the Dice coefficient over character bigrams of the
 # lowercased, space-padded names, raised to 0.9 for an anagram (a swapped
-# pair of letters, "tial" for "tail"). Ties go to the first in order.
+# pair of letters, "tial" for "tail"). Ties go to the first in sort order.
 nearest(key, candidates) := best if {
-	scored := [[0 - _likeness(key, c), c] | some c in candidates; _likeness(key, c) >= 0.5]
+	k := _shape(key)
+	scored := [[0 - l, c] | some c in candidates; l := _likeness(k, _candidate(c)); l >= 0.5]
 	count(scored) > 0
 	best := sort(scored)[0][1]
+} else := ""
+
+# _shape is what likeness compares of a name: its bigrams and its letters.
+_shape(s) := {
+	"bigrams": {substring(p, i, 2) | some i in numbers.range(0, count(p) - 2)},
+	"letters": sort(split(lower(s), "")),
+} if {
+	p := sprintf(" %s ", [lower(s)])
 }
 
-nearest(key, candidates) := "" if {
-	count([c | some c in candidates; _likeness(key, c) >= 0.5]) == 0
-}
+# METADATA
+# description: |
+#   A candidate's shape. Candidates are the names a tool's inputSchema
+#   declares, so the embedded engine keeps their shapes (ADR 0005); the
+#   caller's unknown keys are shaped per call and never kept.
+# custom:
+#   memo: true
+_candidate(s) := _shape(s)
 
-_likeness(a, b) := max([_dice(a, b), _anagram(a, b)])
-
-_dice(a, b) := (2 * count(_bigrams(a) & _bigrams(b))) / (count(_bigrams(a)) + count(_bigrams(b)))
-
-_anagram(a, b) := 0.9 if sort(split(lower(a), "")) == sort(split(lower(b), ""))
-
-_anagram(a, b) := 0 if sort(split(lower(a), "")) != sort(split(lower(b), ""))
-
-_bigrams(s) := {substring(p, i, 2) | p := sprintf(" %s ", [lower(s)]); some i in numbers.range(0, count(p) - 2)}
+_likeness(a, b) := max([
+	(2 * count(a.bigrams & b.bigrams)) / (count(a.bigrams) + count(b.bigrams)),
+	0.9 * to_number(a.letters == b.letters),
+])
 
 # pointer renders a key path as a JSON Pointer.
 pointer(path) := concat("", [sprintf("/%s", [_escape(seg)]) | some seg in path])

@@ -13,9 +13,7 @@ _nearest_cases := [
 
 test_nearest if {
 	every c in _nearest_cases {
-		got := text.nearest(c.key, c.candidates)
-		print(c.key, got)
-		got == c.want
+		text.nearest(c.key, c.candidates) == c.want
 	}
 }
 
@@ -61,4 +59,39 @@ test_list_caps if {
 test_pointer_escapes if {
 	text.pointer(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
 	text.pointer([]) == ""
+}
+
+# The first implementation of nearest, kept as the reference the faster one
+# must agree with.
+_reference_nearest(key, candidates) := best if {
+	scored := [[0 - _ref_likeness(key, c), c] | some c in candidates; _ref_likeness(key, c) >= 0.5]
+	count(scored) > 0
+	best := sort(scored)[0][1]
+}
+
+_reference_nearest(key, candidates) := "" if {
+	count([c | some c in candidates; _ref_likeness(key, c) >= 0.5]) == 0
+}
+
+_ref_likeness(a, b) := max([_ref_dice(a, b), _ref_anagram(a, b)])
+
+_ref_dice(a, b) := (2 * count(_ref_bigrams(a) & _ref_bigrams(b))) / (count(_ref_bigrams(a)) + count(_ref_bigrams(b)))
+
+_ref_anagram(a, b) := 0.9 if sort(split(lower(a), "")) == sort(split(lower(b), ""))
+
+_ref_anagram(a, b) := 0 if sort(split(lower(a), "")) != sort(split(lower(b), ""))
+
+_ref_bigrams(s) := {substring(p, i, 2) | p := sprintf(" %s ", [lower(s)]); some i in numbers.range(0, count(p) - 2)}
+
+_names := [
+	"path", "paths", "PATH", "tail", "tial", "lines", "line", "head", "max_bytes", "max_byte", "max_tokens",
+	"content", "contnet", "contents", "encoding", "ecnoding", "a", "ab", "ba", "abc", "", "ÄÖÜ", "äöü", "path_to", "to_path",
+]
+
+test_nearest_agrees_with_reference if {
+	every key in _names {
+		every candidates in [_names, array.slice(_names, 0, 6), array.slice(_names, 6, 15), ["ab", "ba"], ["ba", "abc"], ["tail", "tial"], []] {
+			text.nearest(key, candidates) == _reference_nearest(key, candidates)
+		}
+	}
 }
