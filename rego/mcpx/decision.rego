@@ -75,10 +75,11 @@ decision := {
 	count(rules.problems) > 0
 }
 
-# _config_problems make the config unusable for any tool: a PolicyError
-# before anything else is decided. Every step reads the tool's facts; if
-# they could not be computed the steps would see their defaults (not
-# hidden, not a write, no rules), so that is a PolicyError, never a pass.
+# _config_problems make the config unusable for this call (no config, an
+# unknown mode the call would be decided by): a PolicyError before anything
+# else is decided. Every step reads the tool's facts; if they could not be
+# computed the steps would see their defaults (not hidden, not a write, no
+# rules), so that is a PolicyError too, never a pass.
 _config_problems := config.problems | {"the config's facts for this tool could not be computed" | not config.facts}
 
 _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call_sha256}

@@ -39,12 +39,7 @@ targets := {pkg: by_rule |
 # value (and so no argument) can be.
 _absent := {"absent"}
 
-_present(_, path) if count(path) == 0
-
-_present(args, path) if {
-	count(path) > 0
-	object.get(args, path, _absent) != _absent
-}
+_present(args, path) if object.get(args, path, _absent) != _absent
 
 # problems make this step unusable for the call, and the call a
 # PolicyError, never a pass: a matched rule whose generated package the
