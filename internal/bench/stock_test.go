@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+)
+
+// TestStockCostIsFlatInConfig: a stock OPA server has no memo, so what the
+// policy computes for a call it computes on every query. That must depend
+// on the call (its server, its tool, its matched rules), not on the size of
+// the config: a policy that once read every rule of the config on every
+// call cost a stock OPA 15.7 ms per decision on L against 3.9 ms on M (ADR
+// 0006), and no test noticed. Here the bundle's policy is evaluated as a
+// stock OPA evaluates it (OPA's rego package, its default in-memory store,
+// no engine caches) on 100 calls of each workload, and the allocations per
+// decision, which do not depend on the machine's load, are compared.
+func TestStockCostIsFlatInConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the L workload")
+	}
+	per := map[string]float64{}
+	for _, s := range []Shape{M, L} {
+		w := Generate(s)
+		opts, err := w.Options(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := mcpxpolicy.BundleFiles(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ropts := []func(*rego.Rego){rego.Query("data.mcpx.decision"), rego.SetRegoVersion(ast.RegoV1)}
+		for name, src := range files {
+			switch {
+			case strings.HasSuffix(name, ".rego"):
+				ropts = append(ropts, rego.Module(name, string(src)))
+			case name == "data.json":
+				var data map[string]any
+				if err := json.Unmarshal(src, &data); err != nil {
+					t.Fatal(err)
+				}
+				ropts = append(ropts, rego.Store(inmem.NewFromObject(data)))
+			}
+		}
+		pq, err := rego.New(ropts...).PrepareForEval(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins := make([]any, 100)
+		for i := range ins {
+			raw, err := engine.InputJSON(w.Call(i), &engine.Ledger{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &ins[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		decideAll := func() {
+			for _, in := range ins {
+				if rs, err := pq.Eval(context.Background(), rego.EvalInput(in)); err != nil || len(rs) != 1 {
+					t.Fatalf("%s: %v %v", s.Name, rs, err)
+				}
+			}
+		}
+		per[s.Name] = testing.AllocsPerRun(2, decideAll) / float64(len(ins))
+	}
+	t.Logf("allocations per decision on a stock OPA: M %.0f, L %.0f (%.2f×)", per["M"], per["L"], per["L"]/per["M"])
+	if per["L"] > 1.5*per["M"] {
+		t.Errorf("a stock OPA's decision costs %.1f× as much on L as on M (%.0f against %.0f allocations): something reads the whole config per call", per["L"]/per["M"], per["L"], per["M"])
+	}
+}
