@@ -11,21 +11,8 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
-
-// suiteDir is the official JSON-Schema-Test-Suite (draft 2020-12), read in
-// place from the workspace's shared folder.
-const suiteDir = "../../shared/testdata/json-schema-test-suite/draft2020-12"
-
-type suiteGroup struct {
-	Description string          `json:"description"`
-	Schema      json.RawMessage `json:"schema"`
-	Tests       []struct {
-		Description string          `json:"description"`
-		Data        json.RawMessage `json:"data"`
-		Valid       bool            `json:"valid"`
-	} `json:"tests"`
-}
 
 func decodeNumbers(t *testing.T, raw []byte) any {
 	t.Helper()
@@ -48,10 +35,6 @@ func decodeNumbers(t *testing.T, raw []byte) any {
 // them, and each refusal is a load error by itself).
 func TestSuiteThroughTheRealPath(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join(suiteDir, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no suite files under %s: %v", suiteDir, err)
-	}
 	type suiteCase struct {
 		name  string
 		tool  string
@@ -62,17 +45,9 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 	var rules bytes.Buffer
 	dir := t.TempDir()
 	accepted, refused := 0, 0
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var groups []suiteGroup
-		if err := json.Unmarshal(raw, &groups); err != nil {
-			t.Fatal(err)
-		}
-		for gi, g := range groups {
-			tool := fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(filepath.Base(f), ".json"))
+	for _, f := range jsonsuite.Files(t) {
+		for gi, g := range f.Groups {
+			tool := fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json"))
 			tool = strings.NewReplacer("-", "_", ".", "_").Replace(tool)
 			// Probe the rule alone: a refused schema is a load error.
 			probe := filepath.Join(dir, "probe.yaml")
@@ -88,7 +63,7 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 			rules.WriteString(rule)
 			for _, c := range g.Tests {
 				cases = append(cases, suiteCase{
-					name: fmt.Sprintf("%s/%s/%s", filepath.Base(f), g.Description, c.Description),
+					name: fmt.Sprintf("%s/%s/%s", f.Name, g.Description, c.Description),
 					tool: tool, data: decodeNumbers(t, c.Data), valid: c.Valid,
 				})
 			}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
 
 // reference is the path Canonical always had: Go's encoder, then
@@ -51,16 +51,9 @@ func TestCanonicalMatchesReference(t *testing.T) {
 	}
 	// every JSON value of the official JSON Schema test suite, decoded
 	// both with and without UseNumber
-	files, _ := filepath.Glob("../../../shared/testdata/json-schema-test-suite/draft2020-12/*.json")
-	if len(files) == 0 {
-		t.Fatal("no suite files: ../shared/testdata/json-schema-test-suite must be beside the project")
-	}
 	n := 0
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range jsonsuite.Files(t) {
+		raw := f.Raw
 		var plain any
 		if err := json.Unmarshal(raw, &plain); err != nil {
 			t.Fatal(err)

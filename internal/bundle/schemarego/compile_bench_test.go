@@ -3,11 +3,11 @@ package schemarego_test
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
 
 // compileCorpus is the schemas BenchmarkCompile compiles: the four-property
@@ -18,9 +18,8 @@ func compileCorpus(b *testing.B) (four any, corpus []any) {
 	four = decodeJSON(b, fourPropertyRule)
 	corpus = append(corpus, four)
 	goldens := goldenFiles()
-	suite, _ := filepath.Glob(filepath.Join(suiteDir, "*.json"))
-	if len(goldens) == 0 || len(suite) == 0 {
-		b.Fatalf("found %d golden cases and %d suite files", len(goldens), len(suite))
+	if len(goldens) == 0 {
+		b.Fatal("found no golden cases")
 	}
 	for _, f := range goldens {
 		raw, err := os.ReadFile(f)
@@ -33,16 +32,8 @@ func compileCorpus(b *testing.B) (four any, corpus []any) {
 		}
 		corpus = append(corpus, decodeJSON(b, string(gc.Schema)))
 	}
-	for _, f := range suite {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var groups []suiteGroup
-		if err := json.Unmarshal(raw, &groups); err != nil {
-			b.Fatal(err)
-		}
-		for _, g := range groups {
+	for _, f := range jsonsuite.Files(b) {
+		for _, g := range f.Groups {
 			s := decodeJSON(b, string(g.Schema))
 			if _, err := schemarego.Compile(s, "s_bench"); err == nil {
 				corpus = append(corpus, s)

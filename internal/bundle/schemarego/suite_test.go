@@ -3,18 +3,13 @@ package schemarego_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
-
-// suiteDir is the official JSON-Schema-Test-Suite, shared by the workspace
-// and read in place.
-const suiteDir = "../../../../shared/testdata/json-schema-test-suite/draft2020-12"
 
 // excluded are the suite files outside the acceptance count of issue 3
 // (dynamic and remote references, vocabularies, and unevaluated*, which
@@ -22,16 +17,6 @@ const suiteDir = "../../../../shared/testdata/json-schema-test-suite/draft2020-1
 var excluded = map[string]bool{
 	"unevaluatedItems.json": true, "unevaluatedProperties.json": true,
 	"dynamicRef.json": true, "refRemote.json": true, "vocabulary.json": true,
-}
-
-type suiteGroup struct {
-	Description string          `json:"description"`
-	Schema      json.RawMessage `json:"schema"`
-	Tests       []struct {
-		Description string          `json:"description"`
-		Data        json.RawMessage `json:"data"`
-		Valid       bool            `json:"valid"`
-	} `json:"tests"`
 }
 
 type fileCount struct {
@@ -44,24 +29,12 @@ type fileCount struct {
 // suite, and at least 950 of the 1,019 cases outside the excluded files must
 // be accepted.
 func TestSuite(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(suiteDir, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no suite files under %s: %v", suiteDir, err)
-	}
 	counts := map[string]*fileCount{}
-	for _, f := range files {
-		base := filepath.Base(f)
+	for _, f := range jsonsuite.Files(t) {
+		base := f.Name
 		fc := &fileCount{refusedBy: map[string]int{}}
 		counts[base] = fc
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var groups []suiteGroup
-		if err := json.Unmarshal(b, &groups); err != nil {
-			t.Fatalf("%s: %v", base, err)
-		}
-		for _, g := range groups {
+		for _, g := range f.Groups {
 			fc.cases += len(g.Tests)
 			schema := decodeJSON(t, string(g.Schema))
 			r, err := prepare(schema)
