@@ -405,8 +405,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 // arguments larger than MemoKeyBytes, and decisions stay the same.
 func TestMemoSkipsLargeArguments(t *testing.T) {
 	t.Parallel()
-	e, err := Prepare(context.Background(), Policy{
-		Modules: map[string]string{"p.rego": `package mcpx
+	e := prepareTest(t, `package mcpx
 
 # METADATA
 # custom:
@@ -416,12 +415,7 @@ size(x) := count(x)
 decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": true, "destructive": false,
 	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": sprintf("%d", [size(input.args.s)])}],
 	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
-`},
-		Data: map[string]any{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, n := range []int{10, MemoKeyBytes + 1} {
 		call := testCall
 		call.Args = map[string]any{"s": strings.Repeat("x", n)}
@@ -443,18 +437,12 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 // never served stale.
 func TestSchemaCacheIsContentAddressed(t *testing.T) {
 	t.Parallel()
-	e, err := Prepare(context.Background(), Policy{
-		Modules: map[string]string{"p.rego": `package mcpx
+	e := prepareTest(t, `package mcpx
 
 decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": true, "destructive": false,
 	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": concat(",", sort(object.keys(input.tool.inputSchema.properties)))}],
 	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
-`},
-		Data: map[string]any{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	schema := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{}}}
 	for i, want := range []string{"a", "a", "a,b"} {
 		if i == 2 {
