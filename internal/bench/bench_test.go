@@ -23,6 +23,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/profiler"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -403,10 +404,15 @@ func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value)
 
 // policy returns the fixture's policy as the engine evaluates it.
 func (f *fixture) policy(b *testing.B) engine.Policy {
-	b.Helper()
-	files, err := mcpxpolicy.BundleFiles(f.opts)
+	return bundlePolicy(b, f.opts)
+}
+
+// bundlePolicy is the policy of the bundle opts compile to.
+func bundlePolicy(tb testing.TB, opts mcpxpolicy.Options) engine.Policy {
+	tb.Helper()
+	files, err := mcpxpolicy.BundleFiles(opts)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	p := engine.Policy{Modules: map[string]string{}}
 	for name, src := range files {
@@ -418,12 +424,50 @@ func (f *fixture) policy(b *testing.B) engine.Policy {
 				Mcpx map[string]any `json:"mcpx"`
 			}
 			if err := json.Unmarshal(src, &doc); err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			p.Data = doc.Mcpx
 		}
 	}
 	return p
+}
+
+// stockQuery prepares data.mcpx.decision from p as a stock OPA does: OPA's
+// rego package and default in-memory store, none of the engine's caches.
+// target is OPA's evaluator, "rego" or "wasm".
+func stockQuery(tb testing.TB, p engine.Policy, target string) rego.PreparedEvalQuery {
+	tb.Helper()
+	opts := []func(*rego.Rego){
+		rego.Query("data.mcpx.decision"),
+		rego.Target(target),
+		rego.Store(inmem.NewFromObject(map[string]any{"mcpx": p.Data})),
+		rego.SetRegoVersion(ast.RegoV1),
+	}
+	for name, src := range p.Modules {
+		opts = append(opts, rego.Module(name, src))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(context.Background())
+	if err != nil {
+		tb.Fatalf("%s: %v", target, err)
+	}
+	return pq
+}
+
+// jsonInputs are the calls' input documents as a stock OPA receives them:
+// decoded JSON.
+func jsonInputs(tb testing.TB, calls []decision.Call) []any {
+	tb.Helper()
+	ins := make([]any, len(calls))
+	for i, c := range calls {
+		raw, err := engine.InputJSON(c, &engine.Ledger{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &ins[i]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return ins
 }
 
 // rulesStep prepares the engine's argument-rules step alone (once).

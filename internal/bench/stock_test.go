@@ -2,16 +2,9 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"testing"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
-
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 
 // TestStockCostIsFlatInConfig: a stock OPA server has no memo, so what the
@@ -34,37 +27,8 @@ func TestStockCostIsFlatInConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, err := mcpxpolicy.BundleFiles(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ropts := []func(*rego.Rego){rego.Query("data.mcpx.decision"), rego.SetRegoVersion(ast.RegoV1)}
-		for name, src := range files {
-			switch {
-			case strings.HasSuffix(name, ".rego"):
-				ropts = append(ropts, rego.Module(name, string(src)))
-			case name == "data.json":
-				var data map[string]any
-				if err := json.Unmarshal(src, &data); err != nil {
-					t.Fatal(err)
-				}
-				ropts = append(ropts, rego.Store(inmem.NewFromObject(data)))
-			}
-		}
-		pq, err := rego.New(ropts...).PrepareForEval(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ins := make([]any, 100)
-		for i := range ins {
-			raw, err := engine.InputJSON(w.Call(i), &engine.Ledger{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(raw, &ins[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
+		pq := stockQuery(t, bundlePolicy(t, opts), "rego")
+		ins := jsonInputs(t, w.Calls[:100])
 		decideAll := func() {
 			for _, in := range ins {
 				if rs, err := pq.Eval(context.Background(), rego.EvalInput(in)); err != nil || len(rs) != 1 {

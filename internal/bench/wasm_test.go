@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	_ "github.com/open-policy-agent/opa/v1/features/wasm" // OPA's Wasm engine (wazero), for rego.Target("wasm")
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
-
-	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 
 // BenchmarkOPATargets evaluates the M decision with OPA's two evaluators,
@@ -27,35 +23,13 @@ func BenchmarkOPATargets(b *testing.B) {
 	f := load(b, M)
 	p := f.policy(b)
 	calls := f.fresh(200)
-	ins := make([]any, len(calls))
-	for i, c := range calls {
-		raw, err := engine.InputJSON(c, &engine.Ledger{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, &ins[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ins := jsonInputs(b, calls)
 	ctx := context.Background()
 	prepared := map[string]rego.PreparedEvalQuery{}
 	for _, target := range []string{"rego", "wasm"} {
-		opts := []func(*rego.Rego){
-			rego.Query("data.mcpx.decision"),
-			rego.Target(target),
-			rego.Store(inmem.NewFromObject(map[string]any{"mcpx": p.Data})),
-			rego.SetRegoVersion(ast.RegoV1),
-		}
-		for name, src := range p.Modules {
-			opts = append(opts, rego.Module(name, src))
-		}
 		start := time.Now()
-		pq, err := rego.New(opts...).PrepareForEval(ctx)
-		if err != nil {
-			b.Fatalf("%s: %v", target, err)
-		}
+		prepared[target] = stockQuery(b, p, target)
 		b.Logf("%s: prepared in %v", target, time.Since(start))
-		prepared[target] = pq
 	}
 	for i, in := range ins {
 		var got [2]string
