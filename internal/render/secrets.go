@@ -64,6 +64,11 @@ type SecretTable struct {
 	// for in free text: shorter ones are replaced where they stand, but
 	// replacing every "ab" in a message would garble it.
 	MinScrub int `json:"minScrub"`
+	// MaxScan is the longest string the policy searches: a longer one is
+	// echoed by the policy as its size only ("[REDACTED long value, n
+	// chars]"), which bounds the policy's work per string. Go searches
+	// strings of any length.
+	MaxScan int `json:"maxScan"`
 }
 
 // quotedValue is the value of a name=value shape: a double-quoted string
@@ -136,6 +141,7 @@ var Secrets = SecretTable{
 		MinDistinct: 12, // 2^3.5 ≈ 11.3
 	},
 	MinScrub: 4,
+	MaxScan:  16 << 10,
 }
 
 // SecretsData is Secrets as the policy reads it under data.mcpx.secrets:

@@ -76,7 +76,18 @@ value(key, v, _) := v if {
 
 value(_, v, _) := v if type_name(v) in {"boolean", "null"}
 
-value(key, v, known) := _tree(key, v, known) if type_name(v) in {"object", "array", "set"}
+value(key, v, known) := _tree(key, _plain(v), known) if type_name(v) in {"object", "array", "set"}
+
+# _plain is v as JSON shows it: a set (an override may put one in its
+# details) becomes an array, which json.patch can change.
+_plain(v) := v if not _has_set(v)
+
+_plain(v) := json.unmarshal(json.marshal(v)) if _has_set(v)
+
+_has_set(v) if {
+	walk(v, [_, x])
+	is_set(x)
+}
 
 _named_scalar(key, v) if {
 	_scalar(v)
@@ -182,7 +193,12 @@ _any := concat("|", array.concat([sprintf("(?:%s)", [sh.re]) | some sh in _table
 
 _suspect(_) if not _have_table
 
-_suspect(s) if regex.match(_any, s)
+_suspect(s) if count(s) > _table.maxScan
+
+_suspect(s) if {
+	count(s) <= _table.maxScan
+	regex.match(_any, s)
+}
 
 # secret_key is true when a key names a secret: its normalised form (lower
 # case, letters and digits only) is one of the exact names or contains one
@@ -228,7 +244,14 @@ scrub(s, known) := s if {
 
 scrub(s, known) := _apply(s, _hits(s, known)) if {
 	_have_table
+	count(s) <= _table.maxScan
 	_scrub_needed(s, known)
+}
+
+# A string longer than maxScan is not searched: it is shown as its size.
+scrub(s, _) := _marker("long value", s) if {
+	_have_table
+	count(s) > _table.maxScan
 }
 
 scrub(s, _) := _marker("no secret table", s) if not _have_table
@@ -251,7 +274,17 @@ _hits(s, known) := _merge(array.concat(array.concat(k, f), r)) if {
 	r := _run_finds(_apply(s, _merge(array.concat(k, f))))
 }
 
-_merge(finds) := {t: min({[r, kind] | some [r, kind, t2] in finds; t2 == t}) | some [_, _, t] in finds}
+# _merge keeps, for each text, its lowest-ranked find: sorted by text then
+# rank, the first of each text (a sort, so many finds stay cheap).
+_merge(finds) := {x[0]: [x[1], x[2]] |
+	sorted := sort([[t, r, kind] | some [r, kind, t] in finds])
+	some i, x in sorted
+	_first_of(sorted, i)
+}
+
+_first_of(_, 0)
+
+_first_of(sorted, i) if sorted[i - 1][0] != sorted[i][0]
 
 _escapings(sec) := {sec, substring(j, 1, count(j) - 2)} if j := json.marshal(sec)
 
@@ -329,6 +362,18 @@ _run_chars := split("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 # the same place, the lowest-ranked) of them.
 _apply(s, hits) := s if count(hits) == 0
 
+# max_spans bounds the work per string: a string with more occurrences of
+# secrets than this is hidden whole (Go replaces each; this hides more).
+max_spans := 200
+
+_apply(s, hits) := _marker("many secrets", s) if count(hits) > max_spans
+
+_apply(s, hits) := _marker("many secrets", s) if {
+	count(hits) > 0
+	count(hits) <= max_spans
+	count([1 | some t, _ in hits; some _ in indexof_n(s, t)]) > max_spans
+}
+
 _apply(s, hits) := concat("", array.concat(
 	[concat("", [substring(s, _from(ends, i), starts[i] - _from(ends, i)), _span_marker(s, spans, starts[i], ends[i])]) |
 		some i in numbers.range(0, count(starts) - 1)
@@ -336,7 +381,9 @@ _apply(s, hits) := concat("", array.concat(
 	[substring(s, ends[count(ends) - 1], -1)],
 )) if {
 	count(hits) > 0
+	count(hits) <= max_spans
 	spans := [[p, p + count(t), h] | some t, h in hits; some p in indexof_n(s, t)]
+	count(spans) <= max_spans
 	starts := sort({a | some [a, _, _] in spans; not _covers_start(spans, a)})
 	ends := sort({b | some [_, b, _] in spans; not _covers_end(spans, b)})
 }
@@ -373,6 +420,7 @@ secrets_in(args) := ({t |
 	count(p) > 0
 	not _named_path("", p)
 	is_string(x)
+	count(x) <= _table.maxScan
 	_suspect(x)
 	some t, _ in _hits(x, set())
 }) | {t |
@@ -380,6 +428,7 @@ secrets_in(args) := ({t |
 	count(p) > 0
 	k := p[count(p) - 1]
 	is_string(k)
+	count(k) <= _table.maxScan
 	_suspect(k)
 	some t, _ in _hits(k, set())
 }

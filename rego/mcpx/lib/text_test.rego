@@ -114,6 +114,25 @@ test_redact_pointer if {
 	text.redact_pointer("/Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc~1Ya") == "/[REDACTED high-entropy, 32 chars]"
 }
 
+test_many_secrets_hide_the_whole_string if {
+	s := concat(" ", [sprintf("password=Secret-%d", [i]) | some i in numbers.range(1, 201)])
+	text.redact(s) == sprintf("[REDACTED many secrets, %d chars]", [count(s)])
+	few := concat(" ", [sprintf("password=Secret-%d", [i]) | some i in numbers.range(1, 3)])
+	text.redact(few) == "password=[REDACTED assignment, 8 chars] password=[REDACTED assignment, 8 chars] password=[REDACTED assignment, 8 chars]"
+}
+
+test_strings_longer_than_max_scan_show_their_size_only if {
+	long := concat("", ["a" | some _ in numbers.range(1, 16385)])
+	text.show("content", long) == "[REDACTED long value, 16385 chars]"
+	text.redact_pointer(sprintf("/%s", [long])) == "/[REDACTED long value, 16385 chars]"
+	text.secrets_in({"content": long, long: 1}) == set()
+}
+
+test_sets_are_redacted_as_arrays if {
+	got := text.value("", {"keys": {"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "plain"}, "password": {"x"}}, set())
+	got == {"keys": ["[REDACTED github-token, 40 chars]", "plain"], "password": ["[REDACTED by key name, 1 chars]"]}
+}
+
 test_overlapping_secrets_are_one_marker if {
 	# "token=…" and a key known by name overlap: one marker covers both.
 	got := text.scrub("token=abcdef-ghijkl and abcdef", {"abcdef-ghijkl", "abcdef"})
