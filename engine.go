@@ -12,6 +12,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -109,13 +110,22 @@ func (e *Engine) load(ctx context.Context) (*revision, error) {
 }
 
 // Policy assembles the static policy and a compiled config into what the
-// engine evaluates and a bundle ships.
+// engine evaluates and a bundle ships: the static and compiled Rego, and
+// under data.mcpx the compiled config and "secrets", the table of secret
+// patterns the policy redacts with (render.Secrets, the same table Go
+// redacts with). Like the static Rego, the table comes with the binary:
+// the revision names the config.
 func Policy(c *bundle.Compiled) engine.Policy {
 	mods := rego.Modules()
 	for name, src := range c.Modules {
 		mods[name] = src
 	}
-	return engine.Policy{Modules: mods, Data: c.Data, Revision: c.Revision}
+	data := make(map[string]any, len(c.Data)+1)
+	for k, v := range c.Data {
+		data[k] = v
+	}
+	data["secrets"] = render.SecretsData()
+	return engine.Policy{Modules: mods, Data: data, Revision: c.Revision}
 }
 
 // Reload loads the config files again and swaps the new policy in. When the

@@ -20,6 +20,17 @@ func Render(surface string, call Call, d Decision) (any, error) {
 	return render.Render(surface, call, d)
 }
 
+// Redact returns d as every output shows it: secret-shaped keys in
+// violation paths, secret values (by key name and by shape, anywhere in a
+// string), and every secret of call's arguments echoed in a message
+// (an override quoting args.password, say) replaced by a marker; long
+// values cut after that. Render does it itself; a program that prints,
+// logs or returns a decision any other way calls Redact first. Decide's
+// decision is the policy's own document, what a stock OPA answers; only
+// the in-process SDK sees it before Redact. Redacting twice changes
+// nothing; d is not modified. See docs/surfaces.md.
+func Redact(call Call, d Decision) Decision { return render.Redact(d, call.Args) }
+
 // HTTPStatus is the HTTP status the daemon surface answers d with.
 func HTTPStatus(d Decision) int { return render.StatusOf(d) }
 

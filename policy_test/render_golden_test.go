@@ -107,7 +107,11 @@ func TestRenderGoldens(t *testing.T) {
 		}},
 		{mcpxpolicy.UnknownArguments, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {
 			eng, _ := newEng(t, "")
-			c := mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/workspace/a", "line": 3, "api_key": "sk-live-0123456789abcdefghij"}}
+			c := mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{
+				"path": "/workspace/a", "line": 3, "api_key": "sk-live-0123456789abcdefghij",
+				// a token pasted as a key: every rendering shows it redacted
+				"ghp_16C7e42F292c6912E7710c838347Ae178B4a": true,
+			}}
 			return c, decide(t, eng, c)
 		}},
 		{mcpxpolicy.IgnoredArguments, func(t *testing.T) (mcpxpolicy.Call, mcpxpolicy.Decision) {

@@ -126,15 +126,16 @@ func readCall(eng *mcpxpolicy.Engine, path string) (mcpxpolicy.Call, error) {
 	return call, nil
 }
 
-// printDecision prints one decision: in json, the decision document with
-// "rendered" on one line of stdout; in text, the CLI rendering on stderr.
+// printDecision prints one decision: in json, the decision document
+// (redacted, as the rendering is) with "rendered" on one line of stdout; in
+// text, the CLI rendering on stderr.
 func printDecision(stdout, stderr io.Writer, format, path string, call mcpxpolicy.Call, d mcpxpolicy.Decision) error {
 	rendered, err := render.Render(call.Surface, call, d)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
-		doc, err := withRendered(d, rendered)
+		doc, err := withRendered(mcpxpolicy.Redact(call, d), rendered)
 		if err != nil {
 			return err
 		}

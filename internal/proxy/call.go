@@ -80,7 +80,8 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	}
 	if d.Outcome != mcpxpolicy.Allow { // after confirm an ask is an allow or a deny: forward only an allow
 		if done() {
-			s.replyResult(m.ID, render.MCP(d).Result)
+			// redacted with the call's arguments: an override's message may quote them
+			s.replyResult(m.ID, render.MCP(mcpxpolicy.Redact(call, d)).Result)
 		}
 		return
 	}

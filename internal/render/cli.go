@@ -13,7 +13,7 @@ import (
 // warnings, the call's sha256 and the deciding code's doc page. A hidden
 // tool is one line with mcpx's HiddenTool text and nothing else. The text
 // ends with a newline. `--format json` does not use it: it prints the
-// decision document unchanged.
+// redacted decision document.
 func CLI(d decision.Decision) string {
 	d = Redact(d, nil)
 	var b strings.Builder

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,12 +20,8 @@ const (
 	// MaxItems is the most elements of one array shown: a longer array shows
 	// MaxItems-1 elements and one trailing string that counts the rest.
 	MaxItems = 50
-	// MaxKeyChars is the longest argument key echoed (SPEC §3).
+	// MaxKeyChars is the longest argument key echoed.
 	MaxKeyChars = 80
-	// minScrubLen is the shortest secret searched for in free text: a
-	// shorter key-named value is still replaced where it stands, but
-	// replacing every "ab" in a message would garble it.
-	minScrubLen = 4
 )
 
 // redactedMarker is what a secret is replaced with: what it looked like and
@@ -60,38 +57,12 @@ func cut(s string) (string, bool) {
 	return s, false
 }
 
-// secretKeyParts are substrings of a normalised key name (lower case, only
-// letters and digits) that mark its value as a secret.
-var secretKeyParts = []string{
-	"token", "password", "passwd", "passphrase", "secret", "apikey",
-	"authorization", "credential", "privatekey", "cookie", "session",
-	"accesskey", "signingkey", "encryptionkey", "masterkey", "bearer",
-	"jwt", "signature", "connectionstring", "clientkey",
-}
-
-// secretKeyExact are whole normalised key names that mark a secret.
-var secretKeyExact = map[string]bool{
-	"auth": true, "pwd": true, "pass": true, "otp": true, "totp": true,
-	"sig": true, "dsn": true, "pat": true, "key": false,
-}
-
-// tokenCounts are normalised names that contain "token" but count tokens,
-// not hold one (SPEC §3's response-shaping max_tokens and its kin).
-var tokenCounts = map[string]bool{
-	"tokens": true, "maxtokens": true, "maxnewtokens": true, "maxoutputtokens": true,
-	"maxinputtokens": true, "maxcompletiontokens": true, "numtokens": true,
-	"totaltokens": true, "inputtokens": true, "outputtokens": true,
-	"prompttokens": true, "completiontokens": true, "tokencount": true,
-	"tokenlimit": true, "tokenizer": true, "tokensused": true, "maxtoken": true,
-}
-
-func notSecretKey(n string) bool { return tokenCounts[n] }
-
 // SecretKey reports whether an argument named key holds a secret by its name
-// alone: token, password, passwd, secret, api_key, authorization,
-// credential, private_key, cookie, session and their kin, in any case and
-// with any separators. Names that count tokens (max_tokens, total_tokens,
-// tokenizer, …) are not secrets.
+// alone (Secrets.KeyParts, Secrets.KeyExact): token, password, passwd,
+// secret, api_key, authorization, credential, private_key, cookie, session
+// and their kin, in any case and with any separators. Names that count
+// tokens (Secrets.KeyCounts: max_tokens, total_tokens, tokenizer, …) are
+// not secrets.
 func SecretKey(key string) bool {
 	var b strings.Builder
 	for _, r := range strings.ToLower(key) {
@@ -100,13 +71,13 @@ func SecretKey(key string) bool {
 		}
 	}
 	n := b.String()
-	if n == "" || notSecretKey(n) {
+	if n == "" || table.counts[n] {
 		return false
 	}
-	if secretKeyExact[n] {
+	if table.exact[n] {
 		return true
 	}
-	for _, p := range secretKeyParts {
+	for _, p := range table.parts {
 		if strings.Contains(n, p) {
 			return true
 		}
@@ -114,159 +85,211 @@ func SecretKey(key string) bool {
 	return false
 }
 
-// shape is one recognised secret shape. When group > 0 only that submatch is
-// replaced (the value of "password=…", not the name); name, when > 0, is a
-// submatch that must itself be a secret key name.
-type shape struct {
-	kind  string
-	re    *regexp.Regexp
-	group int
-	name  int
-}
-
-// shapes are applied in order; earlier, more specific shapes win.
-var shapes = []shape{
-	{kind: "private-key", re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`)},
-	{kind: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
-	{kind: "aws-access-key", re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b`)},
-	{kind: "gcp-api-key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{kind: "gcp-oauth-token", re: regexp.MustCompile(`\bya29\.[0-9A-Za-z_-]{20,}`)},
-	{kind: "github-token", re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`)},
-	{kind: "gitlab-token", re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
-	{kind: "slack-token", re: regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`)},
-	{kind: "slack-webhook", re: regexp.MustCompile(`https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+`)},
-	{kind: "openai-key", re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{20,}`)},
-	{kind: "stripe-key", re: regexp.MustCompile(`\b[rsp]k_(?:live|test)_[0-9A-Za-z]{16,}`)},
-	{kind: "npm-token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}`)},
-	{kind: "huggingface-token", re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
-	{kind: "bearer-token", re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})`), group: 1},
-	{kind: "basic-auth", re: regexp.MustCompile(`(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})`), group: 1},
-	{kind: "url-password", re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@`), group: 1},
-	{kind: "query-secret", re: regexp.MustCompile(`(?i)[?&]([a-z0-9_.-]+)=([^&\s#"']+)`), group: 2, name: 1},
-	{kind: "assignment", re: regexp.MustCompile(`(?i)([a-z0-9_.-]+)["']?\s*[:=]\s*("[^"\n]*"|'[^'\n]*'|[^\s,;&"'}\]]+)`), group: 2, name: 1},
-	{kind: "flag", re: regexp.MustCompile(`(?i)--?([a-z0-9_-]+)\s+("[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)`), group: 2, name: 1},
-}
-
-// isScheme reports whether v is an HTTP auth scheme word, which an
-// assignment shape must not take for the secret.
-func isScheme(v string) bool {
-	switch strings.ToLower(strings.Trim(v, `"'`)) {
-	case "bearer", "basic", "token", "digest":
-		return true
-	}
-	return false
-}
-
-// runRE finds the runs of token characters the entropy test looks at.
-var runRE = regexp.MustCompile(`[A-Za-z0-9+/=_-]{20,}`)
-
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// RedactString replaces every secret-shaped part of s — PEM private keys,
-// JWTs, bearer and basic credentials, cloud and SaaS keys (AWS, GCP,
-// GitHub, GitLab, Slack, OpenAI/Anthropic, Stripe, npm, Hugging Face),
-// passwords in URLs, secret-named query parameters, assignments and flags
-// (password=…, --token …), and long high-entropy strings — with a marker
-// naming the shape and its length. It does not cut s.
+// RedactString replaces every secret-shaped part of s (Secrets.Shapes and
+// Secrets.Entropy) — PEM and PGP private keys, JWTs, bearer and basic
+// credentials, cloud and SaaS keys (AWS, GCP, GitHub, GitLab, Slack,
+// OpenAI/Anthropic, Stripe, npm, Hugging Face), passwords in URLs and glued
+// to known password flags (mysql -pPASS), secret-named query parameters,
+// assignments (also inside JSON text, escaped or not) and flags
+// (password=…, "token": "…", --token …), and long high-entropy strings —
+// with a marker naming the shape and its length. Every occurrence of a
+// found secret is replaced, not only the one that matched. It does not
+// cut s.
 func RedactString(s string) string {
-	out, _ := redactShapes(s)
+	out, _ := redactText(s, nil)
 	return out
 }
 
-// redactShapes is RedactString that also reports whether anything changed.
-func redactShapes(s string) (string, bool) {
-	changed := false
-	for _, sh := range shapes {
+// hit is how a secret was found: the table entry's kind and rank (its index
+// in the table; -1 for a secret known by key name). A lower rank names it.
+type hit struct {
+	kind string
+	rank int
+}
+
+// redactText replaces in s every occurrence of each secret of known (text
+// → kind, secrets seen elsewhere) and of each secret the table finds in s.
+// It returns the result and what it found in s itself (text → kind).
+func redactText(s string, known map[string]string) (string, map[string]string) {
+	hits := map[string]hit{}
+	add := func(text string, h hit) {
+		if text == "" {
+			return
+		}
+		if old, ok := hits[text]; !ok || h.rank < old.rank {
+			hits[text] = h
+		}
+	}
+	for sec, kind := range known {
+		if len(sec) < Secrets.MinScrub {
+			continue
+		}
+		for _, v := range escapings(sec) {
+			if strings.Contains(s, v) {
+				add(v, hit{kind, -1})
+			}
+		}
+	}
+	found := shapeSecrets(s)
+	for text, h := range found {
+		add(text, h)
+	}
+	// Random-looking runs are judged with the shapes' finds masked, so a
+	// run is never a shape's secret plus its surroundings.
+	masked := apply(s, hits)
+	for _, run := range table.run.FindAllString(masked, -1) {
+		if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
+			// A path: judge each segment on its own.
+			for _, seg := range strings.Split(run, "/") {
+				if highEntropy(seg) {
+					add(seg, hit{"high-entropy", len(table.shapes)})
+					found[seg] = hit{"high-entropy", len(table.shapes)}
+				}
+			}
+			continue
+		}
+		if highEntropy(run) {
+			add(run, hit{"high-entropy", len(table.shapes)})
+			found[run] = hit{"high-entropy", len(table.shapes)}
+		}
+	}
+	out := map[string]string{}
+	for text, h := range found {
+		out[text] = h.kind
+	}
+	return apply(s, hits), out
+}
+
+// shapeSecrets is what each shape finds in s, every shape on s as given.
+func shapeSecrets(s string) map[string]hit {
+	out := map[string]hit{}
+	for rank, sh := range table.shapes {
 		if !sh.re.MatchString(s) {
 			continue
 		}
-		var b strings.Builder
-		last := 0
 		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {
-			start, end := m[0], m[1]
-			if sh.group > 0 {
-				start, end = m[2*sh.group], m[2*sh.group+1]
-				if start < 0 {
-					continue
-				}
-			}
-			if sh.name > 0 && !SecretKey(s[m[2*sh.name]:m[2*sh.name+1]]) {
+			start, end := m[2*sh.Group], m[2*sh.Group+1]
+			if start < 0 || start == end {
 				continue
 			}
 			val := s[start:end]
-			if sh.name > 0 && isScheme(val) {
-				continue // "Authorization: Bearer …": the credential is its own shape
+			if sh.Name > 0 {
+				if m[2*sh.Name] < 0 || !SecretKey(s[m[2*sh.Name]:m[2*sh.Name+1]]) {
+					continue
+				}
+				if table.schemes[strings.ToLower(strings.Trim(val, Secrets.Trim))] {
+					continue // "Authorization: Bearer …": the credential is its own shape
+				}
 			}
 			if strings.HasPrefix(val, "[REDACTED") {
 				continue
 			}
-			b.WriteString(s[last:start])
-			b.WriteString(redactedMarker(sh.kind, strings.Trim(val, `"'`)))
-			last = end
-			changed = true
-		}
-		b.WriteString(s[last:])
-		s = b.String()
-	}
-	if runRE.MatchString(s) {
-		s2 := runRE.ReplaceAllStringFunc(s, func(run string) string {
-			if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
-				// A path: judge each segment on its own.
-				segs := strings.Split(run, "/")
-				for i, seg := range segs {
-					if highEntropy(seg) {
-						segs[i] = redactedMarker("high-entropy", seg)
-					}
-				}
-				return strings.Join(segs, "/")
+			if _, ok := out[val]; !ok {
+				out[val] = hit{sh.Kind, rank}
 			}
-			if highEntropy(run) {
-				return redactedMarker("high-entropy", run)
-			}
-			return run
-		})
-		if s2 != s {
-			s, changed = s2, true
 		}
 	}
-	return s, changed
+	return out
 }
 
-// highEntropy reports whether run looks like a random credential: at least
-// 20 characters, letters and at least two digits, both cases (or 32+
-// characters with digits making up 15%), not hex (digests, commit ids), not
-// a UUID, and at least 3.5 bits of Shannon entropy per character.
+// escapings are the forms a secret takes in text: as is, and inside a JSON
+// or Go string literal.
+func escapings(sec string) []string {
+	out := []string{sec}
+	add := func(q string) {
+		if len(q) >= 2 {
+			if in := q[1 : len(q)-1]; in != sec && !slices.Contains(out, in) {
+				out = append(out, in)
+			}
+		}
+	}
+	add(strconv.Quote(sec))
+	if b, err := json.Marshal(sec); err == nil {
+		add(string(b))
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(sec) == nil {
+		add(strings.TrimSuffix(buf.String(), "\n"))
+	}
+	return out
+}
+
+// apply replaces every occurrence of every text of hits in s by a marker.
+// Occurrences that overlap or touch are one marker, named by the first
+// (and, at the same place, the lowest-ranked) of them.
+func apply(s string, hits map[string]hit) string {
+	type span struct {
+		start, end int
+		hit
+	}
+	var spans []span
+	for text, h := range hits {
+		for off := 0; ; {
+			i := strings.Index(s[off:], text)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, span{off + i, off + i + len(text), h})
+			_, size := utf8.DecodeRuneInString(s[off+i:])
+			off += i + size
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].start != spans[j].start {
+			return spans[i].start < spans[j].start
+		}
+		return spans[i].rank < spans[j].rank
+	})
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(spans); {
+		cur := spans[i]
+		for i++; i < len(spans) && spans[i].start <= cur.end; i++ {
+			cur.end = max(cur.end, spans[i].end)
+		}
+		b.WriteString(s[last:cur.start])
+		b.WriteString(redactedMarker(cur.kind, strings.Trim(s[cur.start:cur.end], Secrets.Trim)))
+		last = cur.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// highEntropy reports whether run looks like a random credential
+// (Secrets.Entropy): at least 20 characters, letters and at least two
+// digits, both cases (or 32+ characters with digits making up 15%), not hex
+// (digests, commit ids), not a UUID, and at least 3.5 bits of Shannon
+// entropy per character.
 func highEntropy(run string) bool {
-	if len(run) < 20 || uuidRE.MatchString(run) {
+	e := Secrets.Entropy
+	if len(run) < e.MinRun || table.uuid.MatchString(run) || table.hex.MatchString(run) {
 		return false
 	}
-	var upper, lower, digit, hex int
+	var upper, lower, digit int
 	for _, r := range run {
 		switch {
 		case r >= 'A' && r <= 'Z':
 			upper++
-			if r <= 'F' {
-				hex++
-			}
 		case r >= 'a' && r <= 'z':
 			lower++
-			if r <= 'f' {
-				hex++
-			}
 		case r >= '0' && r <= '9':
 			digit++
-			hex++
 		}
 	}
-	if hex == len(run) || digit < 2 || upper+lower == 0 {
+	if digit < e.MinDigits || upper+lower == 0 {
 		return false
 	}
 	mixed := upper >= 2 && lower >= 2
-	dense := len(run) >= 32 && float64(digit) >= 0.15*float64(len(run))
+	dense := len(run) >= e.DenseRun && float64(digit) >= e.DenseDigits*float64(len(run))
 	if !mixed && !dense {
 		return false
 	}
-	return entropy(run) >= 3.5
+	return entropy(run) >= e.Bits
 }
 
 // entropy is the Shannon entropy of s in bits per byte.
@@ -288,21 +311,32 @@ func entropy(s string) float64 {
 }
 
 // redactor redacts one tree of values and remembers what it found: the JSON
-// Pointers it changed and the secrets it saw by key name, so the same
-// secrets can be scrubbed from free text (messages) that echoes them.
+// Pointers it changed and the secrets it saw — whole values by key name and
+// the parts of strings the table found — so the same secrets can be
+// scrubbed from free text (messages) that echoes them, raw or escaped.
 type redactor struct {
-	changed []string            // JSON Pointers of redacted or cut values
-	secrets map[string]struct{} // whole values redacted by key name
+	changed []string          // JSON Pointers of redacted or cut values
+	secrets map[string]string // secret text → what it was found as
 }
 
-func newRedactor() *redactor { return &redactor{secrets: map[string]struct{}{}} }
+func newRedactor() *redactor { return &redactor{secrets: map[string]string{}} }
 
 func (r *redactor) note(ptr string) { r.changed = append(r.changed, ptr) }
+
+// learn remembers the secrets found in one string.
+func (r *redactor) learn(found map[string]string) {
+	for text, kind := range found {
+		if _, ok := r.secrets[text]; !ok {
+			r.secrets[text] = kind
+		}
+	}
+}
 
 // value returns a redacted, cut deep copy of v found under key at ptr.
 // A string or number under a secret key name is replaced whole, and so is
 // every string and number inside an object or array under one; booleans and
-// null stay.
+// null stay. Strings are redacted whole before they are cut, so a secret
+// across the cut is never half-shown.
 func (r *redactor) value(ptr, key string, v any, secretParent bool) any {
 	secret := secretParent || SecretKey(key)
 	switch t := v.(type) {
@@ -311,13 +345,14 @@ func (r *redactor) value(ptr, key string, v any, secretParent bool) any {
 			return t
 		}
 		if secret && t != "" {
-			r.secrets[t] = struct{}{}
+			r.secrets[t] = "by key name"
 			r.note(ptr)
 			return redactedMarker("by key name", t)
 		}
-		out, red := redactShapes(t)
+		out, found := redactText(t, nil)
+		r.learn(found)
 		out, cutOff := cut(out)
-		if red || cutOff {
+		if out != t || cutOff {
 			r.note(ptr)
 		}
 		return out
@@ -351,7 +386,7 @@ func (r *redactor) value(ptr, key string, v any, secretParent bool) any {
 	case json.Number, float64, float32, int, int64, int32, uint, uint64, uint32:
 		if secret {
 			str := fmt.Sprint(t)
-			r.secrets[str] = struct{}{}
+			r.secrets[str] = "by key name"
 			r.note(ptr)
 			return redactedMarker("by key name", str)
 		}
@@ -375,10 +410,11 @@ func (r *redactor) value(ptr, key string, v any, secretParent bool) any {
 	}
 }
 
-// key returns an argument key as it may be echoed: secret-shaped keys are
-// redacted and long keys cut to MaxKeyChars.
+// key returns an argument key as it may be echoed: its secret-shaped parts
+// redacted, then cut to MaxKeyChars.
 func (r *redactor) key(k string) string {
-	out, _ := redactShapes(k)
+	out, found := redactText(k, nil)
+	r.learn(found)
 	if utf8.RuneCountInString(out) > MaxKeyChars {
 		n := 0
 		for pos := range out {
@@ -391,36 +427,26 @@ func (r *redactor) key(k string) string {
 	return out
 }
 
-// text redacts free text: every secret seen by key name in this tree, then
-// every secret shape; it is cut like a value only when cutLong is set.
-func (r *redactor) text(s string) string {
-	for _, sec := range r.sortedSecrets() {
-		if len(sec) < minScrubLen {
-			continue
-		}
-		marker := redactedMarker("by key name", sec)
-		s = strings.ReplaceAll(s, sec, marker)
-		if q := strconv.Quote(sec); len(q) > 2 && q[1:len(q)-1] != sec {
-			s = strings.ReplaceAll(s, q[1:len(q)-1], marker)
+// pointer returns a JSON Pointer as it may be echoed: each of its keys as
+// key shows it.
+func (r *redactor) pointer(ptr string) string {
+	if ptr == "" || !strings.HasPrefix(ptr, "/") {
+		return r.text(ptr)
+	}
+	toks := strings.Split(ptr[1:], "/")
+	for i, t := range toks {
+		raw := strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		if k := r.key(raw); k != raw {
+			toks[i] = escapePointer(k)
 		}
 	}
-	out, _ := redactShapes(s)
-	return out
+	return "/" + strings.Join(toks, "/")
 }
 
-// sortedSecrets returns the secrets longest first, so a secret that contains
-// another is replaced whole.
-func (r *redactor) sortedSecrets() []string {
-	out := make([]string, 0, len(r.secrets))
-	for s := range r.secrets {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i]) != len(out[j]) {
-			return len(out[i]) > len(out[j])
-		}
-		return out[i] < out[j]
-	})
+// text redacts free text: every secret seen in this tree (raw or escaped as
+// in a JSON string), then every secret shape. It does not cut.
+func (r *redactor) text(s string) string {
+	out, _ := redactText(s, r.secrets)
 	return out
 }
 

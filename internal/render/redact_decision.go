@@ -4,18 +4,21 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// Redact returns a copy of d fit to show on any surface: violation values,
-// expected values and details are redacted and cut like arguments (a
-// violation's value is judged by the last key of its path, so /token is a
-// secret by name), and every message, detail text and string in details has
-// the secrets found anywhere in d — and in args, when given — replaced, then
-// every secret shape. args are the call's unredacted arguments; nil is
-// allowed and then only what d itself shows is known. d is not modified.
+// Redact returns a copy of d fit to show on any surface: violation paths
+// have their secret-shaped keys redacted; violation values, expected values
+// and details are redacted and cut like arguments (a violation's value is
+// judged by the last key of its path, so /token is a secret by name); and
+// every message, detail text and string in details has the secrets found
+// anywhere in d — and in args, when given — replaced (raw or escaped as in
+// JSON text), then every secret shape. args are the call's unredacted
+// arguments; nil is allowed and then only what d itself shows is known. d
+// is not modified.
 //
-// Every surface function calls Redact(d, nil) itself; a caller that holds
-// the arguments calls Redact(d, call.Args) first so that a secret echoed in
-// an operator's message is caught even when no violation names it.
-// Redacting twice changes nothing.
+// Every surface function calls Redact(d, nil) itself; every caller that
+// holds the arguments (the proxy, serve, eval, the decision log) calls
+// Redact(d, call.Args) first, so that a secret echoed in an operator's
+// message is caught even when no violation names it. Redacting twice
+// changes nothing.
 func Redact(d decision.Decision, args map[string]any) decision.Decision {
 	r := newRedactor()
 	if args != nil {
@@ -42,7 +45,12 @@ func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
 			o.Violations = make([]decision.Violation, len(rs.Violations))
 			for j, v := range rs.Violations {
 				nv := v
-				nv.Value = r.value(v.Path, lastToken(v.Path), v.Value, false)
+				key := lastToken(v.Path)
+				if markerRE.MatchString(key) {
+					key = "" // the policy redacted a secret-shaped key: its value is judged by itself
+				}
+				nv.Path = r.pointer(v.Path)
+				nv.Value = r.value(nv.Path, key, v.Value, false)
 				nv.Expected = r.value("", "", v.Expected, false)
 				o.Violations[j] = nv
 			}

@@ -54,6 +54,19 @@ var secrets = []secret{
 	{"env assignment", "script", "export GITHUB_TOKEN=abc123notashape && make release", "abc123notashape"},
 	{"high entropy", "blob", "Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc0Ya", "Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc0Ya"},
 	{"npm token", "npmrc", "//registry.npmjs.org/:_authToken=npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"},
+	{"json text in a string", "body", `{"user": "app", "password": "Hunter3-Json-String"}`, "Hunter3-Json-String"},
+	{"escaped json text in a string", "body", `{\"user\": \"app\", \"password\": \"Hunter3-Json-String\"}`, "Hunter3-Json-String"},
+	{"mysql glued -p", "command", "mysql -h db -u root -pHunter4GluedFlag shop", "Hunter4GluedFlag"},
+	{"sshpass", "command", "sshpass -p 'Ssh-Pass-55' ssh deploy@web1", "Ssh-Pass-55"},
+	{"curl -u", "command", "curl -u admin:Curl-Pass-8 https://api.example.com", "Curl-Pass-8"},
+	{"pgp private key", "content", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGR1c2VyAQgAq3k9Zp2WmXr7\n=Ab12\n-----END PGP PRIVATE KEY BLOCK-----\n", "lQOYBGR1c2VyAQgAq3k9Zp2WmXr7"},
+	{"openssh private key", "content", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"},
+	{"gcp service account", "credentials_json", map[string]any{"type": "service_account", "private_key_id": "1a2b3c4d5e6f7a8b9c0d", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"}, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"},
+	{"gcp service account as text", "content", `{"type": "service_account", "private_key_id": "1a2b3c4d5e6f7a8b9c0d", "client_email": "ci@acme.iam.gserviceaccount.com"}`, "1a2b3c4d5e6f7a8b9c0d"},
+	{"azure connection string", "conn", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc0Ya+Q==;EndpointSuffix=core.windows.net", "Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc0Ya"},
+	{"mongodb url", "uri", "mongodb+srv://admin:Mongo-Pass-1@cluster0.mongodb.net/db", "Mongo-Pass-1"},
+	{"ado.net connection string", "conn", "Server=tcp:db,1433;Database=shop;User ID=app;Password=Ad0-Pass-77;Encrypt=true", "Ad0-Pass-77"},
+	{".env file", "content", "DB_HOST=db.internal\nDB_PASSWORD=s3cr3t-env-pw\n", "s3cr3t-env-pw"},
 }
 
 // renderings returns every rendering of d and call on every surface, as
@@ -192,5 +205,53 @@ func TestSecretShapedIgnoredKeysNeverRendered(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertNoLeak(t, s.leak, map[string]string{s.name: string(out)})
+	}
+}
+
+// TestSecretKeysInPathsNeverRendered: a token pasted as an argument key
+// turns up in a violation's path and in the message that names the path;
+// no rendering shows it, and the path keeps its shape.
+func TestSecretKeysInPathsNeverRendered(t *testing.T) {
+	t.Parallel()
+	const tok = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	args := map[string]any{"headers": map[string]any{tok: "x"}}
+	call := decision.Call{Server: "api", Tool: decision.Tool{Name: "get"}, Args: args}
+	r := reason(decision.ArgumentRuleViolation, "api.get: /headers/"+tok+" is not allowed (rule closed-headers, api.yaml:3)")
+	r.Violations = []decision.Violation{{Path: "/headers/" + tok, Value: "x", Constraint: "additionalProperties", Expected: false,
+		Rule: decision.RuleRef{ID: "closed-headers", Origin: "api.yaml:3"}}}
+	d := decision.Decision{Outcome: decision.Deny, Step: decision.StepArgumentRules, Reasons: []decision.Reason{r},
+		Warnings: []decision.Reason{}, Write: true, Call: ref(t, call)}
+	assertNoLeak(t, tok, renderings(t, call, d))
+	if got := render.Redact(d, nil).Reasons[0].Violations[0].Path; got != "/headers/[REDACTED github-token, 40 chars]" {
+		t.Errorf("path = %q", got)
+	}
+}
+
+// TestOverrideQuotingArgsIsScrubbedByMCP is what the proxy renders: MCP of
+// the decision redacted with the call's arguments hides a password an
+// operator's message quotes, raw or JSON-escaped.
+func TestOverrideQuotingArgsIsScrubbedByMCP(t *testing.T) {
+	t.Parallel()
+	const pw = `Hunter2-"Correct"-Horse`
+	args := map[string]any{"user": "app", "password": pw}
+	call := decision.Call{Server: "db", Tool: decision.Tool{Name: "login"}, Args: args}
+	q, _ := json.Marshal(pw)
+	od := reason(decision.OverrideDeny, fmt.Sprintf("login refused: password %s is banned (%s)", pw, q))
+	d := decision.Decision{Outcome: decision.Deny, Step: decision.StepOverrides, Reasons: []decision.Reason{od},
+		Warnings: []decision.Reason{}, Write: true, Call: ref(t, call)}
+	b, _ := json.Marshal(render.MCP(render.Redact(d, call.Args)))
+	assertNoLeak(t, "Correct", map[string]string{"MCP": string(b)})
+}
+
+// TestLongValuesAreRedactedBeforeTheyAreCut: a key across the cut is
+// recognised in the whole value, so not even its first characters show.
+func TestLongValuesAreRedactedBeforeTheyAreCut(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", render.MaxValueChars-10) + " AKIAIOSFODNN7EXAMPLE " + strings.Repeat("y", 100)
+	shown, changed := render.RedactArgs(map[string]any{"content": long})
+	b, _ := json.Marshal(shown)
+	assertNoLeak(t, "AKIAIOSF", map[string]string{"RedactArgs": string(b)})
+	if len(changed) != 1 || changed[0] != "/content" {
+		t.Errorf("changed = %v", changed)
 	}
 }

@@ -22,7 +22,9 @@ const DecisionPath = "mcpx/decision"
 // bundles). The arguments are never logged: input carries args_sha256
 // instead of args, and result keeps codes, steps and violation paths but no
 // message, value or details (those echo argument values); "erased" names
-// what was removed, as OPA's masking does.
+// what was removed, as OPA's masking does. The paths are those of the
+// redacted decision (mcpxpolicy.Redact): a secret used as an argument key
+// is not logged either.
 type LogEntry struct {
 	Labels      map[string]string         `json:"labels"`
 	DecisionID  string                    `json:"decision_id"`
@@ -101,6 +103,7 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 	if err != nil {
 		sum = ""
 	}
+	d = mcpxpolicy.Redact(call, d)
 	e := LogEntry{
 		Labels:     map[string]string{"id": l.id, "app": "mcpx-policy"},
 		DecisionID: newUUID(),

@@ -115,9 +115,9 @@ func only(method string, next http.HandlerFunc) http.HandlerFunc {
 // CallDocument is the body of POST /v1/decide: the call file of `eval`.
 type CallDocument = mcpxpolicy.CallDocument
 
-// DecideResponse is the body of POST /v1/decide: the decision document
-// (SPEC §1.3) with "rendered", the rendering for the call's surface
-// (default daemon: {"status", "body"}).
+// DecideResponse is the body of POST /v1/decide: the decision document,
+// redacted as every rendering is (mcpxpolicy.Redact), with "rendered", the
+// rendering for the call's surface (default daemon: {"status", "body"}).
 type DecideResponse struct {
 	mcpxpolicy.Decision
 	Rendered any `json:"rendered"`
@@ -134,7 +134,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		}
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		writeJSON(w, status, DecideResponse{Decision: d, Rendered: mustRender(render.SurfaceDaemon, call, d)})
+		writeJSON(w, status, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: mustRender(render.SurfaceDaemon, call, d)})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
@@ -149,7 +149,9 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		h.opts.Logger.Error("render", "err", err)
 		rendered = nil
 	}
-	writeJSON(w, http.StatusOK, DecideResponse{Decision: d, Rendered: rendered})
+	// The response carries the decision redacted, like every rendering and
+	// the log: the raw one stays in the process.
+	writeJSON(w, http.StatusOK, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: rendered})
 }
 
 func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {

@@ -17,48 +17,425 @@ cut(s, n) := sprintf("%s…", [substring(s, 0, n)]) if count(s) > n
 # quote renders s as a JSON string, cut to n characters.
 quote(s, n) := json.marshal(cut(s, n))
 
-# show returns the value to echo for an argument at key: secret-shaped values
-# are redacted, long strings and large composites are cut with their size.
-show(key, v) := "[redacted]" if secret(key, v)
+# METADATA
+# description: |
+#   show returns the value to echo for an argument at key: redacted first
+#   (value), then, when long, cut with its full size. Redacting before
+#   cutting means a secret across the cut is never half-shown.
+show(key, v) := _cut(value(key, v, set()), v)
 
-show(key, v) := v if {
-	not secret(key, v)
-	not is_string(v)
-	count(json.marshal(v)) <= max_value_chars
+_cut(r, _) := r if {
+	is_string(r)
+	count(r) <= max_value_chars
 }
 
-show(key, v) := sprintf("%s… (%d bytes)", [substring(json.marshal(v), 0, max_value_chars), count(json.marshal(v))]) if {
-	not secret(key, v)
-	not is_string(v)
-	count(json.marshal(v)) > max_value_chars
-}
-
-show(key, v) := v if {
-	not secret(key, v)
+_cut(r, v) := sprintf("%s… (%d characters)", [substring(r, 0, max_value_chars), count(v)]) if {
+	is_string(r)
+	count(r) > max_value_chars
 	is_string(v)
-	count(v) <= max_value_chars
 }
 
-show(key, v) := sprintf("%s… (%d characters)", [substring(v, 0, max_value_chars), count(v)]) if {
-	not secret(key, v)
+_cut(r, v) := sprintf("%s… (%d characters)", [substring(r, 0, max_value_chars), count(r)]) if {
+	is_string(r)
+	count(r) > max_value_chars
+	not is_string(v)
+}
+
+_cut(r, _) := r if {
+	not is_string(r)
+	count(json.marshal(r)) <= max_value_chars
+}
+
+_cut(r, v) := sprintf("%s… (%d bytes)", [substring(json.marshal(r), 0, max_value_chars), count(json.marshal(v))]) if {
+	not is_string(r)
+	count(json.marshal(r)) > max_value_chars
+}
+
+# METADATA
+# description: |
+#   value returns v, found under key, as it may be echoed: a string or
+#   number under a secret key name (secret_key) is replaced whole, and so is
+#   every string and number inside an object or array under one (or under a
+#   secret-named key inside it); every other string has its secret-shaped
+#   parts and every text of known replaced (scrub), and so has every key of
+#   an object. Booleans and null stay. Nothing is cut.
+value(key, v, _) := _by_name(v) if {
+	_scalar(v)
+	secret_key(key)
+}
+
+value(key, v, known) := scrub(v, known) if {
 	is_string(v)
-	count(v) > max_value_chars
+	not _named_scalar(key, v)
 }
 
-_secret_key := `(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|auth(orization)?|credential|private[_-]?key|cookie|session[_-]?id|client[_-]?secret)`
+value(key, v, _) := v if {
+	is_number(v)
+	not secret_key(key)
+}
 
-_secret_value := `(?i)^(bearer\s+\S{8,}|basic\s+[a-z0-9+/=]{8,})$|-----BEGIN [A-Z ]*PRIVATE KEY-----|^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$|^(AKIA|ASIA)[A-Z0-9]{16}$|^gh[pousr]_[A-Za-z0-9]{30,}$|^github_pat_[A-Za-z0-9_]{30,}$|^xox[abprs]-[A-Za-z0-9-]{10,}$|^sk-[A-Za-z0-9_-]{20,}$|^AIza[0-9A-Za-z_-]{35}$`
+value(_, v, _) := v if type_name(v) in {"boolean", "null"}
 
-# secret is true when the key names a secret or the value looks like one.
-secret(key, _) if {
+value(key, v, known) := _tree(key, _plain(v), known) if type_name(v) in {"object", "array", "set"}
+
+# _plain is v as JSON shows it: a set (an override may put one in its
+# details) becomes an array, which json.patch can change.
+_plain(v) := v if not _has_set(v)
+
+_plain(v) := json.unmarshal(json.marshal(v)) if _has_set(v)
+
+_has_set(v) if {
+	walk(v, [_, x])
+	is_set(x)
+}
+
+_named_scalar(key, v) if {
+	_scalar(v)
+	secret_key(key)
+}
+
+_scalar(v) if is_number(v)
+
+_scalar(v) if {
+	is_string(v)
+	v != ""
+}
+
+_by_name(v) := _marker("by key name", v) if is_string(v)
+
+_by_name(v) := _marker("by key name", json.marshal(v)) if is_number(v)
+
+_marker(kind, s) := sprintf("[REDACTED %s, %d chars]", [kind, count(trim(s, _table.trim))]) if _have_table
+
+_marker(kind, s) := sprintf("[REDACTED %s, %d chars]", [kind, count(s)]) if not _have_table
+
+# _tree replaces the strings and numbers of a composite one by one, then
+# renames its secret-shaped keys, the deepest first (two keys redacted
+# alike become one: the last moved wins).
+_tree(key, v, known) := json.patch(v, array.concat(
+	[{"op": "replace", "path": p, "value": r} |
+		walk(v, [p, x])
+		count(p) > 0
+		_scalar(x)
+		r := _leaf(key, p, x, known)
+		r != x
+	],
+	[{"op": "move", "from": m[1], "path": m[2]} | some m in sort([[0 - count(p), p, array.concat(array.slice(p, 0, count(p) - 1), [rk])] |
+		walk(v, [p, _])
+		count(p) > 0
+		k := p[count(p) - 1]
+		is_string(k)
+		_suspect(k)
+		rk := redact(k)
+		rk != k
+	])],
+))
+
+_leaf(key, p, x, _) := _by_name(x) if _named_path(key, p)
+
+_leaf(key, p, x, known) := scrub(x, known) if {
+	is_string(x)
+	not _named_path(key, p)
+}
+
+_leaf(key, p, x, _) := x if {
+	is_number(x)
+	not _named_path(key, p)
+}
+
+_named_path(key, _) if secret_key(key)
+
+_named_path(_, p) if {
+	some seg in p
+	is_string(seg)
+	secret_key(seg)
+}
+
+# redact_key returns an argument key as it may be echoed: its
+# secret-shaped parts redacted.
+redact_key(k) := redact(k)
+
+# redact_pointer returns a JSON Pointer as it may be echoed: each key as
+# redact_key shows it.
+redact_pointer(ptr) := ptr if not _suspect(ptr)
+
+redact_pointer(ptr) := concat("/", [_token(t) | some t in split(ptr, "/")]) if _suspect(ptr)
+
+_token(t) := t if not _suspect(t)
+
+_token(t) := _escape(redact(replace(replace(t, "~1", "/"), "~0", "~"))) if _suspect(t)
+
+# METADATA
+# title: The secret table
+# description: |
+#   The one table of secret patterns, owned by Go (internal/render.Secrets)
+#   and compiled into every policy and bundle as data.mcpx.secrets: key-name
+#   parts, exact names and the names that count tokens; value shapes as RE2
+#   regexes with the submatch that is the secret and the one that must be a
+#   secret key name; the entropy test. Without it, every key counts as a
+#   secret and every string is hidden whole (fail closed).
+_table := data.mcpx.secrets
+
+_have_table if {
+	is_object(data.mcpx.secrets)
+	is_array(data.mcpx.secrets.shapes)
+}
+
+_exact := {x | some x in _table.keyExact}
+
+_counts := {x | some x in _table.keyCounts}
+
+_schemes := {x | some x in _table.schemes}
+
+# _any matches wherever some shape or some run could: a string it does not
+# match has nothing to redact.
+_any := concat("|", array.concat([sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes], [_table.entropy.run]))
+
+_suspect(_) if not _have_table
+
+_suspect(s) if count(s) > _table.maxScan
+
+_suspect(s) if {
+	count(s) <= _table.maxScan
+	regex.match(_any, s)
+}
+
+# secret_key is true when a key names a secret: its normalised form (lower
+# case, letters and digits only) is one of the exact names or contains one
+# of the parts, and is not a name that counts tokens (max_tokens).
+secret_key(key) if {
 	is_string(key)
-	regex.match(_secret_key, key)
+	not _have_table
 }
 
-secret(_, v) if {
-	is_string(v)
-	regex.match(_secret_value, v)
+secret_key(key) if {
+	is_string(key)
+	_have_table
+	n := regex.replace(lower(key), `[^a-z0-9]`, "")
+	n != ""
+	not n in _counts
+	_named(n)
 }
+
+_named(n) if n in _exact
+
+_named(n) if {
+	some part in _table.keyParts
+	contains(n, part)
+}
+
+# METADATA
+# description: |
+#   redact replaces every secret-shaped part of s, as Go's
+#   render.RedactString does and from the same table: each shape finds its
+#   secrets in s as given, random-looking runs are judged with those masked,
+#   and every occurrence of every secret found becomes
+#   "[REDACTED <kind>, <n> chars]" (overlapping ones one marker).
+redact(s) := scrub(s, set())
+
+# scrub is redact that also replaces every text of known (secrets seen
+# elsewhere, such as the call's secret-named arguments), raw or escaped as
+# in JSON text.
+scrub(s, known) := s if {
+	_have_table
+	count(known) == 0
+	not _suspect(s)
+}
+
+scrub(s, known) := _apply(s, _hits(s, known)) if {
+	_have_table
+	count(s) <= _table.maxScan
+	_scrub_needed(s, known)
+}
+
+# A string longer than maxScan is not searched: it is shown as its size.
+scrub(s, _) := _marker("long value", s) if {
+	_have_table
+	count(s) > _table.maxScan
+}
+
+scrub(s, _) := _marker("no secret table", s) if not _have_table
+
+_scrub_needed(_, known) if count(known) > 0
+
+_scrub_needed(s, _) if _suspect(s)
+
+# _hits is every secret text found in s → [rank, kind]: the lowest-ranked
+# finder names it (known secrets -1, shapes by their place in the table,
+# runs last).
+_hits(s, known) := _merge(array.concat(array.concat(k, f), r)) if {
+	k := [[-1, "by key name", t] |
+		some sec in known
+		count(sec) >= _table.minScrub
+		some t in _escapings(sec)
+		contains(s, t)
+	]
+	f := _shape_finds(s)
+	r := _run_finds(_apply(s, _merge(array.concat(k, f))))
+}
+
+# _merge keeps, for each text, its lowest-ranked find: sorted by text then
+# rank, the first of each text (a sort, so many finds stay cheap).
+_merge(finds) := {x[0]: [x[1], x[2]] |
+	sorted := sort([[t, r, kind] | some [r, kind, t] in finds])
+	some i, x in sorted
+	_first_of(sorted, i)
+}
+
+_first_of(_, 0)
+
+_first_of(sorted, i) if sorted[i - 1][0] != sorted[i][0]
+
+_escapings(sec) := {sec, substring(j, 1, count(j) - 2)} if j := json.marshal(sec)
+
+_shape_finds(s) := [] if not regex.match(concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes]), s)
+
+_shape_finds(s) := [[rank, sh.kind, val] |
+	some rank, sh in _table.shapes
+	regex.match(sh.re, s)
+	some m in regex.find_all_string_submatch_n(sh.re, s, -1)
+	val := m[sh.group]
+	val != ""
+	_named_ok(sh, m, val)
+	not startswith(val, "[REDACTED")
+] if regex.match(concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes]), s)
+
+_named_ok(sh, _, _) if sh.name == 0
+
+_named_ok(sh, m, val) if {
+	sh.name > 0
+	secret_key(m[sh.name])
+	not lower(trim(val, _table.trim)) in _schemes
+}
+
+_run_finds(masked) := [[count(_table.shapes), "high-entropy", seg] |
+	some run in regex.find_n(_table.entropy.run, masked, -1)
+	some seg in _segments(run)
+	_high(seg)
+]
+
+# A path is judged segment by segment.
+_segments(run) := split(run, "/") if {
+	some p in ["/", "~"]
+	startswith(run, p)
+}
+
+_segments(run) := [run] if {
+	not startswith(run, "/")
+	not startswith(run, "~")
+}
+
+# METADATA
+# description: |
+#   _high is Go's highEntropy with one difference: Rego has no logarithm,
+#   so instead of at least entropy.bits of Shannon entropy per character it
+#   asks for at least entropy.minDistinct distinct characters, which every
+#   string with that entropy has. It hides at least what Go hides.
+_high(run) if {
+	e := _table.entropy
+	count(run) >= e.minRun
+	not regex.match(e.uuid, run)
+	not regex.match(e.hex, run)
+	digits := count(regex.replace(run, `[^0-9]`, ""))
+	digits >= e.minDigits
+	upper := count(regex.replace(run, `[^A-Z]`, ""))
+	lower := count(regex.replace(run, `[^a-z]`, ""))
+	upper + lower > 0
+	_varied(count(run), upper, lower, digits, e)
+	count({c | some c in _run_chars; contains(run, c)}) >= e.minDistinct
+}
+
+_varied(_, upper, lower, _, _) if {
+	upper >= 2
+	lower >= 2
+}
+
+_varied(n, _, _, digits, e) if {
+	n >= e.denseRun
+	digits >= e.denseDigits * n
+}
+
+_run_chars := split("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-", "")
+
+# _apply replaces every occurrence of every text of hits in s by a marker;
+# occurrences that overlap or touch are one marker, named by the first (at
+# the same place, the lowest-ranked) of them.
+_apply(s, hits) := s if count(hits) == 0
+
+# max_spans bounds the work per string: a string with more occurrences of
+# secrets than this is hidden whole (Go replaces each; this hides more).
+max_spans := 200
+
+_apply(s, hits) := _marker("many secrets", s) if count(hits) > max_spans
+
+_apply(s, hits) := _marker("many secrets", s) if {
+	count(hits) > 0
+	count(hits) <= max_spans
+	count([1 | some t, _ in hits; some _ in indexof_n(s, t)]) > max_spans
+}
+
+_apply(s, hits) := concat("", array.concat(
+	[concat("", [substring(s, _from(ends, i), starts[i] - _from(ends, i)), _span_marker(s, spans, starts[i], ends[i])]) |
+		some i in numbers.range(0, count(starts) - 1)
+	],
+	[substring(s, ends[count(ends) - 1], -1)],
+)) if {
+	count(hits) > 0
+	count(hits) <= max_spans
+	spans := [[p, p + count(t), h] | some t, h in hits; some p in indexof_n(s, t)]
+	count(spans) <= max_spans
+	starts := sort({a | some [a, _, _] in spans; not _covers_start(spans, a)})
+	ends := sort({b | some [_, b, _] in spans; not _covers_end(spans, b)})
+}
+
+_covers_start(spans, x) if {
+	some [a, b, _] in spans
+	a < x
+	x <= b
+}
+
+_covers_end(spans, x) if {
+	some [a, b, _] in spans
+	a <= x
+	x < b
+}
+
+_from(_, 0) := 0
+
+_from(ends, i) := ends[i - 1] if i > 0
+
+_span_marker(s, spans, a, b) := _marker(min({h | some [a2, _, h] in spans; a2 == a})[1], substring(s, a, b - a))
+
+# secrets_in returns the secrets of a call's arguments that free text may
+# echo: every string and number under a secret key name, and every secret
+# the table finds in the other strings and in the keys.
+secrets_in(args) := ({t |
+	walk(args, [p, x])
+	count(p) > 0
+	_named_path("", p)
+	_scalar(x)
+	t := _text(x)
+} | {t |
+	walk(args, [p, x])
+	count(p) > 0
+	not _named_path("", p)
+	is_string(x)
+	count(x) <= _table.maxScan
+	_suspect(x)
+	some t, _ in _hits(x, set())
+}) | {t |
+	walk(args, [p, _])
+	count(p) > 0
+	k := p[count(p) - 1]
+	is_string(k)
+	count(k) <= _table.maxScan
+	_suspect(k)
+	some t, _ in _hits(k, set())
+}
+
+_text(x) := x if is_string(x)
+
+_text(x) := json.marshal(x) if is_number(x)
 
 # list renders at most n quoted names of at most 80 characters, then how many
 # more there were.

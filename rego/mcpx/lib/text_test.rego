@@ -19,15 +19,25 @@ test_nearest if {
 
 _show_cases := [
 	{"key": "path", "value": "/workspace/a", "want": "/workspace/a"},
-	{"key": "api_key", "value": "abc", "want": "[redacted]"},
-	{"key": "Password", "value": "hunter2", "want": "[redacted]"},
-	{"key": "header", "value": "Bearer abcdefghijklmnop", "want": "[redacted]"},
-	{"key": "x", "value": "AKIAABCDEFGHIJKLMNOP", "want": "[redacted]"},
-	{"key": "x", "value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "want": "[redacted]"},
-	{"key": "x", "value": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "want": "[redacted]"},
-	{"key": "key", "value": "-----BEGIN RSA PRIVATE KEY-----\nMII", "want": "[redacted]"},
+	{"key": "api_key", "value": "abc", "want": "[REDACTED by key name, 3 chars]"},
+	{"key": "Password", "value": "hunter2", "want": "[REDACTED by key name, 7 chars]"},
+	{"key": "password", "value": "", "want": ""},
+	{"key": "otp", "value": 482913, "want": "[REDACTED by key name, 6 chars]"},
+	{"key": "max_tokens", "value": 4096, "want": 4096},
+	{"key": "header", "value": "Bearer abcdefghijklmnop", "want": "Bearer [REDACTED bearer-token, 16 chars]"},
+	{"key": "x", "value": "AKIAABCDEFGHIJKLMNOP", "want": "[REDACTED aws-access-key, 20 chars]"},
+	{"key": "x", "value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "want": "[REDACTED github-token, 40 chars]"},
+	{"key": "x", "value": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "want": "[REDACTED jwt, 40 chars]"},
+	{"key": "key", "value": "-----BEGIN RSA PRIVATE KEY-----\nMII", "want": "[REDACTED private-key, 35 chars]"},
 	{"key": "count", "value": 7, "want": 7},
 	{"key": "flags", "value": [true, false], "want": [true, false]},
+	{"key": "env", "value": {"PGPASSWORD": "pg-pass-9981", "PGHOST": "db"}, "want": {"PGPASSWORD": "[REDACTED by key name, 12 chars]", "PGHOST": "db"}},
+	{"key": "tokens", "value": ["a", 1, null], "want": ["a", 1, null]},
+	{"key": "api_tokens", "value": ["plain-one", 2, false], "want": ["[REDACTED by key name, 9 chars]", "[REDACTED by key name, 1 chars]", false]},
+	{
+		"key": "headers", "value": {"ghp_abcdefghijklmnopqrstuvwxyz0123456789": {"v": "x"}},
+		"want": {"[REDACTED github-token, 40 chars]": {"v": "x"}},
+	},
 ]
 
 test_show if {
@@ -49,6 +59,104 @@ test_show_cuts_large_composites if {
 	big := [i | some i in numbers.range(1, 200)]
 	got := text.show("ids", big)
 	endswith(got, sprintf("(%d bytes)", [count(json.marshal(big))]))
+	text.show("ids", {"list": json.marshal(big)}) == sprintf("%s… (%d bytes)", [substring(json.marshal({"list": json.marshal(big)}), 0, 120), count(json.marshal({"list": json.marshal(big)}))])
+}
+
+# Realistic secrets and what the policy shows of them; Go shows the same
+# (TestRegoAgreesWithGo runs a longer table through both).
+_redact_cases := [
+	{"in": "mysql -u root -phunter2pass -h db.internal", "want": "mysql -u root -p[REDACTED password-flag, 11 chars] -h db.internal"},
+	{"in": `{"password": "hunter2-Correct"}`, "want": `{"password": [REDACTED assignment, 15 chars]}`},
+	{"in": `{\"password\": \"hunter2-Correct\"}`, "want": `{\"password\": [REDACTED assignment, 15 chars]}`},
+	{"in": "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----", "want": "[REDACTED private-key, 80 chars]"},
+	{"in": "key AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLE", "want": "key [REDACTED aws-access-key, 20 chars] and [REDACTED aws-access-key, 20 chars]"},
+	{"in": "curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh'", "want": "curl -H 'Authorization: Bearer [REDACTED bearer-token, 24 chars]'"},
+	{"in": "postgres://app:Pg-S3cret-99@db:5432/prod", "want": "postgres://app:[REDACTED url-password, 12 chars]@db:5432/prod"},
+	{"in": "blob Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc0Ya end", "want": "blob [REDACTED high-entropy, 32 chars] end"},
+	{"in": "/srv/Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc0Ya/x", "want": "/srv/[REDACTED high-entropy, 32 chars]/x"},
+	{"in": "max_tokens=500 Authorization: Bearer", "want": "max_tokens=500 Authorization: Bearer"},
+	{"in": "/workspace/src/main.go", "want": "/workspace/src/main.go"},
+	{"in": "550e8400-e29b-41d4-a716-446655440000", "want": "550e8400-e29b-41d4-a716-446655440000"},
+	{"in": "3f786850e387550fdab836ed7e6dc881de23001b", "want": "3f786850e387550fdab836ed7e6dc881de23001b"},
+	{"in": "aaaaaaaaaaBBBBBBBBBB1111111111", "want": "aaaaaaaaaaBBBBBBBBBB1111111111"},
+	{"in": "password=[REDACTED assignment, 5 chars]", "want": "password=[REDACTED assignment, 5 chars]"},
+]
+
+test_redact if {
+	every c in _redact_cases {
+		got := text.redact(c.in)
+		print(c.in, got)
+		got == c.want
+	}
+}
+
+_key_cases := {
+	"password": true, "API-Key": true, "clientSecret": true, "session_id": true, "AccountKey": true,
+	"pwd": true, "auth": true, "max_tokens": false, "tokenizer": false, "path": false, "key": false,
+	"author": false, "bypass": false, "": false, "___": false,
+}
+
+test_secret_key if {
+	every k, want in _key_cases {
+		print(k)
+		_is_secret_key(k) == want
+	}
+}
+
+_is_secret_key(k) if text.secret_key(k)
+
+_is_secret_key(k) := false if not text.secret_key(k)
+
+test_redact_pointer if {
+	text.redact_pointer("") == ""
+	text.redact_pointer("/a/0") == "/a/0"
+	text.redact_pointer("/h/ghp_abcdefghijklmnopqrstuvwxyz0123456789/x~1y") == "/h/[REDACTED github-token, 40 chars]/x~1y"
+	text.redact_pointer("/Zk8Qm2Xr7Tn4Lp9Vw3Hs6Jd1Fb5Gc~1Ya") == "/[REDACTED high-entropy, 32 chars]"
+}
+
+test_many_secrets_hide_the_whole_string if {
+	s := concat(" ", [sprintf("password=Secret-%d", [i]) | some i in numbers.range(1, 201)])
+	text.redact(s) == sprintf("[REDACTED many secrets, %d chars]", [count(s)])
+	few := concat(" ", [sprintf("password=Secret-%d", [i]) | some i in numbers.range(1, 3)])
+	text.redact(few) == "password=[REDACTED assignment, 8 chars] password=[REDACTED assignment, 8 chars] password=[REDACTED assignment, 8 chars]"
+}
+
+test_strings_longer_than_max_scan_show_their_size_only if {
+	long := concat("", ["a" | some _ in numbers.range(1, 16385)])
+	text.show("content", long) == "[REDACTED long value, 16385 chars]"
+	text.redact_pointer(sprintf("/%s", [long])) == "/[REDACTED long value, 16385 chars]"
+	text.secrets_in({"content": long, long: 1}) == set()
+}
+
+test_sets_are_redacted_as_arrays if {
+	got := text.value("", {"keys": {"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "plain"}, "password": {"x"}}, set())
+	got == {"keys": ["[REDACTED github-token, 40 chars]", "plain"], "password": ["[REDACTED by key name, 1 chars]"]}
+}
+
+test_overlapping_secrets_are_one_marker if {
+	# "token=…" and a key known by name overlap: one marker covers both.
+	got := text.scrub("token=abcdef-ghijkl and abcdef", {"abcdef-ghijkl", "abcdef"})
+	got == "token=[REDACTED by key name, 13 chars] and [REDACTED by key name, 6 chars]"
+}
+
+test_scrub_finds_known_secrets_raw_and_escaped if {
+	text.scrub(`refusing "pa\"ss-9981" and pa"ss-9981`, {`pa"ss-9981`}) == `refusing "[REDACTED by key name, 11 chars]" and [REDACTED by key name, 10 chars]`
+	text.scrub("the pin abc", {"abc"}) == "the pin abc"
+}
+
+test_secrets_in_arguments if {
+	args := {
+		"password": "hunter2-Correct", "otp": 482913, "empty": {"token": ""},
+		"command": "mysql -phunter2pass", "ghp_abcdefghijklmnopqrstuvwxyz0123456789": true, "path": "/a",
+	}
+	text.secrets_in(args) == {"hunter2-Correct", "482913", "hunter2pass", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}
+}
+
+# Without the table (a bundle built without it) every key is a secret and
+# every string is hidden whole: fail closed.
+test_without_the_table_everything_is_hidden if {
+	text.show("path", "/workspace/a") == "[REDACTED by key name, 12 chars]" with data.mcpx.secrets as null
+	text.redact("/workspace/a") == "[REDACTED no secret table, 12 chars]" with data.mcpx.secrets as null
 }
 
 test_list_caps if {

@@ -7,6 +7,9 @@
 #   message and details. Overrides can only add findings: they tighten.
 package mcpx.steps.overrides
 
+import data.mcpx.lib.req
+import data.mcpx.lib.text
+
 # METADATA
 # title: OverrideDeny
 # custom:
@@ -19,11 +22,14 @@ deny contains _reason("OverrideDeny", f) if some f in data.mcpx.overrides.deny
 #   code: OverrideAsk
 ask contains _reason("OverrideAsk", f) if some f in data.mcpx.overrides.ask
 
+# An operator's message and details may quote the call's arguments: they
+# are scrubbed of the arguments' secrets (text.secrets_in) and of every
+# secret shape, and details are redacted by key name too (text.value).
 _reason(code, f) := {
 	"code": code,
 	"step": "overrides",
-	"message": f.message,
-	"details": object.union(object.remove(f, ["code", "message"]), {"override_code": f.code}),
+	"message": text.scrub(f.message, _arg_secrets),
+	"details": text.value("", object.union(object.remove(f, ["code", "message"]), {"override_code": f.code}), _arg_secrets),
 } if {
 	is_string(f.code)
 	is_string(f.message)
@@ -34,11 +40,13 @@ _reason(code, f) := {
 _reason(code, f) := {
 	"code": code,
 	"step": "overrides",
-	"message": sprintf("malformed override finding %s: want an object with string code and message", [json.marshal(f)]),
+	"message": text.scrub(sprintf("malformed override finding %s: want an object with string code and message", [json.marshal(f)]), _arg_secrets),
 	"details": {"override_code": "MalformedFinding"},
 } if {
 	not _well_formed(f)
 }
+
+_arg_secrets := text.secrets_in(req.doc.args)
 
 _well_formed(f) if {
 	is_string(f.code)

@@ -93,7 +93,18 @@ _normal(v) := object.union(
 
 _normal(v) := {"path": "", "value": v, "constraint": "unknown", "expected": null} if not is_object(v)
 
-_violation(v, ref) := object.union(v, {"value": text.show(_last_key(v.path), v.value), "rule": ref})
+# _violation is a violation as it may be echoed: the value redacted, then
+# cut (text.show, judged by the key it sits under); secret-shaped keys in
+# the path, and secrets in the expected value and the detail, redacted.
+_violation(v, ref) := object.union(v, object.union(
+	{
+		"path": text.redact_pointer(v.path),
+		"value": text.show(_last_key(v.path), v.value),
+		"expected": text.value("", v.expected, set()),
+		"rule": ref,
+	},
+	{"detail": text.redact(d) | d := v.detail; is_string(d)},
+))
 
 _last_key(ptr) := replace(replace(parts[count(parts) - 1], "~1", "/"), "~0", "~") if {
 	parts := split(ptr, "/")

@@ -57,7 +57,38 @@ test_secret_values_are_redacted_in_violations_and_messages if {
 	d := _deny("git", testdata.git_push, {"force": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"})
 	some r in d
 	not contains(r.message, "ghp_")
-	r.violations[0].value == "[redacted]"
+	r.violations[0].value == "[REDACTED github-token, 40 chars]"
+}
+
+_ref := {"id": "r", "origin": "f.yaml:1", "description": ""}
+
+test_secret_shaped_keys_are_redacted_in_paths if {
+	v := rules._violation({"path": "/headers/ghp_abcdefghijklmnopqrstuvwxyz0123456789", "value": "x", "constraint": "false", "expected": false}, _ref)
+	v.path == "/headers/[REDACTED github-token, 40 chars]"
+	v.value == "x"
+	plain := rules._violation({"path": "/a~1b/0", "value": 1, "constraint": "maximum", "expected": 0}, _ref)
+	plain.path == "/a~1b/0"
+}
+
+test_values_are_redacted_before_they_are_cut if {
+	long := concat(" ", [concat("", ["x" | some _ in numbers.range(1, 109)]), "AKIAIOSFODNN7EXAMPLE", concat("", ["y" | some _ in numbers.range(1, 99)])])
+	v := rules._violation({"path": "/content", "value": long, "constraint": "maxLength", "expected": 10}, _ref)
+	not contains(v.value, "AKIA")
+	contains(v.value, " [REDACTED")
+	endswith(v.value, "(230 characters)")
+}
+
+test_details_and_expected_are_redacted if {
+	v := rules._violation(
+		{
+			"path": "/cmd", "value": "x", "constraint": "anyOf",
+			"expected": {"const": "mysql -u root -pHunter2pass"},
+			"detail": `branch 0: const at ["cmd","ghp_abcdefghijklmnopqrstuvwxyz0123456789"]`,
+		},
+		_ref,
+	)
+	v.expected == {"const": "mysql -u root -p[REDACTED password-flag, 11 chars]"}
+	not contains(v.detail, "ghp_")
 }
 
 _phrase_cases := [

@@ -170,7 +170,7 @@ warn contains {
 _shown := array.slice(unknown, 0, max_echo)
 
 _details := {
-	"unknown": [{"path": text.cut(u.path, 200), "key": text.cut(u.key, 80), "suggestion": _suggest(u)} | some u in _shown],
+	"unknown": [{"path": text.cut(text.redact_pointer(u.path), 200), "key": text.cut(text.redact_key(u.key), 80), "suggestion": _suggest(u)} | some u in _shown],
 	"more": count(unknown) - count(_shown),
 	"valid": valid(""),
 }
@@ -198,27 +198,27 @@ _keys(parent) := concat(", ", [_key_text(u) | some u in _in(parent)]) if _more(p
 
 _keys(parent) := sprintf("%s and %d more", [concat(", ", [_key_text(u) | some u in _in(parent)]), _more(parent)]) if _more(parent) > 0
 
-_key_text(u) := sprintf("%s (did you mean %s?)", [text.quote(u.key, 80), json.marshal(_suggest(u))]) if _suggest(u) != ""
+_key_text(u) := sprintf("%s (did you mean %s?)", [text.quote(text.redact_key(u.key), 80), json.marshal(_suggest(u))]) if _suggest(u) != ""
 
-_key_text(u) := text.quote(u.key, 80) if _suggest(u) == ""
+_key_text(u) := text.quote(text.redact_key(u.key), 80) if _suggest(u) == ""
 
 _noun("", n) := "argument" if n == 1
 
 _noun("", n) := "arguments" if n > 1
 
-_noun(parent, n) := sprintf("key in %s", [parent]) if {
+_noun(parent, n) := sprintf("key in %s", [text.redact_pointer(parent)]) if {
 	parent != ""
 	n == 1
 }
 
-_noun(parent, n) := sprintf("keys in %s", [parent]) if {
+_noun(parent, n) := sprintf("keys in %s", [text.redact_pointer(parent)]) if {
 	parent != ""
 	n > 1
 }
 
 _where("") := "arguments"
 
-_where(parent) := sprintf("keys in %s", [parent]) if parent != ""
+_where(parent) := sprintf("keys in %s", [text.redact_pointer(parent)]) if parent != ""
 
 _valid_text(parent) := "none" if count(valid(parent)) == 0
 
