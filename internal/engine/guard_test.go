@@ -47,7 +47,6 @@ func TestGuardOverrides(t *testing.T) {
 		{`x := bits.lsh(input.args.n, 1024)`, ""},
 		{`x := net.cidr_expand("10.0.0.0/19")`, ""},
 		{`x := [i | some i in numbers.range(1, 3)]`, ""},
-		{`x := 1e308`, ""},
 		{`x if every i in numbers.range(1, 5) { i > 0 }`, ""},
 		{`x := numbers.range(1, 1e8)`, "overrides/o.rego:3: rego_compile_error: numbers.range(1, 1e8) in an operator override: it produces 100000000 numbers, more than the 10000 an override may generate"},
 		{`x := numbers.range(0, 10000)`, "it produces 10001 numbers"},
@@ -66,8 +65,6 @@ func TestGuardOverrides(t *testing.T) {
 		{`x := strings.render_template("{{range 100000}}x{{end}}", {})`, "a template can loop any number of times"},
 		{`x := graph.reachable_paths({"a": ["b"]}, {"a"})`, "use graph.reachable instead"},
 		{`x if { count(input.args) > 0 with count as numbers.range }`, "numbers.range in an operator override may only be called, not named"},
-		{`x := format_int(1e400, 10)`, "number 1e400 in an operator override is beyond float64 range"},
-		{`x := -1e400`, "beyond float64 range"},
 		{"x if {\n\tnumbers.range(1, 1e8, y)\n\tcount(y) > 0\n}", "overrides/o.rego:4: rego_compile_error: numbers.range(1, 1e8)"},
 	}
 	for _, c := range cases {
