@@ -15,18 +15,25 @@ import (
 
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 
 // BundleFiles returns the whole policy for a config as the files of a
 // standard OPA bundle: ".manifest" (revision, roots ["mcpx"], rego_version
 // 1), "data.json" ({"mcpx": compiled data}), the static Rego under mcpx/
-// and the generated and override Rego under their compiled names.
+// and the generated and override Rego under their compiled names. An
+// override the engine would refuse (docs/overrides.md, "What overrides may
+// not do") is an error here too.
 func BundleFiles(opts Options) (map[string][]byte, error) {
 	compiled, err := compileConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	p := Policy(compiled)
+	if err := engine.CheckOverrides(p.Modules); err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
 	files := map[string][]byte{}
 	for name, src := range p.Modules {
 		files[name] = []byte(src)

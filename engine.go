@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
@@ -33,7 +34,19 @@ type Options struct {
 	// StateDir is where the unknown-outcome ledger lives; "" means
 	// DefaultStateDir().
 	StateDir string
+	// DecideTimeout bounds one Decide whose context has no deadline of its
+	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
+	// keeps it, longer or shorter. A decision that runs out of time is a
+	// PolicyError deny, returned with an error that errors.Is matches to
+	// context.DeadlineExceeded.
+	DecideTimeout time.Duration
 }
+
+// DefaultDecideTimeout is how long one decision may take when neither the
+// caller's context nor Options.DecideTimeout says otherwise. The policy
+// decides a call in about a millisecond (docs/performance.md); only a
+// runaway operator override comes near it.
+const DefaultDecideTimeout = 5 * time.Second
 
 // DefaultStateDir is $MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy,
 // else ~/.local/state/mcpx-policy.
@@ -161,12 +174,30 @@ func (e *Engine) Warnings() []string {
 // server's own tools/list. The server's unknown-outcome entries are read
 // from the ledger and fed to the policy. Decide always returns a decision;
 // when it also returns an error, the decision is a deny.
+//
+// Every decision has a deadline: ctx's own, else Options.DecideTimeout
+// (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
+// the decision is a PolicyError deny and the error wraps ctx's error.
 func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.decideTimeout())
+		defer cancel()
+	}
+	ctx = engine.WithBudget(ctx)
 	d, err := e.cur.Load().engine.Decide(ctx, call, e.ledgerView(call.Server))
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
 	}
 	return d, nil
+}
+
+// decideTimeout is Options.DecideTimeout, else DefaultDecideTimeout.
+func (e *Engine) decideTimeout() time.Duration {
+	if e.opts.DecideTimeout > 0 {
+		return e.opts.DecideTimeout
+	}
+	return DefaultDecideTimeout
 }
 
 // ToolFromCatalog returns the tool of the Engine's catalog (Options.Catalog)

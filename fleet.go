@@ -11,7 +11,9 @@ import (
 // OPAInput returns, as JSON, the exact input document Decide evaluates for
 // call (SPEC §1.2): the server's ledger entries as read now, and
 // "call_sha256", the SHA-256 of the RFC 8785 canonical call that the policy
-// echoes in decision.call.sha256. It is what a gateway POSTs as
+// echoes in decision.call.sha256 (left out when the arguments have no
+// canonical form, a number beyond a double's range: the policy then denies
+// the call as InvalidInput, naming the argument). It is what a gateway POSTs as
 // {"input": …} to /v1/data/mcpx/decision on a stock OPA server that runs
 // this config's bundle (docs/fleet.md); that server answers the decision
 // Decide gives. Safe for concurrent use.

@@ -14,7 +14,8 @@ import (
 )
 
 const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--state-dir D]
-                        [--surface daemon|mcp|cli] [--format text|json] CALL.json…
+                        [--surface daemon|mcp|cli] [--format text|json]
+                        [--decide-timeout 5s] CALL.json…
 
 Decides each call and prints the decision. A call file is
 {"server", "tool", "args", "surface"?, "principal"?, "mode"?} where "tool" is
@@ -23,6 +24,9 @@ in --catalog.
 
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json
+
+Each decision may take --decide-timeout; one that runs out of time is a
+PolicyError deny.
 
 Exit status: 0 allow, 1 error (usage, config, input — an InvalidInput
 decision included), 2 deny, 3 ask; with several calls, the most severe (an
@@ -38,6 +42,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	surface := fs.String("surface", "", "surface to render for: daemon, mcp or cli (default: the call's, else cli)")
 	format := fs.String("format", "text", "output format: text or json")
+	decideTimeout := decideTimeoutFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, evalUsage, err)
 	}
@@ -50,9 +55,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
 	case *surface != "" && !knownSurface(*surface):
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --surface %q (want daemon, mcp or cli)", *surface))
+	case *decideTimeout <= 0:
+		return usageError(stdout, stderr, evalUsage, errDecideTimeout)
 	}
 	ctx := context.Background()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}

@@ -23,7 +23,7 @@ import (
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--state-dir D]
                          [--listen ADDR] [--publish-closed-schemas] [--call-timeout 10m]
-                         [--log-level info] -- CMD ARGS…
+                         [--decide-timeout 5s] [--log-level info] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen).
@@ -34,7 +34,9 @@ ConfirmationUnavailable when the client cannot ask), a warn adds the
 _ignored_options rider. A write whose answer is lost (the server exits,
 the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
-'mcpx-policy writes clear NAME'. Logs go to stderr; stdout is the client's.
+'mcpx-policy writes clear NAME'. A decision that takes longer than
+--decide-timeout is stopped and the call refused (PolicyError). Logs go to
+stderr; stdout is the client's.
 
   mcpx-policy proxy --config ~/.config/mcpx-policy/config.yaml --server fs -- \
       npx -y @modelcontextprotocol/server-filesystem /workspace
@@ -54,6 +56,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	closed := fs.Bool("publish-closed-schemas", false, "stamp additionalProperties: false into tools/list schemas that take no position")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
+	decideTimeout := decideTimeoutFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -64,6 +67,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs --server NAME (the server's name in the config)"))
 	case fs.NArg() == 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs the server command after --"))
+	case *decideTimeout <= 0:
+		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -72,7 +77,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}

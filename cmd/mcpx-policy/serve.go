@@ -21,6 +21,7 @@ import (
 
 const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
+                         [--max-body 1048576] [--decide-timeout 5s]
 
 Serves decisions over HTTP (docs/service.md):
   POST /v1/decide        a call document in, the decision document out
@@ -28,10 +29,11 @@ Serves decisions over HTTP (docs/service.md):
   POST /v1/writes/clear  clear them (Authorization: Bearer <token from --token-file>)
   GET  /healthz          liveness and the config revision
 
-It binds to loopback unless --addr says otherwise. Config files (and
-conf.d/*.yaml) are watched and reloaded on change and on SIGHUP; a config
-that fails to load is logged and the old policy stays. SIGINT or SIGTERM
-drains in-flight requests and exits.
+A decision that takes longer than --decide-timeout is stopped and answered
+with a PolicyError deny. It binds to loopback unless --addr says otherwise.
+Config files (and conf.d/*.yaml) are watched and reloaded on change and on
+SIGHUP; a config that fails to load is logged and the old policy stays.
+SIGINT or SIGTERM drains in-flight requests and exits.
 
   mcpx-policy serve --config /etc/mcpx-policy/config.yaml
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
@@ -49,11 +51,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear")
 	decisionLog := fs.String("decision-log", "-", "decision log: - (stdout), a file to append to, or off")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBody, "largest request body in bytes")
+	decideTimeout := decideTimeoutFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, serveUsage, err)
 	}
 	if len(configs) == 0 || fs.NArg() > 0 {
 		return usageError(stdout, stderr, serveUsage, fmt.Errorf("serve takes --config files and no arguments"))
+	}
+	if *decideTimeout <= 0 {
+		return usageError(stdout, stderr, serveUsage, errDecideTimeout)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	var token string
@@ -82,7 +88,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir}
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -98,10 +104,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
 	srv := &http.Server{
-		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody}),
+		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

@@ -41,6 +41,9 @@ func TestServeAndProxyUsage(t *testing.T) {
 		{"proxy", "--config", "x.yaml", "--", "cat"},
 		{"proxy", "--config", "x.yaml", "--server", "fs"},
 		{"proxy", "--config", "x.yaml", "--server", "fs", "--log-level", "loud", "--", "cat"},
+		{"serve", "--config", "x.yaml", "--decide-timeout", "0"},
+		{"proxy", "--config", "x.yaml", "--server", "fs", "--decide-timeout", "-1s", "--", "cat"},
+		{"eval", "--config", "x.yaml", "--decide-timeout", "0", "call.json"},
 	}
 	for _, args := range cases {
 		var out, errb bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -153,6 +154,9 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
+	if errs := guardOverrides(mods); len(errs) > 0 {
+		return nil, fmt.Errorf("prepare policy: %w", errs)
+	}
 	for _, m := range mods {
 		opts = append(opts, rego.ParsedModule(m))
 	}
@@ -252,15 +256,50 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
 	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	if err != nil {
+		// A number beyond a double's range has no canonical form. The
+		// policy names it with its argument path, as on a stock OPA: ask
+		// it, without the hash, before falling back to the error's words.
+		if d, ok := e.explainInvalid(ctx, call, led, schema); ok {
+			return d, err
+		}
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: arguments are not JSON: "+err.Error()), err
 	}
 	ref.SHA256 = sum
+	d, learned, err := e.evaluate(ctx, call, led, sum, schema, ref)
+	if err != nil {
+		return d, err
+	}
+	e.memo.commit(learned)
+	d.Call.SHA256 = sum
+	if cacheable {
+		e.decisions.put(key, d)
+	}
+	return d, nil
+}
+
+// explainInvalid evaluates a call whose arguments have no canonical form
+// and returns the policy's decision when it is an InvalidInput deny.
+func (e *Engine) explainInvalid(ctx context.Context, call decision.Call, led *Ledger, schema toolSchema) (decision.Decision, bool) {
+	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
+	d, _, err := e.evaluate(ctx, call, led, "", schema, ref)
+	if err != nil || d.Outcome != decision.Deny || d.First().Code != decision.InvalidInput {
+		return decision.Decision{}, false
+	}
+	return d, true
+}
+
+// evaluate runs the prepared query on the call's input (with call_sha256
+// sum, none when ""). It always returns a decision, a PolicyError or
+// InvalidInput deny for ref when it also returns an error; learned is what
+// the memo may keep.
+func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, sum string, schema toolSchema, ref decision.CallRef) (decision.Decision, []memoEntry, error) {
+	limit := budget(ctx)
 	if err := ctx.Err(); err != nil {
-		return decision.Denied(ref, decision.PolicyError, "policy error: the decision was cancelled before it was made; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
+		return decision.Denied(ref, decision.PolicyError, stoppedMessage(err, limit)), nil, fmt.Errorf("evaluate policy: %w", err)
 	}
 	input, err := input(call, led, sum, schema, e.schemas)
 	if err != nil {
-		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), err
+		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
 	vc := e.memo.cache()
 	rs, err := e.query.Eval(ctx,
@@ -271,23 +310,61 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
 	)
 	if err != nil {
-		return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), fmt.Errorf("evaluate policy: %w", err)
+		if cerr := ctx.Err(); cerr != nil {
+			// OPA stopped at a cancellation point: between two expressions,
+			// or inside a builtin that checks (numbers.range, concat, …)
+			return decision.Denied(ref, decision.PolicyError, stoppedMessage(cerr, limit)), nil, fmt.Errorf("evaluate policy: %w: %w", cerr, err)
+		}
+		return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), nil, fmt.Errorf("evaluate policy: %w", err)
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), errors.New("evaluate policy: undefined decision")
+		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), nil, errors.New("evaluate policy: undefined decision")
 	}
 	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
 	if !ok {
-		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
+		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
 	}
 	d, err := fromTerm(t.Value)
 	if err != nil {
-		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), err
+		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
 	}
-	e.memo.commit(vc.learned)
-	d.Call.SHA256 = sum
-	if cacheable {
-		e.decisions.put(key, d)
+	return d, vc.learned, nil
+}
+
+type budgetKey struct{}
+
+// WithBudget notes on ctx the time its deadline leaves now, for the
+// message of a decision the deadline stops: a caller that notes it when
+// the decision starts gets the limit it set ("5s"), not what is left of it
+// after the ledger was read.
+func WithBudget(ctx context.Context) context.Context {
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx
 	}
-	return d, nil
+	return context.WithValue(ctx, budgetKey{}, budget(ctx))
+}
+
+// budget is the time ctx leaves for the decision (as noted by WithBudget,
+// else now), rounded for a message; 0 when ctx has no deadline.
+func budget(ctx context.Context) time.Duration {
+	if b, ok := ctx.Value(budgetKey{}).(time.Duration); ok {
+		return b
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	return max(time.Until(dl), 0).Round(time.Millisecond)
+}
+
+// stoppedMessage is the PolicyError message of a decision stopped by its
+// context: cause is ctx.Err(), limit the time it had (0 when unknown).
+func stoppedMessage(cause error, limit time.Duration) string {
+	if !errors.Is(cause, context.DeadlineExceeded) {
+		return "policy error: the decision was cancelled before it was made; denied (fail closed)"
+	}
+	if limit > 0 {
+		return fmt.Sprintf("policy error: the decision did not finish within its time limit (%s) and was stopped; denied (fail closed)", limit)
+	}
+	return "policy error: the decision's deadline had passed before it was made; denied (fail closed)"
 }

@@ -14,23 +14,28 @@ import (
 // the call, without a JSON round trip. It carries "call_sha256", the SHA-256
 // of the RFC 8785 canonical call, which the policy echoes in
 // decision.call.sha256 (Rego cannot canonicalize JSON exactly; see
-// docs/fleet.md).
+// docs/fleet.md). Arguments with no canonical form (a number beyond a
+// double's range) leave call_sha256 out: the policy denies them as
+// InvalidInput, naming the argument. Arguments that are not JSON values
+// are an error.
 func Input(call decision.Call, led *Ledger) (ast.Value, error) {
 	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	if err != nil {
-		return nil, fmt.Errorf("args: %w", err)
+		sum = ""
 	}
 	return input(call, led, sum, toolSchema{doc: call.Tool.InputSchema}, nil)
 }
 
-// input builds the input; schemas, when not nil, holds tool inputSchemas
-// already converted.
+// input builds the input, without call_sha256 when sum is ""; schemas,
+// when not nil, holds tool inputSchemas already converted.
 func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Value, error) {
 	obj := ast.NewObject(
-		ast.Item(ast.InternedTerm("call_sha256"), ast.StringTerm(sum)),
 		ast.Item(ast.InternedTerm("server"), ast.StringTerm(call.Server)),
 		ast.Item(ast.InternedTerm("tool"), ast.NewTerm(toolValue(call.Tool))),
 	)
+	if sum != "" {
+		obj.Insert(ast.InternedTerm("call_sha256"), ast.StringTerm(sum))
+	}
 	if call.Surface != "" {
 		obj.Insert(ast.InternedTerm("surface"), ast.StringTerm(call.Surface))
 	}

@@ -27,7 +27,7 @@ import (
 // Defaults for Options' zero values.
 const (
 	DefaultMaxBody       = 1 << 20 // bytes of a request body
-	DefaultDecideTimeout = 5 * time.Second
+	DefaultDecideTimeout = mcpxpolicy.DefaultDecideTimeout
 )
 
 // Options configure a Handler.

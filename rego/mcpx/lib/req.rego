@@ -8,12 +8,19 @@
 #   negated test on an undefined reference would be undefined, not true.
 #
 #   A well-formed call is recognized by _fast, one rule body that implies
-#   every check below passes; it decides the common case in a few
+#   every shape check below passes; it decides the common case in a few
 #   expressions, and doc then reads the input directly. Anything _fast does
 #   not recognize takes the full checks, which name each problem. _fast only
 #   ever adds speed: when it holds, the full checks find nothing and doc
 #   equals its full-path value.
+#
+#   Every call also has its argument numbers checked (_number_problems): a
+#   number the server would read as another value is refused, so the
+#   policy never judges a value the server does not act on
+#   (docs/argument-rules.md, "Numbers").
 package mcpx.lib.req
+
+import data.mcpx.lib.text
 
 # _fast holds for a call whose every field is present-and-valid or absent in
 # the way the engine builds it: server and tool name non-empty strings, args
@@ -49,9 +56,9 @@ _fast if {
 _zero_sha256 := "0000000000000000000000000000000000000000000000000000000000000000"
 
 # problems names every way the input is malformed (empty when it is not).
-problems := set() if _fast
+problems := _number_problems if _fast
 
-else := _problems
+else := _problems | _number_problems
 
 default _input := {}
 
@@ -231,4 +238,81 @@ _sha256_hex(s) if {
 _non_empty_string(s) if {
 	is_string(s)
 	s != ""
+}
+
+# _number_problems names each number of the arguments that a JSON reader
+# using IEEE 754 doubles (JavaScript's JSON.parse, Go's encoding/json into
+# any, Python's for a fraction or an exponent: the reader of most MCP
+# servers) reads as another number than the one written: one that is not
+# the shortest text of the double it rounds to (9007199254740993 reads as
+# 9007199254740992, 1.0000000000000001 as 1), or one beyond the doubles'
+# range (1e400). 0.1 is fine: every reader rounds it to the same double,
+# whose shortest text is 0.1 again. Every other number is exactly the
+# double the server acts on, so the policy's comparisons, which OPA makes
+# on the decimal value, agree with the server's.
+_number_problems contains msg if {
+	some n in _suspects
+	not _double_exact(n)
+	walk(input.args, [path, v])
+	v == n
+	json.marshal(v) == json.marshal(n) # OPA may call 0.1 and 0.1000000000000000000001 equal
+	msg := _number_message(path, n)
+}
+
+# _suspects are the numbers of the arguments other than those written in
+# at most 15 characters of digits, a sign and a point: such a number has at
+# most 15 significant digits and lies between 1e-13 and 1e15 (or is 0),
+# and any such decimal is the shortest text of its double (two different
+# decimals of 15 digits are further apart than a double's precision). They
+# are the common case, decided by one regex on their text, with no
+# function call, on a walk that builds no paths (OPA's fast walk).
+_suspects := [n |
+	walk(input.args, [_, n])
+	is_number(n)
+	not regex.match(`^[-0-9.]{1,15}$`, json.marshal(n))
+]
+
+_number_message(path, n) := sprintf(
+	"args %s: the number %s reads as %s in a double (how most MCP servers parse JSON): the server would act on a value the policy did not judge",
+	[text.cut(text.pointer(path), 120), text.cut(json.marshal(n), 40), _double_read(n)],
+) if abs(n) <= _max_double
+
+_number_message(path, n) := sprintf(
+	"args %s: the number %s is beyond the range of a double (how most MCP servers parse JSON)",
+	[text.cut(text.pointer(path), 120), text.cut(json.marshal(n), 40)],
+) if abs(n) > _max_double
+
+_max_double := 1.7976931348623157e308
+
+# _double_exact holds when n is exactly the shortest text of the double a
+# reader rounds it to.
+_double_exact(n) if {
+	abs(n) <= _max_double
+	to_number(_undotted(_double_read(n))) == n
+}
+
+# _double_read is the shortest text of the double a reader rounds n to,
+# for n within the doubles' range. sprintf's %v reads a number written
+# with a fraction or an exponent as a Go float64, and an integer exactly:
+# a number that is not an integer is always written so, an integer may be
+# written either way and is given a fraction first.
+_double_read(n) := sprintf("%v", [n]) if {
+	n != floor(n)
+} else := sprintf("%v", [to_number(_as_fraction(json.marshal(n)))])
+
+_as_fraction(s) := s if regex.match(`[.eE]`, s)
+
+_as_fraction(s) := concat("", [s, ".0"]) if not regex.match(`[.eE]`, s)
+
+# _undotted writes a number's text without a decimal point (1.5e+21 as
+# 15e20). OPA compares two numbers that both have a fraction and more
+# than 15 digits as float64s, not exactly; one side without a point
+# keeps the comparison exact.
+_undotted(s) := s if not contains(s, ".")
+
+_undotted(s) := sprintf("%s%se%d", [whole_frac[0], whole_frac[1], exp - count(whole_frac[1])]) if {
+	contains(s, ".")
+	mant_exp := array.concat(split(s, "e"), ["0"]) # no exponent: 0
+	whole_frac := split(mant_exp[0], ".")
+	exp := to_number(trim_prefix(mant_exp[1], "+"))
 }

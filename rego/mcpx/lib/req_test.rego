@@ -81,3 +81,77 @@ _agrees(c) if {
 	full := req.doc with input as c with req._fast as false
 	fast == full
 }
+
+# Numbers a reader using doubles (most MCP servers) reads as written pass;
+# the others are named with their argument path and what they read as.
+_read_as(ptr, num, read) := sprintf("args %s: the number %s reads as %s in a double (how most MCP servers parse JSON): the server would act on a value the policy did not judge", [ptr, num, read])
+
+_beyond(ptr, num) := sprintf("args %s: the number %s is beyond the range of a double (how most MCP servers parse JSON)", [ptr, num])
+
+_number_cases := [
+	{"args": {"n": 0}, "problems": set()},
+	{"args": {"n": -0}, "problems": set()},
+	{"args": {"n": 0.1}, "problems": set()},
+	{"args": {"n": 12.34}, "problems": set()},
+	{"args": {"n": 9007199254740992}, "problems": set()},
+	{"args": {"n": -9007199254740992}, "problems": set()},
+	{"args": {"n": 1e20}, "problems": set()},
+	{"args": {"n": 100000000000000000000}, "problems": set()},
+	{"args": {"n": 1e23}, "problems": set()},
+	{"args": {"n": 1.5e300}, "problems": set()},
+	{"args": {"n": 1.7976931348623157e308}, "problems": set()},
+	{"args": {"n": 0.30000000000000004}, "problems": set()},
+	{"args": {"n": 5e-324}, "problems": set()},
+	{"args": {"n": 1e-7}, "problems": set()},
+	{"args": {"n": 123456789012345}, "problems": set()},
+	{"args": {"n": 1.0}, "problems": set()},
+	{"args": {"n": 9007199254740993}, "problems": {_read_as("/n", "9007199254740993", "9.007199254740992e+15")}},
+	{"args": {"n": -9007199254740993}, "problems": {_read_as("/n", "-9007199254740993", "-9.007199254740992e+15")}},
+	{"args": {"n": 1.0000000000000001}, "problems": {_read_as("/n", "1.0000000000000001", "1")}},
+	{"args": {"n": 12345678901234567890}, "problems": {_read_as("/n", "12345678901234567890", "1.2345678901234567e+19")}},
+	{"args": {"n": 99999999999999991611392}, "problems": {_read_as("/n", "99999999999999991611392", "1e+23")}},
+	{"args": {"n": 4.9e-324}, "problems": {_read_as("/n", "4.9e-324", "5e-324")}},
+	{"args": {"n": 1e-400}, "problems": {_read_as("/n", "1e-400", "0")}},
+	{"args": {"n": 1.7976931348623159e308}, "problems": {_beyond("/n", "1.7976931348623159e308")}},
+	{"args": {"n": 1e400}, "problems": {_beyond("/n", "1e400")}},
+	{"args": {"n": -1e400}, "problems": {_beyond("/n", "-1e400")}},
+	# OPA calls two fractions of more than 15 digits equal when their doubles
+	# are: the check compares exactly all the same
+	{"args": {"n": 1.5000000000000000001e21}, "problems": {_read_as("/n", "1.5000000000000000001e21", "1.5e+21")}},
+	{"args": {"n": 0.1000000000000000000001}, "problems": {_read_as("/n", "0.1000000000000000000001", "0.1")}},
+	# paths are JSON Pointers; equal numbers are named wherever they are,
+	# a number OPA calls equal to a bad one is not
+	{
+		"args": {"a/b": [1, {"c~d": 9007199254740993}], "e": 9007199254740993, "f": 0.1, "g": 0.1000000000000000000001},
+		"problems": {
+			_read_as("/a~1b/1/c~0d", "9007199254740993", "9.007199254740992e+15"),
+			_read_as("/e", "9007199254740993", "9.007199254740992e+15"),
+			_read_as("/g", "0.1000000000000000000001", "0.1"),
+		},
+	},
+]
+
+test_numbers_read_as_written if {
+	every c in _number_cases {
+		got := req.problems with input as object.union(_ok, {"args": c.args})
+		print(c.args, got)
+		got == c.problems
+	}
+}
+
+# The shortcut: a number written in at most 15 characters of digits, a
+# sign and a point is never a suspect, and is exact indeed.
+test_short_numbers_are_exact if {
+	every n in [0.1, 0.2, 0.3, 2.675, 1.1, 100.01, -0.000000000001, 999999999999999, -99999999999999, 0.0000000000001, 12345.678901234] {
+		count(req._suspects) == 0 with input as object.union(_ok, {"args": {"n": n}})
+		req._double_exact(n)
+	}
+}
+
+# Number problems come with every other problem, and on the fast path.
+test_numbers_with_other_problems if {
+	bad := {"n": 9007199254740993}
+	req._fast with input as object.union(_ok, {"args": bad})
+	count(req.problems) == 1 with input as object.union(_ok, {"args": bad})
+	count(req.problems) == 2 with input as object.union(_ok, {"args": bad, "surface": 1})
+}
