@@ -71,6 +71,9 @@ func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
 		case "schema":
 			schemaNode = e.kNode
 			r.schemaAt = p.at(e.kNode, kp)
+			if p.schemaTooDeep(v, kp) {
+				continue
+			}
 			s, bad, err := toJSON(v)
 			if err != nil {
 				p.errAt(bad, kp, "%v", err)
