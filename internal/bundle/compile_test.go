@@ -345,8 +345,8 @@ func TestNoSchemaCompiler(t *testing.T) {
 func TestOverrides(t *testing.T) {
 	t.Parallel()
 	c, err, _ := load(t, map[string]string{
-		"main.yaml": "policy:\n  overrides: [ov, other/policy.rego]\nversion: 1\n",
-		"conf.d/a.yaml": "policy:\n  overrides: [../ov/policy.rego]\nversion: 1\n",
+		"main.yaml":           "policy:\n  overrides: [ov, other/policy.rego]\nversion: 1\n",
+		"conf.d/a.yaml":       "policy:\n  overrides: [../ov/policy.rego]\nversion: 1\n",
 		"ov/policy.rego":      "package mcpx.overrides\n\ndeny contains {\"code\": \"x\", \"message\": \"y\"} if input.server == \"prod\"\n",
 		"ov/policy_test.rego": "package mcpx.overrides_test\n",
 		"ov/sub/more.rego":    "package mcpx.overrides\n\nask contains {\"code\": \"z\", \"message\": \"w\"} if input.tool.name == \"x\"\n",
@@ -370,7 +370,7 @@ func TestOverrides(t *testing.T) {
 func TestOverridesEmptyFolderWarns(t *testing.T) {
 	t.Parallel()
 	c, err, dir := load(t, map[string]string{
-		"main.yaml": "policy:\n  overrides: [ov]\nversion: 1\n",
+		"main.yaml":         "policy:\n  overrides: [ov]\nversion: 1\n",
 		"ov/only_test.rego": "package mcpx.overrides_test\n",
 	}, bundle.LoadOptions{})
 	if err != nil {

@@ -130,7 +130,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "duplicate rule id across layers",
 			files: map[string]string{
-				"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: {}\nversion: 1\n",
+				"main.yaml":        "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: {}\nversion: 1\n",
 				"conf.d/10-x.yaml": "servers:\n  fs:\n    argumentRules:\n      - id: r1\n        tools: [b]\n        schema: {}\nversion: 1\n",
 			},
 			want: []string{`conf.d/10-x.yaml:4: servers.fs.argumentRules[0]: duplicate rule id "r1" (first defined at main.yaml:3, pool.argumentRules[0]); rule ids are unique across the whole config`},
@@ -184,7 +184,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "override does not parse",
 			files: map[string]string{
-				"main.yaml": "policy:\n  overrides: [ov]\nversion: 1\n",
+				"main.yaml":        "policy:\n  overrides: [ov]\nversion: 1\n",
 				"ov/bad.rego":      "package mcpx.overrides\n\ndeny contains x if {\n",
 				"ov/bad_test.rego": "this is never read\n",
 			},
