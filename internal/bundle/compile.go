@@ -34,7 +34,10 @@ type Compiled struct {
 	// as "generated/<package name>.rego" and the operator overrides as
 	// "overrides/<base name>.rego".
 	Modules map[string]string
-	// Warnings are findings that do not stop the load, with file and line.
+	// Warnings are findings that do not stop the load, with file and line:
+	// every setting a later layer loosened (see Load), an overrides folder
+	// without policy files, and with a catalog the rules and patterns that
+	// match no tool.
 	Warnings []Warning
 	// Revision is the hex SHA-256 over the canonical data and the sorted
 	// modules: equal revisions mean equal policies.
@@ -121,6 +124,7 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 		"rules":              rules,
 	}
 	out.Data = map[string]any{"config": config}
+	out.Warnings = append(out.Warnings, loosened(layers)...)
 	out.Warnings = append(out.Warnings, out.loadOverrides(overrides, c)...)
 	rev, err := revision(out.Data, out.Modules)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,5 +214,53 @@ func TestReloadWaitsForStableFiles(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no reload within 20s")
+	}
+}
+
+// syncBuffer is a log the test reads while Watch writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestReloadLogsLoosening: a reload logs every setting a later layer made
+// less strict, with both values and both origins, as the start does.
+func TestReloadLogsLoosening(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mcpx-policy.yaml")
+	if err := os.WriteFile(conf, []byte(strictConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eng := strictEngine(t, conf)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 8)
+	log := &syncBuffer{}
+	go server.Watch(ctx, eng, []string{conf}, nil, slog.New(slog.NewTextHandler(log, nil)), done)
+	time.Sleep(100 * time.Millisecond)
+	dev := filepath.Join(dir, "conf.d", "50-dev.yaml")
+	if err := os.WriteFile(dev, []byte("version: 1\nservers:\n  fs:\n    writePolicy: allow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitOK(t, done)
+	want := fmt.Sprintf("%s:4: servers.fs.writePolicy: loosened from deny (%s:4) to allow by a later layer", dev, conf)
+	if !strings.Contains(log.String(), "config warning") || !strings.Contains(log.String(), want) {
+		t.Errorf("reload log lacks %q:\n%s", want, log.String())
 	}
 }
