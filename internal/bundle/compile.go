@@ -28,7 +28,8 @@ const (
 // Load returns it and safe to share between goroutines.
 type Compiled struct {
 	// Data is the document under data.mcpx: exactly {"config": …} in the
-	// shape of ADR 0001. Values are map[string]any, []any, string and bool.
+	// shape of ADR 0001. Values are map[string]any, []any, string, bool and
+	// json.Number (the array indexes in a rule's paths).
 	Data map[string]any
 	// Modules maps a file name to Rego source: the generated rule packages
 	// as "generated/<package name>.rego" and the operator overrides as
@@ -316,6 +317,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			"origin":      r.at.String(),
 			"description": r.description,
 			"argument":    argument,
+			"paths":       readings(r.argument),
 			"pointer":     pointer(r.argument),
 			"required":    r.required,
 			"package":     pkg,

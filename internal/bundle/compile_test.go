@@ -134,11 +134,11 @@ func TestCompiledData(t *testing.T) {
 		t.Errorf("rule ids %s", got)
 	}
 	ws := rules["fs-writes-in-workspace"].(map[string]any)
-	if got := sortedKeys(ws); got != "[argument description id origin package pointer required]" {
+	if got := sortedKeys(ws); got != "[argument description id origin package paths pointer required]" {
 		t.Errorf("rule keys %s", got)
 	}
 	if rel(dir, ws["origin"].(string)) != "main.yaml:27" || ws["description"] != "writes stay in the workspace" ||
-		jsonOf(t, ws["argument"]) != `[]` || ws["pointer"] != "" || ws["required"] != false || ws["id"] != "fs-writes-in-workspace" {
+		jsonOf(t, ws["argument"]) != `[]` || jsonOf(t, ws["paths"]) != `[[]]` || ws["pointer"] != "" || ws["required"] != false || ws["id"] != "fs-writes-in-workspace" {
 		t.Errorf("fs-writes-in-workspace = %v", ws)
 	}
 	opt := rules["no-force-opt"].(map[string]any)
