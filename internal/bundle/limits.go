@@ -12,8 +12,8 @@ import (
 // is a load error with file and line instead of a process that runs out
 // of memory or time. Each is far above what a real config needs: the
 // 2,000-rule L workload of internal/bench is a 494 KiB file without
-// aliases, nesting 9 levels, whose schemas nest 5 (docs/configuration.md,
-// "Limits").
+// aliases, nesting 10 levels, whose schemas nest at most 5
+// (docs/configuration.md, "Limits").
 const (
 	// MaxFileSize is the largest config file, in bytes (2 MiB).
 	MaxFileSize = 2 << 20
