@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,11 +23,15 @@ type catalogServer struct {
 }
 
 // LoadCatalog reads a catalog file {"servers": {"fs": {"tools": [<MCP
-// Tool>, …]}}}. Errors are ConfigErrors naming the file.
+// Tool>, …]}}} of at most MaxCatalogSize bytes. Errors are ConfigErrors
+// naming the file.
 func LoadCatalog(path string) (*Catalog, error) {
-	b, err := os.ReadFile(path)
+	b, line, err := readFileLimited(path, MaxCatalogSize)
 	if err != nil {
 		return nil, ConfigErrors{{File: path, Msg: fmt.Sprintf("cannot read catalog: %v", unwrapPathError(err))}}
+	}
+	if line > 0 {
+		return nil, ConfigErrors{{File: path, Line: line, Msg: fmt.Sprintf("catalog is larger than the limit of %d bytes (32 MiB); this line goes past it", MaxCatalogSize)}}
 	}
 	cat, err := ParseCatalog(b)
 	if err != nil {

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bytes"
 	"io"
+	"os"
 
 	"gopkg.in/yaml.v3"
 )
@@ -26,19 +27,41 @@ const (
 	// MaxSchemaDepth is the deepest nesting of mappings and lists in one
 	// rule's schema, aliases expanded; the schema's own mapping is level 1.
 	MaxSchemaDepth = 64
+	// MaxCatalogSize is the largest tool catalog file, in bytes (32 MiB):
+	// tools/list answers with long descriptions are bigger than configs.
+	MaxCatalogSize = 32 << 20
 )
+
+// tooLarge reads at most limit bytes of r. When there is more, it returns
+// the 1-based line that goes past the limit.
+func tooLarge(r io.Reader, limit int) (b []byte, line int, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil || len(b) <= limit {
+		return b, 0, err
+	}
+	return nil, 1 + bytes.Count(b[:limit], []byte("\n")), nil
+}
+
+// readFileLimited reads a whole file of at most limit bytes.
+func readFileLimited(name string, limit int) ([]byte, int, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	return tooLarge(f, limit)
+}
 
 // readLimited reads at most MaxFileSize bytes of r. A larger file is
 // reported at the line that goes past the limit, and nothing of it is
 // returned.
 func readLimited(file string, r io.Reader, c *collector) ([]byte, bool) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	b, line, err := tooLarge(r, MaxFileSize)
 	if err != nil {
 		c.add(file, 0, "", "cannot read config file: %v", unwrapPathError(err))
 		return nil, false
 	}
-	if len(b) > MaxFileSize {
-		line := 1 + bytes.Count(b[:MaxFileSize], []byte("\n"))
+	if line > 0 {
 		c.add(file, line, "", "config file is larger than the limit of %d bytes (2 MiB) for one file; this line goes past it (split the config into conf.d/*.yaml files)", MaxFileSize)
 		return nil, false
 	}

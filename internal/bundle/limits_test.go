@@ -132,3 +132,29 @@ func TestLoadLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogAndOverrideSizeLimits: the other files a load reads are
+// capped too, a tool catalog at 32 MiB and an override at 2 MiB.
+func TestCatalogAndOverrideSizeLimits(t *testing.T) {
+	t.Parallel()
+	pad := strings.Repeat("x", 62) + "\n" // 63 bytes a line
+	bigCatalog := `{"servers": {}}` + "\n" + strings.Repeat(pad, bundle.MaxCatalogSize/len(pad)+1)
+	bigOverride := "package mcpx.overrides\n" + strings.Repeat("#"+pad, bundle.MaxFileSize/64+1)
+	_, err, dir := load(t, map[string]string{
+		"main.yaml":    "version: 1\npolicy:\n  overrides: [ov/big.rego]\n",
+		"ov/big.rego":  bigOverride,
+		"catalog.json": bigCatalog,
+	}, bundle.LoadOptions{Catalog: "catalog.json"})
+	if err == nil {
+		t.Fatal("Load succeeded")
+	}
+	got := rel(dir, err.Error())
+	for _, want := range []string{
+		fmt.Sprintf(`catalog.json:%d: catalog is larger than the limit of 33554432 bytes (32 MiB); this line goes past it`, 1+(bundle.MaxCatalogSize-16)/len(pad)+1),
+		fmt.Sprintf(`main.yaml:3: policy.overrides[0]: override ov/big.rego is larger than the limit of 2097152 bytes (2 MiB) for one file (line %d goes past it)`, 1+(bundle.MaxFileSize-23)/64+1),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %s:\n%s", want, got)
+		}
+	}
+}
