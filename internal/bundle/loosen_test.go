@@ -100,3 +100,54 @@ func TestNoLooseningNoWarning(t *testing.T) {
 		t.Errorf("unexpected warning %s", rel(dir, w.String()))
 	}
 }
+
+// TestLooseningByToolPattern: an unknownArgsTools entry of a later layer
+// that gives its tools a less strict mode than they had — an earlier entry
+// for the same pattern, else the server's mode (for the pool, which comes
+// before every server's own mode, the strictest of them) — is a loosening.
+func TestLooseningByToolPattern(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.yaml": `version: 1
+policy:
+  unknownArgs: warn
+servers:
+  fs:
+    unknownArgs: reject
+    unknownArgsTools:
+      - {tools: [read_*], mode: reject}
+  git:
+    unknownArgsTools:
+      - {tools: [log], mode: off}
+`,
+		"conf.d/50-dev.yaml": `version: 1
+pool:
+  unknownArgsTools:
+    - {tools: ["*"], mode: warn}
+servers:
+  fs:
+    unknownArgsTools:
+      - {tools: [read_*], mode: warn}
+  git:
+    unknownArgsTools:
+      - {tools: [log], mode: warn}
+      - {tools: [diff], mode: off}
+`,
+	}
+	c, err, dir := load(t, files, bundle.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings {
+		got = append(got, rel(dir, w.String()))
+	}
+	want := []string{
+		`conf.d/50-dev.yaml:4: pool.unknownArgsTools[0].tools[0]: loosened from reject (main.yaml:6) to warn by a later layer`,
+		`conf.d/50-dev.yaml:8: servers.fs.unknownArgsTools[0].tools[0]: loosened from reject (main.yaml:8) to warn by a later layer`,
+		`conf.d/50-dev.yaml:12: servers.git.unknownArgsTools[1].tools[0]: loosened from warn (main.yaml:3) to off by a later layer`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
