@@ -159,8 +159,11 @@ func (e *Engine) Reload(ctx context.Context) error {
 // the compiled data and modules.
 func (e *Engine) Revision() string { return e.cur.Load().compiled.Revision }
 
-// Warnings are the load-time warnings of the current config (for example a
-// rule that matches no tool of the catalog), as "file:line: path: message".
+// Warnings are the load-time warnings of the current config, as
+// "file:line: path: message": each setting a later layer (another config
+// file, conf.d, MCPX_POLICY_* or Options.Set) made less strict, with the
+// value and origin it replaced (docs/configuration.md), and with a catalog
+// each rule or pattern that matches no tool.
 func (e *Engine) Warnings() []string {
 	ws := e.cur.Load().compiled.Warnings
 	out := make([]string, len(ws))

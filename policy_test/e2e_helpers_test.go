@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,4 +194,18 @@ func freeLoopbackAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// memoryCapped rewrites cmd to run under an address-space cap of kb KiB
+// (bash's ulimit -v), so a runaway fails the test, not the machine; the
+// processes cmd starts inherit the cap.
+func memoryCapped(t testing.TB, cmd *exec.Cmd, kb int) *exec.Cmd {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal("bash is needed to cap the binary's memory")
+	}
+	cmd.Args = append([]string{"bash", "-c", "ulimit -v " + strconv.Itoa(kb) + ` && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = bash
+	return cmd
 }

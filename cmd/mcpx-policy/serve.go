@@ -33,11 +33,13 @@ A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
 Config files (and conf.d/*.yaml) are watched and reloaded on change and on
 SIGHUP; a config that fails to load is logged and the old policy stays.
-SIGINT or SIGTERM drains in-flight requests and exits.
+SIGINT or SIGTERM drains in-flight requests and exits. POST bodies need
+Content-Type: application/json; a browser request from another origin is
+refused.
 
   mcpx-policy serve --config /etc/mcpx-policy/config.yaml
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
-  curl -s localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
+  curl -s -H 'Content-Type: application/json' localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
 `
 
 func runServe(args []string, stdout, stderr io.Writer) int {

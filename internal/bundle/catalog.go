@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -23,11 +23,15 @@ type catalogServer struct {
 }
 
 // LoadCatalog reads a catalog file {"servers": {"fs": {"tools": [<MCP
-// Tool>, …]}}}. Errors are ConfigErrors naming the file.
+// Tool>, …]}}} of at most MaxCatalogSize bytes. Errors are ConfigErrors
+// naming the file.
 func LoadCatalog(path string) (*Catalog, error) {
-	b, err := os.ReadFile(path)
+	b, line, err := readFileLimited(path, MaxCatalogSize)
 	if err != nil {
 		return nil, ConfigErrors{{File: path, Msg: fmt.Sprintf("cannot read catalog: %v", unwrapPathError(err))}}
+	}
+	if line > 0 {
+		return nil, ConfigErrors{{File: path, Line: line, Msg: fmt.Sprintf("catalog is larger than the limit of %d bytes (32 MiB); this line goes past it", MaxCatalogSize)}}
 	}
 	cat, err := ParseCatalog(b)
 	if err != nil {
@@ -246,6 +250,12 @@ func undeclared(r *ruleDef, input map[string]any) []string {
 	if len(r.argument) > 0 {
 		cur := input
 		for i, seg := range r.argument {
+			// A token of digits into a schema of an array is an index: its
+			// element's schema is prefixItems[i], else items.
+			if next := itemSchema(cur, seg); next != nil {
+				cur = next
+				continue
+			}
 			props, ok := cur["properties"].(map[string]any)
 			if !ok {
 				return nil
@@ -280,6 +290,26 @@ func undeclared(r *ruleDef, input map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// itemSchema is the schema an array schema gives the element at index
+// seg (prefixItems, else items), or nil when seg is no index or the schema
+// says nothing of arrays.
+func itemSchema(schema map[string]any, seg string) map[string]any {
+	if !indexToken.MatchString(seg) {
+		return nil
+	}
+	if prefix, ok := schema["prefixItems"].([]any); ok {
+		if i, err := strconv.Atoi(seg); err == nil && i < len(prefix) {
+			if s, ok := prefix[i].(map[string]any); ok {
+				return s
+			}
+		}
+	}
+	if s, ok := schema["items"].(map[string]any); ok {
+		return s
+	}
+	return nil
 }
 
 // pointer renders a key path as a JSON Pointer.

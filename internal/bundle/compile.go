@@ -28,13 +28,17 @@ const (
 // Load returns it and safe to share between goroutines.
 type Compiled struct {
 	// Data is the document under data.mcpx: exactly {"config": …} in the
-	// shape of ADR 0001. Values are map[string]any, []any, string and bool.
+	// shape of ADR 0001. Values are map[string]any, []any, string, bool and
+	// json.Number (the array indexes in a rule's paths).
 	Data map[string]any
 	// Modules maps a file name to Rego source: the generated rule packages
 	// as "generated/<package name>.rego" and the operator overrides as
 	// "overrides/<base name>.rego".
 	Modules map[string]string
-	// Warnings are findings that do not stop the load, with file and line.
+	// Warnings are findings that do not stop the load, with file and line:
+	// every setting a later layer loosened (see Load), an overrides folder
+	// without policy files, and with a catalog the rules and patterns that
+	// match no tool.
 	Warnings []Warning
 	// Revision is the hex SHA-256 over the canonical data and the sorted
 	// modules: equal revisions mean equal policies.
@@ -121,6 +125,7 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 		"rules":              rules,
 	}
 	out.Data = map[string]any{"config": config}
+	out.Warnings = append(out.Warnings, loosened(layers)...)
 	out.Warnings = append(out.Warnings, out.loadOverrides(overrides, c)...)
 	rev, err := revision(out.Data, out.Modules)
 	if err != nil {
@@ -312,6 +317,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			"origin":      r.at.String(),
 			"description": r.description,
 			"argument":    argument,
+			"paths":       readings(r.argument),
 			"pointer":     pointer(r.argument),
 			"required":    r.required,
 			"package":     pkg,

@@ -134,11 +134,11 @@ func TestCompiledData(t *testing.T) {
 		t.Errorf("rule ids %s", got)
 	}
 	ws := rules["fs-writes-in-workspace"].(map[string]any)
-	if got := sortedKeys(ws); got != "[argument description id origin package pointer required]" {
+	if got := sortedKeys(ws); got != "[argument description id origin package paths pointer required]" {
 		t.Errorf("rule keys %s", got)
 	}
 	if rel(dir, ws["origin"].(string)) != "main.yaml:27" || ws["description"] != "writes stay in the workspace" ||
-		jsonOf(t, ws["argument"]) != `[]` || ws["pointer"] != "" || ws["required"] != false || ws["id"] != "fs-writes-in-workspace" {
+		jsonOf(t, ws["argument"]) != `[]` || jsonOf(t, ws["paths"]) != `[[]]` || ws["pointer"] != "" || ws["required"] != false || ws["id"] != "fs-writes-in-workspace" {
 		t.Errorf("fs-writes-in-workspace = %v", ws)
 	}
 	opt := rules["no-force-opt"].(map[string]any)
@@ -248,7 +248,8 @@ func TestRevision(t *testing.T) {
 func TestSchemaValues(t *testing.T) {
 	t.Parallel()
 	fc := &fakeCompiler{}
-	cfg := `pool:
+	cfg := `version: 1
+pool:
   argumentRules:
     - id: nums
       tools: [t]
@@ -301,7 +302,8 @@ func TestSchemaValues(t *testing.T) {
 // beyond float64) still get distinct packages.
 func TestSchemaPackagesExact(t *testing.T) {
 	t.Parallel()
-	cfg := `pool:
+	cfg := `version: 1
+pool:
   argumentRules:
     - {id: a, tools: [t], schema: {const: 9007199254740993}}
     - {id: b, tools: [t], schema: {const: 9007199254740992}}
@@ -328,7 +330,7 @@ func TestSchemaPackagesExact(t *testing.T) {
 
 func TestNoSchemaCompiler(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - {id: a, tools: [t], schema: {}}\n"})
+	dir := writeTree(t, map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - {id: a, tools: [t], schema: {}}\nversion: 1\n"})
 	_, err := bundle.Load(bundle.LoadOptions{Paths: []string{dir + "/main.yaml"}, Env: []string{}})
 	if err == nil || rel(dir, err.Error()) != `main.yaml:3: pool.argumentRules[0].schema: rule "a": no schema compiler configured` {
 		t.Errorf("got %v", err)
@@ -343,8 +345,8 @@ func TestNoSchemaCompiler(t *testing.T) {
 func TestOverrides(t *testing.T) {
 	t.Parallel()
 	c, err, _ := load(t, map[string]string{
-		"main.yaml":           "policy:\n  overrides: [ov, other/policy.rego]\n",
-		"conf.d/a.yaml":       "policy:\n  overrides: [../ov/policy.rego]\n",
+		"main.yaml":           "policy:\n  overrides: [ov, other/policy.rego]\nversion: 1\n",
+		"conf.d/a.yaml":       "policy:\n  overrides: [../ov/policy.rego]\nversion: 1\n",
 		"ov/policy.rego":      "package mcpx.overrides\n\ndeny contains {\"code\": \"x\", \"message\": \"y\"} if input.server == \"prod\"\n",
 		"ov/policy_test.rego": "package mcpx.overrides_test\n",
 		"ov/sub/more.rego":    "package mcpx.overrides\n\nask contains {\"code\": \"z\", \"message\": \"w\"} if input.tool.name == \"x\"\n",
@@ -368,7 +370,7 @@ func TestOverrides(t *testing.T) {
 func TestOverridesEmptyFolderWarns(t *testing.T) {
 	t.Parallel()
 	c, err, dir := load(t, map[string]string{
-		"main.yaml":         "policy:\n  overrides: [ov]\n",
+		"main.yaml":         "policy:\n  overrides: [ov]\nversion: 1\n",
 		"ov/only_test.rego": "package mcpx.overrides_test\n",
 	}, bundle.LoadOptions{})
 	if err != nil {

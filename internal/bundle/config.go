@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -124,8 +125,9 @@ var (
 // fileParser reads one YAML file into a layer, reporting errors with the
 // file's name and the node's line.
 type fileParser struct {
-	file string
-	c    *collector
+	file  string
+	c     *collector
+	shape *shape // the document's sizes and heights, aliases expanded
 }
 
 func (p *fileParser) errAt(n *yaml.Node, path, format string, args ...any) {
@@ -143,8 +145,9 @@ func (p *fileParser) at(n *yaml.Node, path string) origin {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseFile reads and checks one configuration file. A missing or
-// unreadable file, bad YAML or a bad value is reported to c; the layer
-// holds everything that was valid.
+// unreadable file, one past a limit (limits.go), bad YAML, a file without
+// its version key (an empty or cut-off file) or a bad value is reported to
+// c; the layer holds everything that was valid.
 func parseFile(file string, c *collector) *layer {
 	l := &layer{source: file}
 	p := &fileParser{file: file, c: c}
@@ -153,12 +156,17 @@ func parseFile(file string, c *collector) *layer {
 		c.add(file, 0, "", "cannot read config file: %v", unwrapPathError(err))
 		return l
 	}
-	defer f.Close()
-	dec := yaml.NewDecoder(f)
+	b, ok := readLimited(file, f, c)
+	f.Close()
+	if !ok {
+		return l
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return l // an empty file is an empty layer
+			c.add(file, 0, "", "config file holds no settings (want at least version: 1; an empty or cut-off file is never loaded)")
+			return l
 		}
 		p.yamlError(err)
 		return l
@@ -169,13 +177,22 @@ func parseFile(file string, c *collector) *layer {
 	} else if !errors.Is(err, io.EOF) {
 		p.yamlError(err)
 	}
+	shape, ok := p.checkShape(&doc)
+	if !ok {
+		return l
+	}
+	p.shape = shape
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		c.add(file, 0, "", "config file holds no settings (want at least version: 1; an empty or cut-off file is never loaded)")
 		return l
 	}
 	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
 		p.errAt(root, "", "want a mapping with keys %s, got %s", strings.Join(topKeys, ", "), kindName(root))
 		return l
+	}
+	if !hasKey(root, "version") {
+		p.errAt(root, "version", "config file has no version (every config file starts with version: 1; an empty or cut-off file is never loaded)")
 	}
 	for _, e := range p.entries(root, "") {
 		switch e.key {

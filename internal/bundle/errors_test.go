@@ -24,22 +24,22 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:  "unknown policy key",
-			files: map[string]string{"main.yaml": "policy:\n  wirte: ask\n"},
+			files: map[string]string{"main.yaml": "policy:\n  wirte: ask\nversion: 1\n"},
 			want:  []string{`main.yaml:2: policy.wirte: unknown key "wirte", did you mean "write"? (valid keys: confirmDestructive, exemptArgs, overrides, unknownArgs, write)`},
 		},
 		{
 			name:  "unknown server key without a near one",
-			files: map[string]string{"main.yaml": "servers:\n  fs:\n    colour: red\n"},
+			files: map[string]string{"main.yaml": "servers:\n  fs:\n    colour: red\nversion: 1\n"},
 			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, exemptArgs, hiddenTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
 		},
 		{
 			name:  "unknown rule key",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r\n      tools: [t]\n      schema: {}\n      descripton: x\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r\n      tools: [t]\n      schema: {}\n      descripton: x\nversion: 1\n"},
 			want:  []string{`main.yaml:6: pool.argumentRules[0].descripton: unknown key "descripton", did you mean "description"? (valid keys: argument, description, id, required, schema, tools)`},
 		},
 		{
 			name:  "duplicate key",
-			files: map[string]string{"main.yaml": "policy:\n  write: ask\n  write: deny\n"},
+			files: map[string]string{"main.yaml": "policy:\n  write: ask\n  write: deny\nversion: 1\n"},
 			want:  []string{`main.yaml:3: policy.write: duplicate key "write" (first at line 2)`},
 		},
 		{
@@ -49,67 +49,67 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:  "bad write",
-			files: map[string]string{"main.yaml": "policy:\n  write: Allow\n"},
+			files: map[string]string{"main.yaml": "policy:\n  write: Allow\nversion: 1\n"},
 			want:  []string{`main.yaml:2: policy.write: unknown mode "Allow" (want ask, allow or deny)`},
 		},
 		{
 			name:  "bad unknownArgs",
-			files: map[string]string{"main.yaml": "policy:\n  unknownArgs: maybe\n"},
+			files: map[string]string{"main.yaml": "policy:\n  unknownArgs: maybe\nversion: 1\n"},
 			want:  []string{`main.yaml:2: policy.unknownArgs: unknown mode "maybe" (want warn, reject or off; off is also spelled 0, false or no)`},
 		},
 		{
 			name:  "unknownArgs true is not a mode",
-			files: map[string]string{"main.yaml": "servers:\n  fs:\n    unknownArgs: true\n"},
+			files: map[string]string{"main.yaml": "servers:\n  fs:\n    unknownArgs: true\nversion: 1\n"},
 			want:  []string{`main.yaml:3: servers.fs.unknownArgs: unknown mode "true" (want warn, reject or off; off is also spelled 0, false or no)`},
 		},
 		{
 			name:  "bad unknownArgsTools mode",
-			files: map[string]string{"main.yaml": "pool:\n  unknownArgsTools:\n    - tools: [a]\n      mode: loud\n"},
+			files: map[string]string{"main.yaml": "pool:\n  unknownArgsTools:\n    - tools: [a]\n      mode: loud\nversion: 1\n"},
 			want:  []string{`main.yaml:4: pool.unknownArgsTools[0].mode: unknown mode "loud" (want warn, reject or off; off is also spelled 0, false or no)`},
 		},
 		{
 			name:  "unknownArgsTools entry without mode",
-			files: map[string]string{"main.yaml": "pool:\n  unknownArgsTools:\n    - tools: [a]\n"},
+			files: map[string]string{"main.yaml": "pool:\n  unknownArgsTools:\n    - tools: [a]\nversion: 1\n"},
 			want:  []string{`main.yaml:3: pool.unknownArgsTools[0]: entry has no mode (want warn, reject or off)`},
 		},
 		{
 			name:  "confirmDestructive not a boolean",
-			files: map[string]string{"main.yaml": "policy:\n  confirmDestructive: sure\n"},
+			files: map[string]string{"main.yaml": "policy:\n  confirmDestructive: sure\nversion: 1\n"},
 			want:  []string{`main.yaml:2: policy.confirmDestructive: want true or false, got a string ("sure")`},
 		},
 		{
 			name:  "string where list expected",
-			files: map[string]string{"main.yaml": "servers:\n  fs:\n    hiddenTools: delete_*\n"},
+			files: map[string]string{"main.yaml": "servers:\n  fs:\n    hiddenTools: delete_*\nversion: 1\n"},
 			want:  []string{`main.yaml:3: servers.fs.hiddenTools: want a list of tool patterns, got a string ("delete_*")`},
 		},
 		{
 			name:  "number in exemptArgs",
-			files: map[string]string{"main.yaml": "policy:\n  exemptArgs: [cursor, 7]\n"},
+			files: map[string]string{"main.yaml": "policy:\n  exemptArgs: [cursor, 7]\nversion: 1\n"},
 			want:  []string{`main.yaml:2: policy.exemptArgs[1]: want a string, got a number (7)`},
 		},
 		{
 			name:  "servers not a mapping",
-			files: map[string]string{"main.yaml": "servers: [fs]\n"},
+			files: map[string]string{"main.yaml": "servers: [fs]\nversion: 1\n"},
 			want:  []string{`main.yaml:1: servers: want a mapping of server names, got a list`},
 		},
 		{
 			name:  "bad glob bracket",
-			files: map[string]string{"main.yaml": "pool:\n  hiddenTools:\n    - ok\n    - \"del[a-\"\n"},
+			files: map[string]string{"main.yaml": "pool:\n  hiddenTools:\n    - ok\n    - \"del[a-\"\nversion: 1\n"},
 			want:  []string{`main.yaml:4: pool.hiddenTools[1]: tool pattern "del[a-" is not a valid glob: unterminated [ (a class ends with ])`},
 		},
 		{
 			name:  "bad glob range",
-			files: map[string]string{"main.yaml": "pool:\n  writeTools: [\"x[z-a]\"]\n"},
+			files: map[string]string{"main.yaml": "pool:\n  writeTools: [\"x[z-a]\"]\nversion: 1\n"},
 			want:  []string{`main.yaml:2: pool.writeTools[0]: tool pattern "x[z-a]" is not a valid glob: bad range z-a in [ ]`},
 		},
 		{
 			name:  "bad regex",
-			files: map[string]string{"main.yaml": "servers:\n  fs:\n    hiddenTools: [\"/(/\"]\n"},
+			files: map[string]string{"main.yaml": "servers:\n  fs:\n    hiddenTools: [\"/(/\"]\nversion: 1\n"},
 			want:  []string{"main.yaml:3: servers.fs.hiddenTools[0]: tool pattern \"/(/\" is not a valid RE2 regex: error parsing regexp: missing closing ): `(`"},
 		},
 		{
 			name:  "regex not closed",
-			files: map[string]string{"main.yaml": "servers:\n  fs:\n    hiddenTools: [\"/^move_\"]\n"},
+			files: map[string]string{"main.yaml": "servers:\n  fs:\n    hiddenTools: [\"/^move_\"]\nversion: 1\n"},
 			want:  []string{`main.yaml:3: servers.fs.hiddenTools[0]: tool pattern "/^move_" starts with / but does not end with / (a regex is written /re/)`},
 		},
 		{
@@ -124,45 +124,45 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:  "rule without id",
-			files: map[string]string{"main.yaml": "servers:\n  git:\n    argumentRules:\n      - tools: [git_push]\n        schema: {const: false}\n"},
+			files: map[string]string{"main.yaml": "servers:\n  git:\n    argumentRules:\n      - tools: [git_push]\n        schema: {const: false}\nversion: 1\n"},
 			want:  []string{`main.yaml:4: servers.git.argumentRules[0]: argument rule has no id (every rule needs a unique id)`},
 		},
 		{
 			name: "duplicate rule id across layers",
 			files: map[string]string{
-				"main.yaml":        "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: {}\n",
-				"conf.d/10-x.yaml": "servers:\n  fs:\n    argumentRules:\n      - id: r1\n        tools: [b]\n        schema: {}\n",
+				"main.yaml":        "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: {}\nversion: 1\n",
+				"conf.d/10-x.yaml": "servers:\n  fs:\n    argumentRules:\n      - id: r1\n        tools: [b]\n        schema: {}\nversion: 1\n",
 			},
 			want: []string{`conf.d/10-x.yaml:4: servers.fs.argumentRules[0]: duplicate rule id "r1" (first defined at main.yaml:3, pool.argumentRules[0]); rule ids are unique across the whole config`},
 		},
 		{
 			name:  "rule without tools",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: []\n      schema: {}\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: []\n      schema: {}\nversion: 1\n"},
 			want:  []string{`main.yaml:3: pool.argumentRules[0]: argument rule "r1" has no tools (want a list of tool patterns)`},
 		},
 		{
 			name:  "rule without schema",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\nversion: 1\n"},
 			want:  []string{`main.yaml:3: pool.argumentRules[0]: argument rule "r1" has no schema`},
 		},
 		{
 			name:  "bad argument pointer",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      argument: /a~2b\n      schema: {}\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      argument: /a~2b\n      schema: {}\nversion: 1\n"},
 			want:  []string{`main.yaml:5: pool.argumentRules[0].argument: bad JSON Pointer "/a~2b": ~ must be followed by 0 or 1 (~0 is ~, ~1 is /)`},
 		},
 		{
 			name:  "empty argument",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      argument: \"\"\n      schema: {}\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      argument: \"\"\n      schema: {}\nversion: 1\n"},
 			want:  []string{`main.yaml:5: pool.argumentRules[0].argument: empty argument (want a name or a JSON Pointer such as /options/force)`},
 		},
 		{
 			name:  "schema not a schema",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: [1]\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: [1]\nversion: 1\n"},
 			want:  []string{`main.yaml:5: pool.argumentRules[0].schema: want a JSON Schema (a mapping or a boolean), got a list`},
 		},
 		{
 			name:  "schema number not JSON",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema:\n        maximum: .inf\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema:\n        maximum: .inf\nversion: 1\n"},
 			want:  []string{`main.yaml:6: pool.argumentRules[0].schema: .inf is not a JSON number`},
 		},
 		{
@@ -172,19 +172,19 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:  "schema compiler returns the wrong package",
-			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: true\n"},
+			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r1\n      tools: [a]\n      schema: true\nversion: 1\n"},
 			opts:  bundle.LoadOptions{SchemaCompiler: func(any, string) (string, error) { return "package wrong\n", nil }},
 			want:  []string{`main.yaml:5: pool.argumentRules[0].schema: rule "r1": generated Rego is package wrong, want mcpx.rules.s_b5bea41b6c623f7c (a bug in the schema compiler)`},
 		},
 		{
 			name:  "override path missing",
-			files: map[string]string{"main.yaml": "policy:\n  overrides:\n    - overrides/nope.rego\n"},
+			files: map[string]string{"main.yaml": "policy:\n  overrides:\n    - overrides/nope.rego\nversion: 1\n"},
 			want:  []string{`main.yaml:3: policy.overrides[0]: override overrides/nope.rego: no such file or directory`},
 		},
 		{
 			name: "override does not parse",
 			files: map[string]string{
-				"main.yaml":        "policy:\n  overrides: [ov]\n",
+				"main.yaml":        "policy:\n  overrides: [ov]\nversion: 1\n",
 				"ov/bad.rego":      "package mcpx.overrides\n\ndeny contains x if {\n",
 				"ov/bad_test.rego": "this is never read\n",
 			},
@@ -193,14 +193,14 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "override in wrong package",
 			files: map[string]string{
-				"main.yaml": "policy:\n  overrides: [ov/x.rego]\n",
+				"main.yaml": "policy:\n  overrides: [ov/x.rego]\nversion: 1\n",
 				"ov/x.rego": "package mcpx.steps.hidden\n\ndeny contains {\"code\": \"x\"} if { true }\n",
 			},
 			want: []string{`main.yaml:2: policy.overrides[0]: override ov/x.rego is package mcpx.steps.hidden, want package mcpx.overrides`},
 		},
 		{
 			name:  "invalid YAML",
-			files: map[string]string{"main.yaml": "policy:\n  write: ask\n   unknownArgs: warn\n"},
+			files: map[string]string{"main.yaml": "policy:\n  write: ask\n   unknownArgs: warn\nversion: 1\n"},
 			want:  []string{`main.yaml:3: invalid YAML: mapping values are not allowed in this context`},
 		},
 		{
@@ -222,7 +222,7 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:  "env for an unconfigured server",
-			files: map[string]string{"main.yaml": "servers:\n  fs: {}\n"},
+			files: map[string]string{"main.yaml": "servers:\n  fs: {}\nversion: 1\n"},
 			opts:  bundle.LoadOptions{Env: []string{"MCPX_POLICY_SERVERS_GIT_WRITEPOLICY=deny"}},
 			want:  []string{`env $MCPX_POLICY_SERVERS_GIT_WRITEPOLICY: no configured server is named git (the name is upper-cased, other characters than letters and digits become _)`},
 		},
@@ -239,9 +239,9 @@ func TestLoadErrors(t *testing.T) {
 			name: "several errors together",
 			files: map[string]string{
 				"main.yaml":     "version: 1\npolicy:\n  write: sometimes\nservers:\n  fs:\n    hiddenTools: [\"[\"]\n",
-				"conf.d/a.yaml": "policy:\n  unknownArgs: loud\n",
+				"conf.d/a.yaml": "policy:\n  unknownArgs: loud\nversion: 1\n",
 				"conf.d/b.yml":  "this: is not read\n",
-				"conf.d/c.yaml": "pool:\n  argumentRules:\n    - id: x\n",
+				"conf.d/c.yaml": "pool:\n  argumentRules:\n    - id: x\nversion: 1\n",
 			},
 			want: []string{
 				`main.yaml:3: policy.write: unknown mode "sometimes" (want ask, allow or deny)`,

@@ -18,7 +18,8 @@ servers:
     writePolicy: ask
     hiddenTools: [a]
 `,
-	"extra.yaml": `policy:
+	"extra.yaml": `version: 1
+policy:
   write: deny
 servers:
   fs:
@@ -26,14 +27,16 @@ servers:
   my-git.v2:
     unknownArgs: reject
 `,
-	"conf.d/20-b.yaml": `policy:
+	"conf.d/20-b.yaml": `version: 1
+policy:
   write: allow
   exemptArgs: [fields, cursor]
 servers:
   fs:
     hiddenTools: [d]
 `,
-	"conf.d/10-a.yaml": `policy:
+	"conf.d/10-a.yaml": `version: 1
+policy:
   write: deny
   confirmDestructive: true
 servers:
@@ -46,7 +49,7 @@ pool:
   unknownArgsTools:
     - {tools: [y], mode: "no"}
 `,
-	"conf.d/30-c.yaml": "servers:\n  fs:\n    unknownArgsTools:\n      - {tools: [x], mode: warn}\n",
+	"conf.d/30-c.yaml": "servers:\n  fs:\n    unknownArgsTools:\n      - {tools: [x], mode: warn}\nversion: 1\n",
 	"conf.d/notes.txt": "not: [yaml",
 	"conf.d/skip.yml":  "not: [yaml",
 }
@@ -120,7 +123,7 @@ func TestLayering(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err, _ := load(t, map[string]string{"main.yaml": ""}, bundle.LoadOptions{})
+	c, err, _ := load(t, map[string]string{"main.yaml": "version: 1\n"}, bundle.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +145,7 @@ func TestDefaults(t *testing.T) {
 func TestUnknownArgsSpellings(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"off", "0", "false", "no", "NO", "False", `"0"`, `"no"`, "Off"} {
-		c, err, _ := load(t, map[string]string{"main.yaml": "policy:\n  unknownArgs: " + v + "\n"}, bundle.LoadOptions{})
+		c, err, _ := load(t, map[string]string{"main.yaml": "version: 1\npolicy:\n  unknownArgs: " + v + "\n"}, bundle.LoadOptions{})
 		if err != nil {
 			t.Errorf("%s: %v", v, err)
 			continue
@@ -152,7 +155,7 @@ func TestUnknownArgsSpellings(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"warn", "reject"} {
-		c, err, _ := load(t, map[string]string{"main.yaml": "servers:\n  fs:\n    unknownArgs: " + v + "\n"}, bundle.LoadOptions{})
+		c, err, _ := load(t, map[string]string{"main.yaml": "version: 1\nservers:\n  fs:\n    unknownArgs: " + v + "\n"}, bundle.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +169,8 @@ func TestUnknownArgsSpellings(t *testing.T) {
 // schema, so both rules share one package.
 func TestYAMLAnchors(t *testing.T) {
 	t.Parallel()
-	cfg := `servers:
+	cfg := `version: 1
+servers:
   fs:
     argumentRules:
       - id: a

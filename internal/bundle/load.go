@@ -42,7 +42,12 @@ const EnvPrefix = "MCPX_POLICY_"
 // defaults < each of opts.Paths in order < conf.d/*.yaml beside the first
 // path (lexical order) < MCPX_POLICY_* environment < opts.Set. Modes are
 // replaced by later layers; patterns, rules, exemptArgs, unknownArgsTools
-// and overrides add up. Every problem found is returned at once as
+// and overrides add up. A later layer (any after the first path) may make
+// a mode less strict — write/writePolicy deny > ask > allow, unknownArgs
+// reject > warn > off, confirmDestructive true > false — but never
+// silently: each such setting is a Compiled.Warnings entry at the
+// loosening value's origin, naming the setting and the value and origin
+// it replaced. Every problem found is returned at once as
 // ConfigErrors (each a *ConfigError with file and line); on error the
 // *Compiled is nil. Load is safe for concurrent use.
 func Load(opts LoadOptions) (*Compiled, error) {

@@ -61,9 +61,13 @@ func (out *Compiled) loadOverrides(refs []overrideRef, c *collector) []Warning {
 				continue
 			}
 			seen[abs] = true
-			src, err := os.ReadFile(f)
+			src, line, err := readFileLimited(f, MaxFileSize)
 			if err != nil {
 				c.add(ref.at.file, ref.at.line, ref.at.path, "override %s: %v", f, unwrapPathError(err))
+				continue
+			}
+			if line > 0 {
+				c.add(ref.at.file, ref.at.line, ref.at.path, "override %s is larger than the limit of %d bytes (2 MiB) for one file (line %d goes past it)", f, MaxFileSize, line)
 				continue
 			}
 			mod, err := ast.ParseModuleWithOpts(f, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})

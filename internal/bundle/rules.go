@@ -1,7 +1,9 @@
 package bundle
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -71,6 +73,9 @@ func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
 		case "schema":
 			schemaNode = e.kNode
 			r.schemaAt = p.at(e.kNode, kp)
+			if p.schemaTooDeep(v, kp) {
+				continue
+			}
 			s, bad, err := toJSON(v)
 			if err != nil {
 				p.errAt(bad, kp, "%v", err)
@@ -114,9 +119,19 @@ func hasKey(m *yaml.Node, key string) bool {
 	return false
 }
 
+// MaxPointerIndexes caps the tokens of digits in one rule's argument
+// pointer (after the first, which names an argument). Each of them reads as an array index or as an object key,
+// whichever the arguments hold there, so a pointer with k of them has 2^k
+// readings, each tried on every call the rule applies to.
+const MaxPointerIndexes = 4
+
+// indexToken matches an RFC 6901 array index: digits without leading zeros.
+var indexToken = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
+
 // parseArgument turns a rule's argument into a key path: a plain name is
 // one key; a JSON Pointer (RFC 6901) starts with / and unescapes ~1 to /
-// and ~0 to ~.
+// and ~0 to ~. "-" (the element after an array's last) names no value and
+// is refused.
 func parseArgument(s string) ([]string, error) {
 	if s == "" {
 		return nil, fmt.Errorf("empty argument (want a name or a JSON Pointer such as /options/force)")
@@ -125,13 +140,48 @@ func parseArgument(s string) ([]string, error) {
 		return []string{s}, nil
 	}
 	parts := strings.Split(s[1:], "/")
+	indexes := 0
 	for i, part := range parts {
 		for j := 0; j < len(part); j++ {
 			if part[j] == '~' && (j+1 >= len(part) || (part[j+1] != '0' && part[j+1] != '1')) {
 				return nil, fmt.Errorf("bad JSON Pointer %q: ~ must be followed by 0 or 1 (~0 is ~, ~1 is /)", s)
 			}
 		}
+		if part == "-" {
+			return nil, fmt.Errorf("bad JSON Pointer %q: - names the element after an array's last, which no argument has (write an index such as 0)", s)
+		}
+		if i > 0 && indexToken.MatchString(part) {
+			indexes++
+		}
 		parts[i] = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
 	}
+	if indexes > MaxPointerIndexes {
+		return nil, fmt.Errorf("JSON Pointer %q has %d array indexes, more than the limit of %d", s, indexes, MaxPointerIndexes)
+	}
 	return parts, nil
+}
+
+// readings lists the key paths an argument pointer may stand for, for
+// object.get in Rego: a token of digits after the first is an array index
+// (a number) or an object key (a string), as the arguments' value at that
+// point is an array or an object; other tokens are keys, and so is the
+// first (the arguments are an object). JSON objects have only string keys
+// and arrays only number indexes, so at most one reading finds a value.
+func readings(keys []string) []any {
+	paths := [][]any{{}}
+	for i, k := range keys {
+		next := make([][]any, 0, 2*len(paths))
+		for _, p := range paths {
+			next = append(next, append(append([]any{}, p...), k))
+			if i > 0 && indexToken.MatchString(k) {
+				next = append(next, append(append([]any{}, p...), json.Number(k)))
+			}
+		}
+		paths = next
+	}
+	out := make([]any, len(paths))
+	for i, p := range paths {
+		out[i] = p
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package decision
 
 // Call is one tool call to judge. Tool carries what the server's own
 // tools/list said about the tool; annotations are never taken from the
-// caller's call body.
+// caller's call body. Mode, when set (ask, allow or deny), may only tighten
+// the write mode the config gives the server: the policy takes the
+// stricter of the two (docs/check-order.md).
 type Call struct {
 	Surface   string         `json:"surface,omitempty"`
 	Server    string         `json:"server"`

@@ -2,7 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -16,17 +23,27 @@ type Reloader interface {
 	Warnings() []string
 }
 
-// DefaultDebounce is how long Watch waits after the last change before it
-// reloads, so an editor's write-rename-chmod burst is one reload.
+// DefaultDebounce is the quiet period: how long Watch waits after the last
+// change before it reloads, so an editor's write-rename-chmod burst is one
+// reload, and how long the files' contents must then stay the same.
 const DefaultDebounce = 200 * time.Millisecond
 
 // Watch reloads r when one of files changes or a value arrives on hup,
 // until ctx ends. It watches the files' directories (editors replace a
 // file by renaming over it, which a watch on the file itself loses) plus
 // conf.d beside the first file, and reacts to events on those files and
-// on conf.d/*.yaml only. A reload that fails keeps the old policy and
-// logs the error; one that succeeds logs the new revision. Each reload
-// result is also sent to done when it is non-nil (tests wait on it).
+// on conf.d/*.yaml only.
+//
+// A reload waits until the files are stable: after the quiet period it
+// hashes every watched file and waits another quiet period, again and
+// again while the contents change, so a file being written is never
+// loaded half-way. (A file an editor truncated and left empty for longer
+// than that is stable, but has no version key and fails to load.)
+//
+// A reload that fails keeps the old policy and logs the error; one that
+// succeeds logs the new revision and every warning of the config (such as
+// a setting a later layer loosened). Each reload result is also sent to
+// done when it is non-nil (tests wait on it).
 func Watch(ctx context.Context, r Reloader, files []string, hup <-chan struct{}, log *slog.Logger, done chan<- error) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -34,12 +51,16 @@ func Watch(ctx context.Context, r Reloader, files []string, hup <-chan struct{},
 	}
 	defer w.Close()
 	watched := map[string]bool{}
+	var order []string
 	dirs := map[string]bool{}
 	var confd string
 	for i, f := range files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return err
+		}
+		if !watched[abs] {
+			order = append(order, abs)
 		}
 		watched[abs] = true
 		dirs[filepath.Dir(abs)] = true
@@ -64,22 +85,25 @@ func Watch(ctx context.Context, r Reloader, files []string, hup <-chan struct{},
 		if watched[abs] || abs == confd {
 			return true
 		}
-		ext := filepath.Ext(abs)
-		return filepath.Dir(abs) == confd && (ext == ".yaml" || ext == ".yml")
+		return filepath.Dir(abs) == confd && confdFile(abs)
 	}
 	var timer <-chan time.Time
-	reload := func(why string) {
+	why := ""
+	settled := "" // the files' hash at the start of the quiet period
+	reload := func() {
 		old := r.Revision()
 		err := r.Reload(ctx)
 		if err != nil {
 			log.Error("config reload failed; still deciding with the old policy", "why", why, "revision", old, "err", err)
-		} else if rev := r.Revision(); rev != old {
-			log.Info("config reloaded", "why", why, "revision", rev, "previous", old)
+		} else {
+			if rev := r.Revision(); rev != old {
+				log.Info("config reloaded", "why", why, "revision", rev, "previous", old)
+			} else {
+				log.Info("config reloaded, unchanged", "why", why, "revision", rev)
+			}
 			for _, w := range r.Warnings() {
 				log.Warn("config warning", "warning", w)
 			}
-		} else {
-			log.Info("config reloaded, unchanged", "why", why, "revision", rev)
 		}
 		if done != nil {
 			done <- err
@@ -99,6 +123,9 @@ func Watch(ctx context.Context, r Reloader, files []string, hup <-chan struct{},
 			if ev.Name == confd && ev.Op.Has(fsnotify.Create) {
 				_ = w.Add(confd)
 			}
+			if why == "" {
+				why = "file changed"
+			}
 			timer = time.After(DefaultDebounce)
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -106,10 +133,69 @@ func Watch(ctx context.Context, r Reloader, files []string, hup <-chan struct{},
 			}
 			log.Warn("config watch", "err", err)
 		case <-timer:
-			timer = nil
-			reload("file changed")
+			sum := hashFiles(order, confd)
+			if sum != settled {
+				// Changed during the quiet period (or the first look):
+				// wait for one more in which it does not.
+				settled = sum
+				timer = time.After(DefaultDebounce)
+				continue
+			}
+			timer, settled = nil, ""
+			reload()
+			why = ""
 		case <-hup:
-			reload("SIGHUP")
+			why = "SIGHUP"
+			timer = time.After(0)
 		}
 	}
+}
+
+// confdFile reports whether a conf.d entry is one Watch reacts to.
+func confdFile(name string) bool {
+	ext := filepath.Ext(name)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// hashLimit bounds what hashFiles reads of one file (a path may name
+// something endless, such as a device): far above any file the config's
+// limits let load.
+const hashLimit = 64 << 20
+
+// hashFiles hashes the contents of files and of conf.d's YAML files, in a
+// fixed order, each up to hashLimit bytes. A file that cannot be read hashes as its error, so a file
+// that appears, disappears or becomes readable changes the hash too.
+func hashFiles(files []string, confd string) string {
+	h := sha256.New()
+	add := func(name string) {
+		io.WriteString(h, name)
+		h.Write([]byte{0})
+		f, err := os.Open(name)
+		if err == nil {
+			_, err = io.CopyN(h, f, hashLimit)
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(h, "\x00error: %v", err)
+		}
+		h.Write([]byte{0})
+	}
+	for _, f := range files {
+		add(f)
+	}
+	if confd != "" {
+		entries, err := os.ReadDir(confd)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(h, "conf.d error: %v", err)
+		}
+		for _, e := range entries { // ReadDir sorts by name
+			if !e.IsDir() && confdFile(e.Name()) {
+				add(filepath.Join(confd, e.Name()))
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

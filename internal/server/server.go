@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -96,8 +98,62 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "Forbidden", fmt.Sprintf("Host %q is not a loopback name", r.Host))
 		return
 	}
+	// A page in a browser may not use the service: a request from another
+	// origin is refused whatever its method (a form or a fetch() with
+	// text/plain needs no CORS preflight), as the proxy's --listen does.
+	if err := crossSite(r); err != nil {
+		writeError(w, http.StatusForbidden, "Forbidden", err.Error())
+		return
+	}
+	if r.Method == http.MethodPost {
+		if err := jsonBody(r); err != nil {
+			writeError(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", err.Error())
+			return
+		}
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	h.mux.ServeHTTP(w, r)
+}
+
+var crossOrigin = http.NewCrossOriginProtection()
+
+// crossSite refuses a browser's request from another origin: an Origin
+// header whose host is not the one the request was sent to (the service's
+// own), or a Sec-Fetch-Site that says cross-site or same-site. Requests
+// from programs (no Origin, no Sec-Fetch-Site) pass. GET is refused too: a
+// foreign page has no business reading the ledger's entries.
+func crossSite(r *http.Request) error {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || u.Host != r.Host {
+			return fmt.Errorf("cross-origin request refused: Origin %q is not this service (%s)", origin, r.Host)
+		}
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		return fmt.Errorf("cross-origin request refused: %v", err)
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return fmt.Errorf("cross-origin request refused: Sec-Fetch-Site %q", site)
+	}
+	return nil
+}
+
+// jsonBody requires a POST body to be declared JSON: Content-Type
+// application/json, parameters (charset) allowed. A form or text/plain
+// body is what a browser sends cross-site without a preflight.
+func jsonBody(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		got := "no Content-Type"
+		if ct != "" {
+			got = fmt.Sprintf("Content-Type %q", ct)
+		}
+		return fmt.Errorf("a POST body must be JSON: send Content-Type: application/json (got %s)", got)
+	}
+	return nil
 }
 
 // only restricts a route to one method; others get 405 with Allow.

@@ -33,9 +33,18 @@ pool := data.mcpx.config.pool
 # facts are the config's facts about the call's tool (lib.tool.facts).
 facts := tool.facts(req.doc.server, req.doc.tool)
 
-# write_mode is the effective write mode: the caller's resolved mode, else
-# the server's writePolicy, else policy.write, else ask.
-write_mode := object.get({"null": facts.write_mode}, type_name(req.doc.mode), req.doc.mode)
+# write_mode is the effective write mode: the mode the config gives the
+# call's server (its writePolicy, else policy.write, else ask), tightened by
+# the input's mode when that one is stricter (deny > ask > allow). The
+# caller may only tighten: a "mode": "allow" in the input never loosens a
+# configured ask or deny, on the embedded engine and on a stock OPA alike.
+write_mode := m if {
+	m := req.doc.mode
+	_strictness[m] > _strictness[facts.write_mode]
+} else := facts.write_mode
+
+# _strictness orders the write modes, the strictest highest.
+_strictness := {"allow": 0, "ask": 1, "deny": 2}
 
 # unknown_args_mode resolves the unknown-arguments mode for the call's tool:
 # the server's tool patterns, then the pool's, then the server's mode, then

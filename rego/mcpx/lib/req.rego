@@ -151,7 +151,8 @@ _entries_ok if {
 #                    defaults (readOnlyHint false, destructiveHint true)
 #   schema           the tool's inputSchema ({} when none); has_schema
 #                    tells whether the caller gave one
-#   mode             the caller's resolved write mode, or null
+#   mode             the caller's write mode, or null (it may only
+#                    tighten the configured one: lib.config.write_mode)
 #   ledger_entries   this server's unknown-outcome entries
 #   ledger_error     the caller's reason when it could not read the
 #                    ledger, or null

@@ -24,7 +24,7 @@ facts(server, tool) := {
 	"hidden": _matches("hidden", s, tool),
 	"write": _matches("writeTools", s, tool),
 	"matched": matched,
-	"packages": {rule.package: [{"id": id, "argument": r.argument, "pointer": r.pointer} |
+	"packages": {rule.package: [{"id": id, "paths": r.paths, "pointer": r.pointer} |
 		some id in matched
 		r := data.mcpx.config.rules[id]
 		r.package == rule.package
@@ -32,7 +32,7 @@ facts(server, tool) := {
 		some id in matched
 		rule := data.mcpx.config.rules[id]
 	},
-	"required": [{"id": id, "argument": r.argument, "pointer": r.pointer} |
+	"required": [{"id": id, "paths": r.paths, "pointer": r.pointer} |
 		some id in matched
 		r := data.mcpx.config.rules[id]
 		r.required == true
@@ -67,7 +67,11 @@ _compiled(id) if {
 	r := data.mcpx.config.rules[id]
 	is_string(r.package)
 	is_string(r.pointer)
-	is_array(r.argument)
+	is_array(r.paths)
+	count(r.paths) > 0
+	every path in r.paths {
+		is_array(path)
+	}
 }
 
 _matches(key, s, name) if {

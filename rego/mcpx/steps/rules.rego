@@ -19,6 +19,11 @@ matched := config.facts.matched
 
 # targets[package][rule id] is the value a rule's schema checks and the JSON
 # Pointer it sits at; a per-argument rule whose argument is absent has none.
+# A rule's paths are its pointer's readings for object.get: a token of
+# digits is an array index or an object key, as the arguments hold an array
+# or an object there (RFC 6901), so the loader compiles both; JSON objects
+# have only string keys and arrays only number indexes, so at most one
+# reading finds a value.
 # It is one complete object, built once per call: as a partial rule
 # (targets[pkg][id] := …) every generated package's lookup of targets[pkg]
 # re-ran the body for every matched rule. The matched rules come grouped by
@@ -29,7 +34,8 @@ targets := {pkg: by_rule |
 	some pkg, rules in config.facts.packages
 	by_rule := {r.id: {"value": v, "path": r.pointer} |
 		some r in rules
-		v := object.get(req.doc.args, r.argument, _absent)
+		some path in r.paths
+		v := object.get(req.doc.args, path, _absent)
 		v != _absent
 	}
 	count(by_rule) > 0
@@ -39,7 +45,10 @@ targets := {pkg: by_rule |
 # value (and so no argument) can be.
 _absent := {"absent"}
 
-_present(args, path) if object.get(args, path, _absent) != _absent
+_present(args, paths) if {
+	some path in paths
+	object.get(args, path, _absent) != _absent
+}
 
 # problems make this step unusable for the call, and the call a
 # PolicyError, never a pass: a matched rule whose generated package the
@@ -49,7 +58,7 @@ problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) 
 	some pkg, by_rule in targets
 	not data.mcpx.rules[pkg].violations
 	some id, _ in by_rule
-} | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and argument", [id]) |
+} | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and paths", [id]) |
 	some id in config.facts.missing_rules
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
@@ -61,7 +70,7 @@ _violations[id] := vs if {
 
 _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required", "expected": true}] if {
 	some r in config.facts.required
-	not _present(req.doc.args, r.argument)
+	not _present(req.doc.args, r.paths)
 }
 
 # METADATA

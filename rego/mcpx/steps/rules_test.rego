@@ -116,3 +116,58 @@ test_malformed_generated_violation_still_denies if {
 	d.outcome == "deny"
 	d.step == "argument_rules"
 }
+
+# A per-argument rule on /items/0/force: the loader compiles both readings
+# of the digit token (an array index and an object key).
+_indexed_config(required) := json.patch(testdata.config, [{"op": "replace", "path": "/rules/no-force-push", "value": object.union(
+	testdata.config.rules["no-force-push"],
+	{
+		"argument": ["items", "0", "force"],
+		"paths": [["items", "0", "force"], ["items", 0, "force"]],
+		"pointer": "/items/0/force",
+		"required": required,
+	},
+)}])
+
+_indexed_cases := [
+	# args, required → violation paths
+	{"args": {"items": [{"force": true}]}, "required": false, "paths": ["/items/0/force"]},
+	{"args": {"items": [{"force": false}]}, "required": false, "paths": []},
+	{"args": {"items": [{"force": false}, {"force": true}]}, "required": false, "paths": []},
+	{"args": {"items": {"0": {"force": true}}}, "required": false, "paths": ["/items/0/force"]},
+	{"args": {"items": {"0": {"force": false}}}, "required": false, "paths": []},
+	{"args": {"items": []}, "required": false, "paths": []},
+	{"args": {"items": [{}]}, "required": false, "paths": []},
+	{"args": {"items": {"00": {"force": true}}}, "required": false, "paths": []},
+	{"args": {}, "required": false, "paths": []},
+	{"args": {"items": []}, "required": true, "paths": ["/items/0/force"]},
+	{"args": {"items": [{"force": false}]}, "required": true, "paths": []},
+	{"args": {"items": {"0": {"force": false}}}, "required": true, "paths": []},
+]
+
+test_array_index_pointers if {
+	every c in _indexed_cases {
+		d := rules.deny with input as testdata.call("git", testdata.git_push, c.args) with data.mcpx.config as _indexed_config(c.required)
+		print(c, d)
+		[v.path | some r in d; some v in r.violations] == c.paths
+	}
+}
+
+test_array_index_pointer_targets_the_element if {
+	t := rules.targets with input as testdata.call("git", testdata.git_push, {"items": [{"force": true}, {"force": false}]})
+		with data.mcpx.config as _indexed_config(false)
+	t == {"test_const_false": {"no-force-push": {"value": true, "path": "/items/0/force"}}}
+}
+
+test_absent_element_message if {
+	d := rules.deny with input as testdata.call("git", testdata.git_push, {"items": []}) with data.mcpx.config as _indexed_config(true)
+	[r.message | some r in d] == ["git.git_push: /items/0/force is missing (rule no-force-push, mcpx-policy.yaml:22)"]
+}
+
+# A matched rule without its compiled readings is a problem (a PolicyError),
+# never a rule that is skipped.
+test_rule_without_paths_is_a_problem if {
+	cfg := json.patch(testdata.config, [{"op": "remove", "path": "/rules/no-force-push/paths"}])
+	p := rules.problems with input as testdata.call("git", testdata.git_push, {"force": true}) with data.mcpx.config as cfg
+	p == {"argument rule no-force-push is not in data.mcpx.config.rules with its compiled package, pointer and paths"}
+}

@@ -1,9 +1,10 @@
 # METADATA
 # title: Step 5 — write mode
 # description: |
-#   A write is denied, asked or allowed by the effective write mode (the
-#   caller's mode, else the server's writePolicy, else policy.write, else
-#   ask). Reads always pass.
+#   A write is denied, asked or allowed by the effective write mode: the
+#   server's writePolicy, else policy.write, else ask, tightened by the
+#   input's mode when that one is stricter (it never loosens). Reads always
+#   pass.
 package mcpx.steps.write_mode
 
 import data.mcpx.lib.call

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,22 +21,15 @@ import (
 // (docs/overrides.md). The binary runs under a memory cap and a wall-clock
 // timeout, so a regression fails the test instead of the machine.
 
-// memCapKB caps the binary's address space (ulimit -v). A Go binary needs
-// far more address space than memory: 3 GiB lets it run and still stops a
-// runaway long before the machine suffers.
+// memCapKB caps the binary's address space (ulimit -v) in these tests. A
+// Go binary needs far more address space than memory: 3 GiB lets it run
+// and still stops a runaway long before the machine suffers.
 const memCapKB = 3 << 20
 
-// underLimits rewrites cmd to run under the memory cap, through bash's
-// ulimit; the server a proxy starts inherits the cap.
+// underLimits rewrites cmd to run under the memory cap (memoryCapped).
 func underLimits(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 	t.Helper()
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Fatal("bash is needed to cap the binary's memory")
-	}
-	cmd.Args = append([]string{"bash", "-c", "ulimit -v " + strconv.Itoa(memCapKB) + ` && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = bash
-	return cmd
+	return memoryCapped(t, cmd, memCapKB)
 }
 
 // growOverride builds a list of 10^8 pairs when the call's text is "spin":

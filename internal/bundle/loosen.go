@@ -1,0 +1,119 @@
+package bundle
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// strictness orders the values of each kind of mode setting, the strictest
+// highest: write modes deny > ask > allow, unknown-arguments modes
+// reject > warn > off, confirmDestructive true > false.
+var strictness = map[string]map[string]int{
+	"write": {"allow": 0, "ask": 1, "deny": 2},
+	"ua":    {"off": 0, "warn": 1, "reject": 2},
+	"bool":  {"false": 0, "true": 1},
+}
+
+// inForce is a setting's value before a layer, and where it came from.
+type inForce struct {
+	value string
+	at    string // "file:line", "env $NAME", "flags" or "default"
+}
+
+func held(s *setting) inForce { return inForce{value: s.value, at: s.at.String()} }
+
+// loosened lists, as warnings, every setting a later layer made less
+// strict than it was before that layer. The first main file is the base
+// (with the defaults under it); every later layer — another --config
+// file, a conf.d file, the MCPX_POLICY_* environment, LoadOptions.Set —
+// may loosen a setting, but never silently. A server's mode is compared
+// with the mode the server had before the layer: its own, else the global
+// one; an unknownArgsTools entry with the mode its tools had (checkEntries). Each warning is at the loosening value's origin and names the
+// setting, both values and both origins.
+func loosened(layers []*layer) []Warning {
+	global := map[string]inForce{
+		"write":              {DefaultWrite, "default"},
+		"unknownArgs":        {DefaultUnknownArgs, "default"},
+		"confirmDestructive": {strconv.FormatBool(DefaultConfirmDestructive), "default"},
+	}
+	serverWrite := map[string]inForce{}
+	serverUA := map[string]inForce{}
+	var ws []Warning
+	check := func(path, kind string, before inForce, after *setting) {
+		if after == nil || strictness[kind][after.value] >= strictness[kind][before.value] {
+			return
+		}
+		ws = append(ws, Warning{File: after.at.file, Line: after.at.line, Path: path,
+			Msg: fmt.Sprintf("loosened from %s (%s) to %s by a later layer", before.value, before.at, after.value)})
+	}
+	effective := func(own map[string]inForce, name, key string) inForce {
+		if v, ok := own[name]; ok {
+			return v
+		}
+		return global[key]
+	}
+	// An unknownArgsTools entry of a later layer is compared with the mode
+	// its tools had: an earlier entry of the same scope and pattern, else
+	// the server's mode (for a pool entry, which comes before every
+	// server's own mode, the strictest of them and the global one).
+	poolUA := map[string]inForce{}       // pattern source -> last pool entry
+	serverToolUA := map[string]inForce{} // server + "\x00" + source -> last entry
+	checkEntries := func(entries []uaRef, earlier map[string]inForce, key func(string) string, fallback inForce) {
+		for _, u := range entries {
+			before, ok := earlier[key(u.pat.Source)]
+			if !ok {
+				before = fallback
+			}
+			check(u.at.path, "ua", before, &setting{value: u.mode, at: u.at})
+		}
+	}
+	strictestUA := func() inForce {
+		best := global["unknownArgs"]
+		for _, v := range serverUA {
+			if strictness["ua"][v.value] > strictness["ua"][best.value] {
+				best = v
+			}
+		}
+		return best
+	}
+	for i, l := range layers {
+		if i > 0 {
+			check("policy.write", "write", global["write"], l.write)
+			check("policy.unknownArgs", "ua", global["unknownArgs"], l.unknownArgs)
+			check("policy.confirmDestructive", "bool", global["confirmDestructive"], l.confirmDestructive)
+			checkEntries(l.pool.ua, poolUA, func(src string) string { return src }, strictestUA())
+			for _, s := range l.servers {
+				check("servers."+s.name+".writePolicy", "write", effective(serverWrite, s.name, "write"), s.writePolicy)
+				check("servers."+s.name+".unknownArgs", "ua", effective(serverUA, s.name, "unknownArgs"), s.unknownArgs)
+				name := s.name
+				checkEntries(s.ua, serverToolUA, func(src string) string { return name + "\x00" + src }, effective(serverUA, s.name, "unknownArgs"))
+			}
+		}
+		for _, u := range l.pool.ua {
+			poolUA[u.pat.Source] = inForce{u.mode, u.at.String()}
+		}
+		for _, s := range l.servers {
+			for _, u := range s.ua {
+				serverToolUA[s.name+"\x00"+u.pat.Source] = inForce{u.mode, u.at.String()}
+			}
+		}
+		if l.write != nil {
+			global["write"] = held(l.write)
+		}
+		if l.unknownArgs != nil {
+			global["unknownArgs"] = held(l.unknownArgs)
+		}
+		if l.confirmDestructive != nil {
+			global["confirmDestructive"] = held(l.confirmDestructive)
+		}
+		for _, s := range l.servers {
+			if s.writePolicy != nil {
+				serverWrite[s.name] = held(s.writePolicy)
+			}
+			if s.unknownArgs != nil {
+				serverUA[s.name] = held(s.unknownArgs)
+			}
+		}
+	}
+	return ws
+}

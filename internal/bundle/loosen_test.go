@@ -1,0 +1,153 @@
+package bundle_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+)
+
+// TestLooseningIsNeverSilent: every layer after the first main file may
+// make a setting less strict, and each time it does the load says so: the
+// setting, the value and origin it replaced, the new value at its origin.
+// Tightening, and whatever the first file sets, says nothing.
+func TestLooseningIsNeverSilent(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.yaml": `version: 1
+policy:
+  write: deny
+  unknownArgs: reject
+  confirmDestructive: true
+servers:
+  fs:
+    writePolicy: deny
+    unknownArgs: reject
+  git:
+    writePolicy: ask
+`,
+		"extra.yaml": `version: 1
+policy:
+  write: ask
+`,
+		"conf.d/50-dev.yaml": `version: 1
+policy:
+  confirmDestructive: false
+servers:
+  fs:
+    writePolicy: allow
+  new:
+    writePolicy: allow
+  git:
+    unknownArgs: reject
+`,
+	}
+	opts := bundle.LoadOptions{
+		Paths: []string{"main.yaml", "extra.yaml"},
+		Env: []string{
+			"MCPX_POLICY_POLICY_WRITE=deny", // tightens ask: no warning
+			"MCPX_POLICY_POLICY_UNKNOWNARGS=off",
+			"MCPX_POLICY_SERVERS_FS_UNKNOWNARGS=warn",
+		},
+		Set: map[string]string{"policy.write": "ask", "servers.git.writePolicy": "allow"},
+	}
+	c, err, dir := load(t, files, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings {
+		got = append(got, rel(dir, w.String()))
+	}
+	want := []string{
+		`extra.yaml:3: policy.write: loosened from deny (main.yaml:3) to ask by a later layer`,
+		`conf.d/50-dev.yaml:3: policy.confirmDestructive: loosened from true (main.yaml:5) to false by a later layer`,
+		`conf.d/50-dev.yaml:6: servers.fs.writePolicy: loosened from deny (main.yaml:8) to allow by a later layer`,
+		`conf.d/50-dev.yaml:8: servers.new.writePolicy: loosened from ask (extra.yaml:3) to allow by a later layer`,
+		`env $MCPX_POLICY_POLICY_UNKNOWNARGS: policy.unknownArgs: loosened from reject (main.yaml:4) to off by a later layer`,
+		`env $MCPX_POLICY_SERVERS_FS_UNKNOWNARGS: servers.fs.unknownArgs: loosened from reject (main.yaml:9) to warn by a later layer`,
+		`flags: policy.write: loosened from deny (env $MCPX_POLICY_POLICY_WRITE) to ask by a later layer`,
+		`flags: servers.git.writePolicy: loosened from ask (main.yaml:11) to allow by a later layer`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+	// The warnings describe the config the load compiled.
+	cfg := config(t, c)
+	if cfg["write"] != "ask" || cfg["unknownArgs"] != "off" || cfg["confirmDestructive"] != false ||
+		get(t, cfg, "servers", "fs", "write") != "allow" || get(t, cfg, "servers", "git", "write") != "allow" {
+		t.Errorf("compiled config %s", jsonOf(t, cfg))
+	}
+}
+
+// TestNoLooseningNoWarning: the first main file is the base, whatever it
+// sets against the defaults, and a later layer that tightens or repeats a
+// value is silent.
+func TestNoLooseningNoWarning(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.yaml":          "version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  fs:\n    writePolicy: allow\n",
+		"conf.d/10-ops.yaml": "version: 1\npolicy:\n  write: allow\n  confirmDestructive: true\nservers:\n  fs:\n    writePolicy: ask\n",
+	}
+	c, err, dir := load(t, files, bundle.LoadOptions{
+		Env: []string{"MCPX_POLICY_POLICY_UNKNOWNARGS=warn", "MCPX_POLICY_SERVERS_FS_WRITEPOLICY=deny"},
+		Set: map[string]string{"policy.confirmDestructive": "true"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range c.Warnings {
+		t.Errorf("unexpected warning %s", rel(dir, w.String()))
+	}
+}
+
+// TestLooseningByToolPattern: an unknownArgsTools entry of a later layer
+// that gives its tools a less strict mode than they had — an earlier entry
+// for the same pattern, else the server's mode (for the pool, which comes
+// before every server's own mode, the strictest of them) — is a loosening.
+func TestLooseningByToolPattern(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.yaml": `version: 1
+policy:
+  unknownArgs: warn
+servers:
+  fs:
+    unknownArgs: reject
+    unknownArgsTools:
+      - {tools: [read_*], mode: reject}
+  git:
+    unknownArgsTools:
+      - {tools: [log], mode: off}
+`,
+		"conf.d/50-dev.yaml": `version: 1
+pool:
+  unknownArgsTools:
+    - {tools: ["*"], mode: warn}
+servers:
+  fs:
+    unknownArgsTools:
+      - {tools: [read_*], mode: warn}
+  git:
+    unknownArgsTools:
+      - {tools: [log], mode: warn}
+      - {tools: [diff], mode: off}
+`,
+	}
+	c, err, dir := load(t, files, bundle.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings {
+		got = append(got, rel(dir, w.String()))
+	}
+	want := []string{
+		`conf.d/50-dev.yaml:4: pool.unknownArgsTools[0].tools[0]: loosened from reject (main.yaml:6) to warn by a later layer`,
+		`conf.d/50-dev.yaml:8: servers.fs.unknownArgsTools[0].tools[0]: loosened from reject (main.yaml:8) to warn by a later layer`,
+		`conf.d/50-dev.yaml:12: servers.git.unknownArgsTools[1].tools[0]: loosened from warn (main.yaml:3) to off by a later layer`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
