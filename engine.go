@@ -182,12 +182,15 @@ func (e *Engine) Warnings() []string {
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
 func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
-	if _, ok := ctx.Deadline(); !ok {
+	limit := e.decideTimeout()
+	if dl, ok := ctx.Deadline(); ok {
+		limit = time.Until(dl)
+	} else {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.decideTimeout())
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	ctx = engine.WithBudget(ctx)
+	ctx = engine.WithBudget(ctx, limit)
 	d, err := e.cur.Load().engine.Decide(ctx, call, e.ledgerView(call.Server))
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)

@@ -333,15 +333,12 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 
 type budgetKey struct{}
 
-// WithBudget notes on ctx the time its deadline leaves now, for the
-// message of a decision the deadline stops: a caller that notes it when
-// the decision starts gets the limit it set ("5s"), not what is left of it
-// after the ledger was read.
-func WithBudget(ctx context.Context) context.Context {
-	if _, ok := ctx.Deadline(); !ok {
-		return ctx
-	}
-	return context.WithValue(ctx, budgetKey{}, budget(ctx))
+// WithBudget notes on ctx the time limit of the decision, for the message
+// of a decision the deadline stops: a caller that set the deadline itself
+// passes the limit it set ("5s"), not what is left of it by the time the
+// decision starts.
+func WithBudget(ctx context.Context, limit time.Duration) context.Context {
+	return context.WithValue(ctx, budgetKey{}, limit.Round(time.Millisecond))
 }
 
 // budget is the time ctx leaves for the decision (as noted by WithBudget,
