@@ -207,6 +207,7 @@ func TestModes(t *testing.T) {
 		{dir, 0o700 | os.ModeDir},
 		{filepath.Join(dir, ledger.FileName), 0o600},
 		{filepath.Join(dir, "ledger.lock"), 0o600},
+		{filepath.Join(dir, "ledger.slots"), 0o600},
 	} {
 		fi, err := os.Stat(tc.path)
 		if err != nil {
@@ -217,8 +218,8 @@ func TestModes(t *testing.T) {
 		}
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Errorf("state dir holds %d files, want ledger.json and ledger.lock: %v", len(ents), ents)
+	if len(ents) != 3 {
+		t.Errorf("state dir holds %d files, want ledger.json, ledger.lock and ledger.slots: %v", len(ents), ents)
 	}
 }
 
@@ -552,9 +553,9 @@ func TestGroupCommit(t *testing.T) {
 	// All 16 Begins are submitted: a commit is blocked on the lock, the
 	// rest are queued behind it.
 	deadline := time.Now().Add(10 * time.Second)
-	for ledger.Pending(l) < 16 {
+	for ledger.Queued(l) < 16 {
 		if time.Now().After(deadline) {
-			t.Fatalf("pending %d, want 16", ledger.Pending(l))
+			t.Fatalf("pending %d, want 16", ledger.Queued(l))
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,25 +16,42 @@ import (
 // op is one change waiting for the group commit. apply runs under the file
 // lock on the freshly read state, after the markers of dead processes were
 // converted (recovered says how many); it must either change the state
-// and return changed, or leave it untouched and return an error.
+// and return changed, or leave it untouched and return an error. after,
+// when set, runs once the change is durable (or was not needed), still
+// under the lock.
 type op struct {
 	apply func(st *fileState, now time.Time, recovered int) (changed bool, err error)
+	after func()
 	err   error
 	done  chan error
 }
 
-// retryOp is a change whose commit failed, applied again by the next one.
+// retryOp is a change whose commit failed, applied again by the retrier
+// and by every commit until one succeeds.
 type retryOp struct {
 	id      string
-	unknown *Entry // nil: remove the marker (Settle, Abort)
+	unknown *Entry // nil: remove the marker (Settle, Abort, a failed Begin)
+	slot    int64  // the marker's slot (0: none)
+	held    bool   // this Ledger holds the slot's lock (an Unknown)
 }
+
+// The retrier's backoff: the first retry after retryFirst, doubling up to
+// retryMax between attempts while they fail.
+const (
+	retryFirst = 20 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
 
 // submit queues apply for the group commit and returns once the change is
 // durable (or failed). Changes submitted while a commit is in progress are
 // written together by the next one: one file write and two fsyncs (file
 // and directory) for the whole batch.
 func (l *Ledger) submit(apply func(st *fileState, now time.Time, recovered int) (bool, error)) error {
-	o := &op{apply: apply, done: make(chan error, 1)}
+	return l.submitOp(&op{apply: apply})
+}
+
+func (l *Ledger) submitOp(o *op) error {
+	o.done = make(chan error, 1)
 	l.mu.Lock()
 	l.queue = append(l.queue, o)
 	l.pending++
@@ -75,14 +93,26 @@ func (l *Ledger) writeLoop() {
 				changed = changed || c
 			}
 			return changed
-		})
-		if err == nil && len(retry) > 0 {
+		}, func() {
+			// Durable: the retried changes are done, and the entries the
+			// held slots stood for are in the file, so their locks may go
+			// (a reader who finds one unlocked sees the new file on its
+			// second stat). One critical section with relock, so that a
+			// lock it takes is released here.
 			l.mu.Lock()
 			for _, r := range retry {
+				if cur := l.retry[r.id]; cur.held && l.slots != nil {
+					unlockSlot(l.slots, cur.slot)
+				}
 				delete(l.retry, r.id)
 			}
 			l.mu.Unlock()
-		}
+			for _, o := range batch {
+				if o.after != nil && o.err == nil {
+					o.after()
+				}
+			}
+		})
 		l.mu.Lock()
 		l.pending -= len(batch)
 		l.mu.Unlock()
@@ -96,18 +126,60 @@ func (l *Ledger) writeLoop() {
 	}
 }
 
+// addRetry keeps a change whose commit failed and makes sure the retrier
+// runs.
+func (l *Ledger) addRetry(r retryOp) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retry[r.id] = r
+	if !l.retrying {
+		l.retrying = true
+		go l.retryLoop()
+	}
+}
+
+// retryLoop commits the retried changes in the background until none is
+// left, waiting retryFirst, then twice as long after each failure, up to
+// retryMax. It also takes again the slot locks an Unknown could not take.
+func (l *Ledger) retryLoop() {
+	delay := retryFirst
+	for {
+		time.Sleep(delay)
+		l.relock()
+		err := l.submit(func(*fileState, time.Time, int) (bool, error) { return false, nil })
+		l.mu.Lock()
+		if len(l.retry) == 0 {
+			l.retrying = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		if err != nil {
+			delay = min(2*delay, retryMax)
+		} else {
+			delay = retryFirst
+		}
+	}
+}
+
 func applyRetries(st *fileState, retry []retryOp) bool {
 	changed := false
 	for _, r := range retry {
 		if removeMarker(st, r.id) {
 			changed = true
 		}
-		if r.unknown != nil && !containsID(st.Entries, r.id) {
+		if r.unknown != nil && !containsID(st.Entries, r.id) && !clearedID(st, r.id) {
 			st.Entries = append(st.Entries, *r.unknown)
 			changed = true
 		}
 	}
 	return changed
+}
+
+// clearedID reports whether an operator cleared id: an Unknown saved late
+// must not bring it back.
+func clearedID(st *fileState, id string) bool {
+	return slices.ContainsFunc(st.Cleared, func(c Cleared) bool { return c.ID == id })
 }
 
 // recoverDead turns the markers of dead processes into entries.
@@ -141,12 +213,17 @@ func removeMarker(st *fileState, id string) bool {
 	return false
 }
 
-// transact is one read-modify-write under the exclusive lock: read the
-// file (missing is empty; unreadable aborts with nothing written), let fn
-// change it, and if it did, replace the file atomically and durably.
-func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool) error {
+// transact is one read-modify-write under the exclusive lock: check the
+// state dir and its files, read the file (missing is empty; unreadable
+// aborts with nothing written), let fn change a copy of it, and if it did,
+// replace the file atomically and durably. after, when set, runs once the
+// change is durable or was not needed, still under the lock.
+func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool, after func()) error {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return fmt.Errorf("ledger: state dir: %w", err)
+	}
+	if _, err := l.checkDir(); err != nil {
+		return err
 	}
 	unlock, err := l.lock()
 	if err != nil {
@@ -154,11 +231,15 @@ func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool) error {
 	}
 	defer unlock()
 
-	st, err := l.read()
+	p, err := l.load()
 	if err != nil {
 		return err
 	}
+	st := p.st.clone()
 	if !fn(st, time.Now().UTC()) {
+		if after != nil {
+			after()
+		}
 		return nil
 	}
 	b, err := st.encode()
@@ -171,16 +252,32 @@ func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool) error {
 	l.mu.Lock()
 	l.commits++
 	l.mu.Unlock()
+	l.cacheWritten(st)
+	if after != nil {
+		after()
+	}
 	return nil
+}
+
+// cacheWritten caches the state this Ledger just wrote, so that the next
+// read does not parse it again. Under the lock: the file is the one
+// written.
+func (l *Ledger) cacheWritten(st *fileState) {
+	f, fst, err := l.openChecked(FileName, unix.O_RDONLY)
+	if err != nil {
+		l.setCache(nil)
+		return
+	}
+	l.setCache(&parsed{id: idOf(fst), pin: f, st: st})
 }
 
 // lock takes the exclusive flock on the lock file, blocking until it is
 // free. The lock is released by closing the descriptor, and by the kernel
 // if the process dies.
 func (l *Ledger) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(l.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	f, _, err := l.openChecked(lockName, unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: lock file: %w", err)
+		return nil, err
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
