@@ -55,6 +55,27 @@ func (l *Ledger) checkDir() (bool, error) {
 	return true, nil
 }
 
+// preflight creates the state dir if missing (0700) and checks it and
+// every file in it that exists, before a change creates any file there.
+func (l *Ledger) preflight() error {
+	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+		return fmt.Errorf("ledger: state dir: %w", err)
+	}
+	if _, err := l.checkDir(); err != nil {
+		return err
+	}
+	for _, name := range []string{lockName, slotsName, FileName} {
+		_, st, err := l.checkName(name)
+		if err != nil {
+			return err
+		}
+		if name == FileName && st != nil && st.Size > MaxFileSize {
+			return l.tooBig(st.Size)
+		}
+	}
+	return nil
+}
+
 // checkStat checks the stat of a file of the state dir, taken without
 // following links: a regular file of this process's euid, not writable by
 // group or others.

@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 	case "proc":
 		procChild()
 		os.Exit(0)
+	case "unsaved":
+		unsavedChild()
+	case "hostile":
+		hostileChild()
 	}
 	os.Exit(m.Run())
 }

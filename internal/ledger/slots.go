@@ -30,10 +30,7 @@ func (l *Ledger) slotFile() (*os.File, error) {
 	if f != nil {
 		return f, nil
 	}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("ledger: state dir: %w", err)
-	}
-	if _, err := l.checkDir(); err != nil {
+	if err := l.preflight(); err != nil {
 		return nil, err
 	}
 	f, _, err := l.openChecked(slotsName, unix.O_RDWR|unix.O_CREAT)

@@ -219,10 +219,7 @@ func removeMarker(st *fileState, id string) bool {
 // replace the file atomically and durably. after, when set, runs once the
 // change is durable or was not needed, still under the lock.
 func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool, after func()) error {
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return fmt.Errorf("ledger: state dir: %w", err)
-	}
-	if _, err := l.checkDir(); err != nil {
+	if err := l.preflight(); err != nil {
 		return err
 	}
 	unlock, err := l.lock()
