@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 		unsavedChild()
 	case "hostile":
 		hostileChild()
+	case "crashfull":
+		crashFullChild()
 	}
 	os.Exit(m.Run())
 }
