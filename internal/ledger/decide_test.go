@@ -255,7 +255,7 @@ func TestPendingLargeLedger(t *testing.T) {
 // call, so the decision cache never answers. reads/op counts the times the
 // ledger file was parsed.
 func BenchmarkDecideLedger(b *testing.B) {
-	for _, n := range []int{0, 1_000, 100_000} {
+	for _, n := range []int{0, 1, 10, 1_000, 100_000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "state")
 			if n > 0 {
