@@ -49,6 +49,8 @@ deny contains {
 
 _total := req.doc.ledger_total
 
+# _entries are the listed entries with the four fields a deny shows, ""
+# where one is missing.
 _entries := [{
 	"id": object.get(e, "id", ""),
 	"tool": object.get(e, "tool", ""),
@@ -60,7 +62,7 @@ _entries := [{
 
 # _summary has one rule per case, each guarded so exactly one holds for any
 # total > 0: a missing summary would leave the deny undefined.
-_summary := sprintf("an earlier write's outcome is unknown (%s)", [_describe(_entries[0])]) if {
+_summary := sprintf("an earlier write's outcome is unknown (%s)", [_listed]) if {
 	_total == 1
 	count(_entries) == 1
 }
@@ -82,6 +84,6 @@ _summary := sprintf("%d earlier writes have an unknown outcome (listed by: mcpx-
 	count(_entries) == 0
 }
 
-_listed := concat("; ", [_describe(e) | some e in _entries])
-
-_describe(e) := sprintf("%s at %s, id %s, args sha256 %s", [e.tool, e.time, e.id, substring(e.args_sha256, 0, 12)])
+_listed := concat("; ", [sprintf("%s at %s, id %s, args sha256 %s", [e.tool, e.time, e.id, substring(e.args_sha256, 0, 12)]) |
+	some e in _entries
+])
