@@ -243,13 +243,14 @@ func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool, after func
 	if err != nil {
 		return fmt.Errorf("ledger: encode: %w", err)
 	}
-	if err := l.replace(b); err != nil {
+	written, err := l.replace(b)
+	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	l.commits++
 	l.mu.Unlock()
-	l.cacheWritten(st)
+	l.cacheWritten(st, written)
 	if after != nil {
 		after()
 	}
@@ -257,15 +258,21 @@ func (l *Ledger) transact(fn func(st *fileState, now time.Time) bool, after func
 }
 
 // cacheWritten caches the state this Ledger just wrote, so that the next
-// read does not parse it again. Under the lock: the file is the one
-// written.
-func (l *Ledger) cacheWritten(st *fileState) {
+// read does not parse it again, provided the file at the path is still the
+// inode it wrote (written: device and inode).
+func (l *Ledger) cacheWritten(st *fileState, written [2]uint64) {
 	f, fst, err := l.openChecked(FileName, unix.O_RDONLY)
 	if err != nil {
 		l.setCache(nil)
 		return
 	}
-	l.setCache(&parsed{id: idOf(fst), pin: f, st: st})
+	id := idOf(fst)
+	if [2]uint64{id.dev, id.ino} != written { // replaced by someone outside the lock: read it
+		f.Close()
+		l.setCache(nil)
+		return
+	}
+	l.setCache(&parsed{id: id, pin: f, st: st})
 }
 
 // lock takes the exclusive flock on the lock file, blocking until it is
@@ -292,19 +299,26 @@ func (l *Ledger) lock() (func(), error) {
 // replace writes b to the ledger file atomically (renameio: temp file in
 // the same directory, fsync, rename) and then fsyncs the directory so the
 // rename itself survives a power cut.
-func (l *Ledger) replace(b []byte) error {
+// It returns the new file's device and inode.
+func (l *Ledger) replace(b []byte) ([2]uint64, error) {
+	var id [2]uint64
 	pf, err := renameio.NewPendingFile(l.path, renameio.WithTempDir(l.dir), renameio.WithStaticPermissions(0o600))
 	if err != nil {
-		return fmt.Errorf("ledger: write: %w", err)
+		return id, fmt.Errorf("ledger: write: %w", err)
 	}
 	defer pf.Cleanup()
 	if _, err := pf.Write(b); err != nil {
-		return fmt.Errorf("ledger: write: %w", err)
+		return id, fmt.Errorf("ledger: write: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(pf.Fd()), &st); err == nil {
+		fid := idOf(&st)
+		id = [2]uint64{fid.dev, fid.ino}
 	}
 	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return fmt.Errorf("ledger: write: %w", err)
+		return id, fmt.Errorf("ledger: write: %w", err)
 	}
-	return syncDir(l.dir)
+	return id, syncDir(l.dir)
 }
 
 func syncDir(dir string) error {
