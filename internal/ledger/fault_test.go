@@ -1,3 +1,5 @@
+//go:build linux
+
 package ledger_test
 
 import (
@@ -16,6 +18,8 @@ import (
 
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
+
+func init() { childRoles["unsaved"] = unsavedChild }
 
 // A fault makes every write of the ledger file fail while it is on, and
 // stops doing so when it is turned off. Two kinds, so that the disk-full

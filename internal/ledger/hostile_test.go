@@ -1,3 +1,5 @@
+//go:build linux
+
 package ledger_test
 
 import (
@@ -16,6 +18,8 @@ import (
 
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
+
+func init() { childRoles["hostile"] = hostileChild }
 
 // otherUID owns what "another user" owns in these tests.
 const otherUID = 65534

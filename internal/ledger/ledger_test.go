@@ -17,20 +17,16 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
+// childRoles are the roles a re-executed test binary plays (childEnv names
+// one); each runs until the process exits or is killed.
+var childRoles = map[string]func(){"crash": crashChild, "proc": procChild}
+
 func TestMain(m *testing.M) {
-	switch os.Getenv(childEnv) {
-	case "crash":
-		crashChild()
-		os.Exit(0)
-	case "proc":
-		procChild()
-		os.Exit(0)
-	case "unsaved":
-		unsavedChild()
-	case "hostile":
-		hostileChild()
-	case "crashfull":
-		crashFullChild()
+	if role := os.Getenv(childEnv); role != "" {
+		if run := childRoles[role]; run != nil {
+			run()
+			os.Exit(0)
+		}
 	}
 	os.Exit(m.Run())
 }
