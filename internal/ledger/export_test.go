@@ -28,3 +28,10 @@ func Retrying(l *Ledger) int {
 	defer l.mu.Unlock()
 	return len(l.retry)
 }
+
+// RetrierRunning reports whether l's background retrier runs.
+func RetrierRunning(l *Ledger) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.retrying
+}

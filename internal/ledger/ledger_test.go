@@ -522,6 +522,12 @@ func TestUnreadableAfterBegin(t *testing.T) {
 	if len(f.Entries) != 1 || f.Entries[0].ID != d.ID() || len(f.InFlight) != 0 {
 		t.Fatalf("after the retry: %+v", f)
 	}
+	// The background retrier stops by itself once nothing is left.
+	for deadline := time.Now().Add(10 * time.Second); ledger.RetrierRunning(l); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the retrier still runs with nothing to retry")
+		}
+	}
 }
 
 // TestGroupCommit holds the file lock from outside so that 16 Begins queue

@@ -143,17 +143,25 @@ func (l *Ledger) addRetry(r retryOp) {
 // retryMax. It also takes again the slot locks an Unknown could not take.
 func (l *Ledger) retryLoop() {
 	delay := retryFirst
-	for {
-		time.Sleep(delay)
-		l.relock()
-		err := l.submit(func(*fileState, time.Time, int) (bool, error) { return false, nil })
+	done := func() bool {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		if len(l.retry) == 0 {
 			l.retrying = false
-			l.mu.Unlock()
+			return true
+		}
+		return false
+	}
+	for {
+		time.Sleep(delay)
+		if done() { // another commit applied them meanwhile
 			return
 		}
-		l.mu.Unlock()
+		l.relock()
+		err := l.submit(func(*fileState, time.Time, int) (bool, error) { return false, nil })
+		if done() {
+			return
+		}
 		if err != nil {
 			delay = min(2*delay, retryMax)
 		} else {
