@@ -25,19 +25,23 @@ func (e *Engine) OPAInput(call Call) ([]byte, error) {
 	return b, nil
 }
 
-// ledgerView is what the policy sees of server's unknown-outcome entries.
-// It must match what Decide feeds the engine (the stock-OPA equivalence
-// test compares the two on a corrupt ledger).
+// ledgerView is what the policy sees of server's unknown-outcome entries:
+// the oldest ledger.Listed of them and the total, so that a decision and
+// its deny stay small however many there are (docs/ledger.md). It must
+// match what Decide feeds the engine (the stock-OPA equivalence test
+// compares the two on a corrupt ledger).
 func (e *Engine) ledgerView(server string) *engine.Ledger {
 	led := &engine.Ledger{}
-	entries, err := e.ledger.Entries(server)
+	p, err := e.ledger.Pending(server, ledger.Listed)
 	switch {
 	case errors.Is(err, ledger.ErrNewerVersion):
 		led.Unreadable = "written by a newer mcpx-policy; an operator runs 'mcpx-policy writes' to see why"
+	case errors.Is(err, ledger.ErrUnsafe):
+		led.Unreadable = "not trusted: other users may write the state directory or a ledger file; an operator runs 'mcpx-policy writes' to see what to fix"
 	case err != nil:
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:
-		led.Entries = entries
+		led.Entries, led.Total = p.Entries, p.Total
 	}
 	return led
 }

@@ -23,8 +23,12 @@ func (d *Dispatch) Sent() { d.d.Sent() }
 func (d *Dispatch) Settle() error { return d.d.Settle() }
 
 // Unknown ends the dispatch with a lost answer: the write becomes an
-// unknown-outcome entry and further writes to the server are denied until
-// an operator clears it. cause says what happened ("timeout", …).
+// unknown-outcome entry and further writes to the server are denied, in
+// every process sharing the state dir, until an operator clears it. cause
+// says what happened ("timeout", …). If the ledger cannot be written at
+// that moment (disk full) it returns the error, and the write blocks all
+// the same while the entry is saved in the background
+// (docs/ledger.md#when-the-disk-is-full).
 func (d *Dispatch) Unknown(cause string) error { return d.d.Unknown(cause) }
 
 // Abort ends a dispatch whose bytes were never sent: nothing is recorded.

@@ -161,6 +161,26 @@ func examplesCalls(t *testing.T) []string {
 	return calls
 }
 
+// manyEntries writes a ledger file with n unknown-outcome entries for fs
+// and returns its path.
+func manyEntries(t *testing.T, n int) string {
+	t.Helper()
+	entries := make([]map[string]string, n)
+	for i := range entries {
+		entries[i] = map[string]string{"id": fmt.Sprintf("e%02d", i), "server": "fs", "tool": "write_file",
+			"args_sha256": fmt.Sprintf("%064x", i), "time": fmt.Sprintf("2026-11-29T21:14:%02dZ", i), "surface": "mcp"}
+	}
+	b, err := json.Marshal(map[string]any{"version": 1, "entries": entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ledger-many.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestStockOPAEquivalence builds the bundle of each config, serves it from
 // a stock `opa run --server`, POSTs every call's input (the same document
 // the engine evaluates, from Engine.OPAInput) to /v1/data/mcpx/decision and
@@ -179,6 +199,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 	cases := []equivCase{
 		{name: "example", calls: all, sign: true},
 		{name: "ledger-pending", ledger: cr + "ledger-pending.json", calls: all},
+		{name: "ledger-many", ledger: manyEntries(t, 25), calls: all}, // the input lists 10 and the total
 		{name: "ledger-corrupt", ledger: cr + "ledger-corrupt.json", calls: all},
 		{name: "unknown-args-warn", layers: []string{cr + "unknown-args-warn.yaml"}, calls: all},
 		{name: "write-deny", layers: []string{cr + "write-deny.yaml"}, calls: all},

@@ -131,8 +131,12 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 func writesLedgerFail(stderr io.Writer, l *ledger.Ledger, err error) int {
 	if errors.Is(err, ledger.ErrUnreadable) {
 		hint := "the file was left untouched and writes stay blocked: inspect it, then restore it from a backup or move it aside (see docs/ledger.md)"
-		if errors.Is(err, ledger.ErrNewerVersion) {
+		var ue *ledger.UnreadableError
+		switch {
+		case errors.Is(err, ledger.ErrNewerVersion):
 			hint = "a newer mcpx-policy wrote this file: use that version, the file was left untouched"
+		case errors.As(err, &ue) && ue.Hint != "":
+			hint = ue.Hint + " (nothing was changed; writes stay blocked until then)"
 		}
 		return fail(stderr, err, hint)
 	}

@@ -174,3 +174,52 @@ func TestWritesUnreadableLedger(t *testing.T) {
 		})
 	}
 }
+
+// TestWritesHostileStateDir: a state dir others may write, or a ledger
+// that is a link, is refused with a hint that says what to fix, and
+// `writes clear` never replaces the link.
+func TestWritesHostileStateDir(t *testing.T) {
+	t.Parallel()
+	t.Run("world-writable", func(t *testing.T) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "state")
+		unknownWrites(t, dir, "fs", 1)
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"--state-dir", dir}, {"clear", "fs", "--state-dir", dir}} {
+			code, out, errs := runW(t, args...)
+			want := "mcpx-policy: error: ledger " + filepath.Join(dir, ledger.FileName) + " is unreadable: writable by other users: state dir " +
+				dir + " is writable by group or others (mode 0777)\nmcpx-policy: hint: check its content, then run: chmod 700 " + dir +
+				" (nothing was changed; writes stay blocked until then)\n"
+			if code != 1 || out != "" || errs != want {
+				t.Errorf("%v: exit %d, stdout %q, stderr:\n%s\nwant:\n%s", args, code, out, errs, want)
+			}
+		}
+	})
+	t.Run("ledger-symlink", func(t *testing.T) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "state")
+		unknownWrites(t, dir, "fs", 1)
+		path := filepath.Join(dir, ledger.FileName)
+		real := filepath.Join(t.TempDir(), "real.json")
+		if err := os.Rename(path, real); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(real, path); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.ReadFile(real)
+		code, _, errs := runW(t, "clear", "fs", "--state-dir", dir)
+		if code != 1 || !strings.Contains(errs, "is a symbolic link to "+real+", not a regular file") ||
+			!strings.Contains(errs, "hint: the ledger's files must be regular files: move it aside") {
+			t.Errorf("exit %d, stderr %q", code, errs)
+		}
+		if to, err := os.Readlink(path); err != nil || to != real {
+			t.Fatalf("the link was replaced: %q, %v", to, err)
+		}
+		if after, _ := os.ReadFile(real); string(after) != string(before) {
+			t.Fatal("the link's target changed")
+		}
+	})
+}

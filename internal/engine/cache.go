@@ -71,6 +71,7 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 	} else {
 		b = append(b, 1)
 		b.str(led.Unreadable)
+		b.len(led.Total)
 		b.len(len(led.Entries))
 		for _, e := range led.Entries {
 			for _, f := range []string{e.ID, e.Server, e.Tool, e.ArgsSHA256, e.Time, e.Surface} {

@@ -232,10 +232,13 @@ func callsNondeterministic(c *ast.Compiler) bool {
 func (e *Engine) Revision() string { return e.revision }
 
 // Ledger is what the caller knows of the server's unknown-outcome entries:
-// the entries, or, when it could not read them, Unreadable saying why in
-// words fit for an agent (no file paths, no parser text).
+// the oldest entries and the total count (Entries may hold fewer than
+// Total: a deny lists a bounded number), or, when it could not read them,
+// Unreadable saying why in words fit for an agent (no file paths, no
+// parser text).
 type Ledger struct {
 	Entries    []decision.LedgerEntry
+	Total      int // all of the server's entries; below len(Entries) counts as len(Entries)
 	Unreadable string
 }
 

@@ -110,6 +110,7 @@ func ledgerValue(led *Ledger) ast.Object {
 		))
 	}
 	obj.Insert(ast.InternedTerm("entries"), ast.ArrayTerm(entries...))
+	obj.Insert(ast.InternedTerm("total"), ast.IntNumberTerm(max(led.Total, len(led.Entries))))
 	return obj
 }
 

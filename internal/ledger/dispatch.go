@@ -24,6 +24,7 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z"
 type Dispatch struct {
 	l     *Ledger
 	entry decision.LedgerEntry
+	slot  int64 // the marker's slot (slots.go)
 
 	mu   sync.Mutex
 	sent bool
@@ -36,11 +37,14 @@ type Dispatch struct {
 // (decision.ArgsSHA256), never the args. If the process dies before the
 // dispatch ends, the marker becomes an unknown-outcome entry.
 //
+// The marker names a slot of the slot file (ledger.slots, created by the
+// first Begin), which Unknown locks until its entry is saved.
+//
 // Errors: server or tool empty, args that are not JSON, an *UnreadableError
-// for a bad ledger file (nothing is written), or an I/O error. On any error
-// the request must not be sent; a marker a half-failed commit may have left
-// (say, the directory fsync failed) is removed by this Ledger's next commit.
-// Concurrent Begins share commits (group commit).
+// for a bad ledger file or state dir (nothing is written), or an I/O error.
+// On any error the request must not be sent; a marker a half-failed commit
+// may have left (say, the directory fsync failed) is removed in the
+// background. Concurrent Begins share commits (group commit).
 func (l *Ledger) Begin(server, tool string, args map[string]any, surface string) (*Dispatch, error) {
 	if server == "" || tool == "" {
 		return nil, errors.New("ledger: begin: server and tool are required")
@@ -53,23 +57,32 @@ func (l *Ledger) Begin(server, tool string, args map[string]any, surface string)
 		ID: newID(), Server: server, Tool: tool, ArgsSHA256: sum,
 		Time: time.Now().UTC().Format(timeFormat), Surface: surface,
 	}}
+	if _, err := l.slotFile(); err != nil {
+		return nil, err
+	}
 	m := Marker{LedgerEntry: d.entry, Owner: selfOwner()}
 	err = l.submit(func(st *fileState, _ time.Time, _ int) (bool, error) {
+		t := &slotTester{l: l}
+		defer t.close()
+		slot, err := l.freeSlot(st, t)
+		if err != nil {
+			return false, err
+		}
+		m.Slot = slot
 		st.InFlight = append(st.InFlight, m)
 		return true, nil
 	})
 	if err != nil && !errors.Is(err, ErrUnreadable) {
 		// The replace may have happened even though the commit failed
-		// (say, the directory fsync): take the marker out with the next
-		// commit, or it would turn into an unknown entry at exit for a call
-		// that was never sent.
-		l.mu.Lock()
-		l.retry[d.entry.ID] = retryOp{id: d.entry.ID}
-		l.mu.Unlock()
+		// (say, the directory fsync): take the marker out in the
+		// background, or it would turn into an unknown entry at exit for a
+		// call that was never sent.
+		l.addRetry(retryOp{id: d.entry.ID, slot: m.Slot})
 	}
 	if err != nil {
 		return nil, err
 	}
+	d.slot = m.Slot
 	return d, nil
 }
 
@@ -94,17 +107,23 @@ func (d *Dispatch) Sent() {
 // Settle ends the dispatch on a definite result or error from the server:
 // the marker is removed and nothing is recorded. It returns once the
 // removal is durable. If the file cannot be written it returns the error,
-// and the removal is retried with the next change this Ledger commits (the
-// marker meanwhile stays in the file, which is conservative: should this
-// process die, it becomes an unknown entry).
+// and the removal is retried in the background, with backoff (the marker
+// meanwhile stays in the file, which is conservative: should this process
+// die, it becomes an unknown entry).
 func (d *Dispatch) Settle() error { return d.end(nil) }
 
 // Unknown ends the dispatch when its outcome is lost after the bytes went
 // out: transport failure, process exit, timeout, cancellation. The marker
 // becomes an unknown-outcome entry with cause, durably before it returns.
-// If the file cannot be written it returns the error; the entry is then
-// reported by this Ledger's Entries and List and retried with its next
-// commit, so the server's writes stay blocked either way.
+//
+// First it locks the marker's slot, which makes every reader, in any
+// process, count the marker as an unknown-outcome entry; the lock goes
+// once the entry is durable. If the file cannot be written (disk full,
+// unreadable file) it returns the error and keeps the lock, and the save
+// is retried in the background with backoff until it succeeds; the
+// server's writes stay blocked everywhere meanwhile. Should the process
+// die first, the kernel drops the lock and the marker is a dead process's
+// marker: an entry for every reader.
 func (d *Dispatch) Unknown(cause string) error {
 	e := Entry{LedgerEntry: d.entry, Cause: strings.TrimSpace(cause)}
 	if e.Cause == "" {
@@ -134,21 +153,24 @@ func (d *Dispatch) end(unknown *Entry) error {
 		return nil
 	}
 	id := d.entry.ID
-	err := d.l.submit(func(st *fileState, _ time.Time, _ int) (bool, error) {
+	held := unknown != nil && d.l.holdSlot(d.slot) == nil
+	o := &op{apply: func(st *fileState, _ time.Time, _ int) (bool, error) {
 		removed := removeMarker(st, id)
 		if unknown == nil {
 			return removed, nil
 		}
-		if containsID(st.Entries, id) {
-			return removed, nil // already an entry: a retried Unknown
+		if containsID(st.Entries, id) || clearedID(st, id) {
+			return removed, nil // already an entry, or cleared meanwhile
 		}
 		st.Entries = append(st.Entries, *unknown)
 		return true, nil
-	})
+	}}
+	if held {
+		o.after = func() { d.l.releaseSlot(d.slot) }
+	}
+	err := d.l.submitOp(o)
 	if err != nil {
-		d.l.mu.Lock()
-		d.l.retry[id] = retryOp{id: id, unknown: unknown}
-		d.l.mu.Unlock()
+		d.l.addRetry(retryOp{id: id, unknown: unknown, slot: d.slot, held: held})
 	}
 	d.done = true
 	return err

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
@@ -20,6 +22,12 @@ const FileName = "ledger.json"
 // lockName is the lock file beside the ledger. It holds no data: an
 // exclusive flock on it serialises every read-modify-write of FileName.
 const lockName = "ledger.lock"
+
+// slotsName is the slot file beside the ledger. It holds no data: a
+// process that declared a write's outcome unknown holds an OFD byte-range
+// lock on the byte its marker's slot names until the entry is saved (see
+// slots.go).
+const slotsName = "ledger.slots"
 
 // Entry is one unknown-outcome write: the request bytes went out and no
 // definite answer came back. It holds the SHA-256 of the canonical
@@ -40,10 +48,16 @@ type Cleared struct {
 
 // Marker is an in-flight write: made durable before the request bytes are
 // written, removed when the call settles. A marker whose owner process is
-// gone is an unknown-outcome write.
+// gone is an unknown-outcome write, and so is a marker whose slot is locked
+// in the slot file: its owner declared the outcome unknown and has not
+// saved the entry yet (the disk was full, say).
 type Marker struct {
 	decision.LedgerEntry
 	Owner Owner `json:"owner"`
+	// Slot is the byte of the slot file the owner locks while the outcome
+	// is unknown and not yet saved; unique among the markers in the file
+	// and the slots locked. 0 (markers written by older builds): none.
+	Slot int64 `json:"slot,omitempty"`
 }
 
 // Owner identifies the process that dispatched a write, across PID reuse
@@ -147,6 +161,17 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// clone copies the lists and the extra fields: the copy can be changed
+// without touching st, which a cached parse shares with readers.
+func (st *fileState) clone() *fileState {
+	c := &fileState{Version: st.Version, Entries: slices.Clone(st.Entries), Cleared: slices.Clone(st.Cleared),
+		InFlight: slices.Clone(st.InFlight)}
+	if st.extra != nil {
+		c.extra = maps.Clone(st.extra)
+	}
+	return c
 }
 
 func emptyState() *fileState { return &fileState{Version: Version} }

@@ -17,14 +17,16 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
+// childRoles are the roles a re-executed test binary plays (childEnv names
+// one); each runs until the process exits or is killed.
+var childRoles = map[string]func(){"crash": crashChild, "proc": procChild}
+
 func TestMain(m *testing.M) {
-	switch os.Getenv(childEnv) {
-	case "crash":
-		crashChild()
-		os.Exit(0)
-	case "proc":
-		procChild()
-		os.Exit(0)
+	if role := os.Getenv(childEnv); role != "" {
+		if run := childRoles[role]; run != nil {
+			run()
+			os.Exit(0)
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -207,6 +209,7 @@ func TestModes(t *testing.T) {
 		{dir, 0o700 | os.ModeDir},
 		{filepath.Join(dir, ledger.FileName), 0o600},
 		{filepath.Join(dir, "ledger.lock"), 0o600},
+		{filepath.Join(dir, "ledger.slots"), 0o600},
 	} {
 		fi, err := os.Stat(tc.path)
 		if err != nil {
@@ -217,8 +220,8 @@ func TestModes(t *testing.T) {
 		}
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Errorf("state dir holds %d files, want ledger.json and ledger.lock: %v", len(ents), ents)
+	if len(ents) != 3 {
+		t.Errorf("state dir holds %d files, want ledger.json, ledger.lock and ledger.slots: %v", len(ents), ents)
 	}
 }
 
@@ -519,6 +522,12 @@ func TestUnreadableAfterBegin(t *testing.T) {
 	if len(f.Entries) != 1 || f.Entries[0].ID != d.ID() || len(f.InFlight) != 0 {
 		t.Fatalf("after the retry: %+v", f)
 	}
+	// The background retrier stops by itself once nothing is left.
+	for deadline := time.Now().Add(10 * time.Second); ledger.RetrierRunning(l); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the retrier still runs with nothing to retry")
+		}
+	}
 }
 
 // TestGroupCommit holds the file lock from outside so that 16 Begins queue
@@ -552,9 +561,9 @@ func TestGroupCommit(t *testing.T) {
 	// All 16 Begins are submitted: a commit is blocked on the lock, the
 	// rest are queued behind it.
 	deadline := time.Now().Add(10 * time.Second)
-	for ledger.Pending(l) < 16 {
+	for ledger.Queued(l) < 16 {
 		if time.Now().After(deadline) {
-			t.Fatalf("pending %d, want 16", ledger.Pending(l))
+			t.Fatalf("pending %d, want 16", ledger.Queued(l))
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -25,8 +25,9 @@ import data.mcpx.lib.text
 # _fast holds for a call whose every field is present-and-valid or absent in
 # the way the engine builds it: server and tool name non-empty strings, args
 # an object, annotations an object of boolean hints, inputSchema an object or
-# null, a known mode, a ledger object with an array of objects, a principal
-# object, a surface string and a lowercase hex call_sha256 or none.
+# null, a known mode, a ledger object with an array of objects and a count,
+# a principal object, a surface string and a lowercase hex call_sha256 or
+# none.
 _fast if {
 	is_string(input.server)
 	input.server != ""
@@ -46,6 +47,7 @@ _fast if {
 	every e in entries {
 		is_object(e)
 	}
+	_count(object.get(ledger, "total", 0))
 	is_object(object.get(input, "principal", {}))
 	is_string(object.get(input, "surface", ""))
 	sha := object.get(input, "call_sha256", _zero_sha256)
@@ -88,6 +90,8 @@ _ledger_doc := _raw_ledger if is_object(_raw_ledger)
 
 _raw_entries := object.get(_ledger_doc, "entries", [])
 
+_raw_total := object.get(_ledger_doc, "total", 0)
+
 _raw_sha256 := object.get(_input, "call_sha256", null)
 
 # problems lists what is wrong with the input, one message each.
@@ -126,6 +130,8 @@ _problems contains "ledger must be an object" if not is_object(_raw_ledger)
 
 _problems contains "ledger.entries must be an array of objects" if not _entries_ok
 
+_problems contains "ledger.total must be a non-negative integer" if not _count(_raw_total)
+
 _problems contains "principal must be an object" if not is_object(object.get(_input, "principal", {}))
 
 _problems contains "surface must be a string" if not is_string(object.get(_input, "surface", ""))
@@ -153,7 +159,10 @@ _entries_ok if {
 #                    tells whether the caller gave one
 #   mode             the caller's write mode, or null (it may only
 #                    tighten the configured one: lib.config.write_mode)
-#   ledger_entries   this server's unknown-outcome entries
+#   ledger_entries   this server's unknown-outcome entries (the caller
+#                    may list only the oldest of them)
+#   ledger_total     how many there are: the caller's total, never below
+#                    the entries listed
 #   ledger_error     the caller's reason when it could not read the
 #                    ledger, or null
 #   call_sha256      the caller's SHA-256 of the RFC 8785 canonical call,
@@ -172,7 +181,8 @@ doc := {
 	"schema": object.get({"object": schema}, type_name(schema), {}),
 	"has_schema": is_object(schema),
 	"mode": object.get(input, "mode", null),
-	"ledger_entries": [e | some e in entries; object.get(e, "server", input.server) == input.server],
+	"ledger_entries": listed,
+	"ledger_total": max([count(listed), object.get(ledger, "total", 0)]),
 	"ledger_error": object.get(ledger, "error", null),
 	"call_sha256": object.get(input, "call_sha256", ""),
 } if {
@@ -180,7 +190,7 @@ doc := {
 	annotations := object.get(input.tool, "annotations", {})
 	schema := object.get(input.tool, "inputSchema", null)
 	ledger := object.get(input, "ledger", {})
-	entries := object.get(ledger, "entries", [])
+	listed := [e | some e in object.get(ledger, "entries", []); object.get(e, "server", input.server) == input.server]
 } else := {
 	"server": _server,
 	"tool": _tool,
@@ -192,6 +202,7 @@ doc := {
 	"has_schema": is_object(_raw_schema),
 	"mode": object.get(_input, "mode", null),
 	"ledger_entries": _ledger_entries,
+	"ledger_total": max([count(_ledger_entries), _ledger_total]),
 	"ledger_error": object.get(_ledger_doc, "error", null),
 	"call_sha256": _call_sha256,
 }
@@ -227,6 +238,10 @@ _ledger_entries := [e |
 	is_array(_raw_entries)
 }
 
+default _ledger_total := 0
+
+_ledger_total := _raw_total if _count(_raw_total)
+
 default _call_sha256 := ""
 
 _call_sha256 := _raw_sha256 if _sha256_hex(_raw_sha256)
@@ -234,6 +249,12 @@ _call_sha256 := _raw_sha256 if _sha256_hex(_raw_sha256)
 _sha256_hex(s) if {
 	is_string(s)
 	regex.match(`^[0-9a-f]{64}$`, s)
+}
+
+_count(n) if {
+	is_number(n)
+	n >= 0
+	floor(n) == n
 }
 
 _non_empty_string(s) if {

@@ -18,6 +18,10 @@ _cases := [
 	{"input": object.union(_ok, {"ledger": []}), "problems": {"ledger must be an object"}},
 	{"input": object.union(_ok, {"ledger": {"entries": {}}}), "problems": {"ledger.entries must be an array of objects"}},
 	{"input": object.union(_ok, {"ledger": {"entries": [1]}}), "problems": {"ledger.entries must be an array of objects"}},
+	{"input": object.union(_ok, {"ledger": {"entries": [], "total": -1}}), "problems": {"ledger.total must be a non-negative integer"}},
+	{"input": object.union(_ok, {"ledger": {"entries": [], "total": 1.5}}), "problems": {"ledger.total must be a non-negative integer"}},
+	{"input": object.union(_ok, {"ledger": {"entries": [], "total": "3"}}), "problems": {"ledger.total must be a non-negative integer"}},
+	{"input": object.union(_ok, {"ledger": {"entries": [], "total": 3}}), "problems": set()},
 	{"input": object.union(_ok, {"principal": "root"}), "problems": {"principal must be an object"}},
 	{"input": object.union(_ok, {"surface": 1}), "problems": {"surface must be a string"}},
 	{"input": object.union(_ok, {"call_sha256": "ABC"}), "problems": {"call_sha256 must be a lowercase hex SHA-256 (64 characters 0-9a-f)"}},
@@ -44,6 +48,10 @@ test_defaults if {
 	req.doc.destructive == false with input as {"server": "fs", "tool": {"name": "t", "annotations": {"destructiveHint": false}}}
 	req.doc.has_schema == false with input as {"server": "fs", "tool": {"name": "t"}}
 	req.doc.ledger_error == null with input as {"server": "fs", "tool": {"name": "t"}}
+	req.doc.ledger_total == 0 with input as {"server": "fs", "tool": {"name": "t"}}
+	req.doc.ledger_total == 2 with input as object.union(_ok, {"ledger": {"entries": [{"server": "fs"}, {"server": "fs"}, {"server": "git"}]}})
+	req.doc.ledger_total == 2 with input as object.union(_ok, {"ledger": {"entries": [{"server": "fs"}, {"server": "fs"}], "total": 1}})
+	req.doc.ledger_total == 100000 with input as object.union(_ok, {"ledger": {"entries": [{"server": "fs"}], "total": 100000}})
 	req.doc.call_sha256 == "" with input as {"server": "fs", "tool": {"name": "t"}}
 	req.doc.call_sha256 == _sha with input as object.union(_ok, {"call_sha256": _sha})
 }
@@ -54,6 +62,9 @@ _fast_cases := [
 	_ok,
 	object.union(_ok, {"call_sha256": _sha, "mode": "deny", "surface": "mcp", "principal": {"id": "p"}}),
 	object.union(_ok, {"ledger": {"entries": [{"server": "fs", "id": "1"}, {"server": "git"}], "error": "disk"}}),
+	object.union(_ok, {"ledger": {"entries": [{"server": "fs", "id": "1"}], "total": 100000}}),
+	object.union(_ok, {"ledger": {"entries": [{"server": "fs", "id": "1"}, {"server": "fs", "id": "2"}], "total": 1}}),
+	object.union(_ok, {"ledger": {"entries": [], "total": "x"}}),
 	object.union(_ok, {"tool": {"name": "t", "annotations": {"readOnlyHint": false, "destructiveHint": false}, "inputSchema": {"type": "object"}}}),
 	object.union(_ok, {"tool": {"name": "t", "inputSchema": null}}),
 	object.union(_ok, {"call_sha256": null}),
@@ -69,7 +80,7 @@ test_fast_path_agrees_with_full_checks if {
 		_agrees(c)
 	}
 	taken := [1 | some c in _fast_cases; req._fast with input as c]
-	count(taken) == 5
+	count(taken) == 7
 }
 
 _agrees(c) if not req._fast with input as c

@@ -3,7 +3,9 @@
 # description: |
 #   A write to a server that has unknown-outcome entries is denied until an
 #   operator clears them; a write when the ledger could not be read is denied
-#   too. Reads always pass.
+#   too. Reads always pass. The deny lists at most max_listed entries (the
+#   caller lists the oldest first) and the total, so it stays small however
+#   many entries there are.
 package mcpx.steps.ledger
 
 import data.mcpx.lib.call
@@ -11,6 +13,10 @@ import data.mcpx.lib.req
 
 # clear_command is the exact command that clears this server's entries.
 clear_command := sprintf("mcpx-policy writes clear %s", [req.doc.server])
+
+# max_listed bounds the entries a deny names (the engine passes as many:
+# internal/ledger's Listed, tied to this by TestLedgerLargeDecision).
+max_listed := 10
 
 # METADATA
 # title: UnknownOutcomePending
@@ -22,9 +28,9 @@ deny contains {
 	"message": sprintf("%s: %s; no further writes to %s until an operator checks what happened and clears them with: %s", [
 		call.label, _summary, req.doc.server, clear_command,
 	]),
-	"details": {"entries": _entries, "clear": clear_command},
+	"details": {"entries": _entries, "total": _total, "clear": clear_command},
 } if {
-	count(req.doc.ledger_entries) > 0
+	_total > 0
 	call.write
 }
 
@@ -41,20 +47,43 @@ deny contains {
 	call.write
 }
 
+_total := req.doc.ledger_total
+
+# _entries are the listed entries with the four fields a deny shows, ""
+# where one is missing.
 _entries := [{
 	"id": object.get(e, "id", ""),
 	"tool": object.get(e, "tool", ""),
 	"time": object.get(e, "time", ""),
 	"args_sha256": object.get(e, "args_sha256", ""),
 } |
-	some e in req.doc.ledger_entries
+	some e in array.slice(req.doc.ledger_entries, 0, max_listed)
 ]
 
-_summary := sprintf("an earlier write's outcome is unknown (%s)", [_describe(_entries[0])]) if count(_entries) == 1
+# _summary has one rule per case, each guarded so exactly one holds for any
+# total > 0: a missing summary would leave the deny undefined.
+_summary := sprintf("an earlier write's outcome is unknown (%s)", [_listed]) if {
+	_total == 1
+	count(_entries) == 1
+}
 
-_summary := sprintf("%d earlier writes have an unknown outcome (%s)", [
-	count(_entries),
-	concat("; ", [_describe(e) | some e in _entries]),
-]) if count(_entries) > 1
+_summary := sprintf("%d earlier writes have an unknown outcome (%s)", [_total, _listed]) if {
+	_total > 1
+	count(_entries) == _total
+}
 
-_describe(e) := sprintf("%s at %s, id %s, args sha256 %s", [e.tool, e.time, e.id, substring(e.args_sha256, 0, 12)])
+_summary := sprintf("%d earlier writes have an unknown outcome (the oldest %d: %s; and %d more, listed by: mcpx-policy writes)", [
+	_total, count(_entries), _listed, _total - count(_entries),
+]) if {
+	count(_entries) > 0
+	_total > count(_entries)
+}
+
+_summary := sprintf("%d earlier writes have an unknown outcome (listed by: mcpx-policy writes)", [_total]) if {
+	_total > 0
+	count(_entries) == 0
+}
+
+_listed := concat("; ", [sprintf("%s at %s, id %s, args sha256 %s", [e.tool, e.time, e.id, substring(e.args_sha256, 0, 12)]) |
+	some e in _entries
+])
