@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"sort"
 	"sync"
@@ -30,6 +31,11 @@ type Policy struct {
 	Modules  map[string]string
 	Data     map[string]any
 	Revision string
+	// Schemas maps generated rule packages to their argument-rule schemas
+	// (bundle.Compiled.Schemas), for the Go form of the rules predicate
+	// (predicates.go). Optional: without a package's schema the Rego path
+	// checks its rule.
+	Schemas map[string]any
 }
 
 // Engine is a prepared policy. It is safe for concurrent use: its caches
@@ -131,8 +137,10 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	}
 	sort.Strings(names)
 	caps := capabilities()
+	preds := newPredicates(maps.Clone(p.Schemas))
 	compiler := ast.NewCompiler().
 		WithCapabilities(caps).
+		WithBuiltins(predicateDeclarations()).
 		WithUseTypeCheckAnnotations(true).
 		WithDefaultRegoVersion(ast.RegoV1)
 	opts := []func(*rego.Rego){
@@ -145,9 +153,14 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		rego.Capabilities(caps),
 		rego.SetRegoVersion(ast.RegoV1),
 	}
+	opts = append(opts, preds.options()...)
 	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
-		if n == compileGuardFile {
+		switch n {
+		case compileGuardFile:
 			return compileGuard
+		case predicatesFile:
+			// the engine's form of the predicates (predicates.go)
+			return predicatesGo
 		}
 		return p.Modules[n]
 	}, caps)
@@ -164,6 +177,7 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
+	preds.keep(compiler)
 	entries := 4096
 	e := &Engine{
 		query:    pq,

@@ -12,6 +12,8 @@ package mcpx
 
 import data.mcpx.lib.call
 import data.mcpx.lib.config
+import data.mcpx.lib.plan
+import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.steps.destructive
 import data.mcpx.steps.hidden
@@ -39,12 +41,43 @@ default decision := {
 	"call": {"server": "", "tool": ""},
 }
 
-# The common case first: a valid call to a visible tool whose rules are
-# usable is decided by the steps' findings. Otherwise the first that
-# applies decides: invalid input, an unusable config, a hidden tool
-# (nothing else is evaluated or reported), unusable rules. Should no
-# document result, the default above denies.
-decision := {
+# The common case first, in one body: a well-formed call to a visible tool
+# the config can decide, with nothing in the ledger, no unknown argument,
+# arguments every matched rule accepts and no override finding, is decided
+# by its planned document (lib.plan: the write-mode and destructive-floor
+# reasons, rendered once per tool). Then a hidden tool's planned document.
+# Anything else takes the full check order (_full), which builds every
+# reason. The planned documents equal what the full order produces
+# (lib/plan_test.rego), and each predicate (lib.predicates) holds only when
+# its step finds nothing. Should no document result, the default above
+# denies.
+decision := object.union(d, {"call": _input_call}) if {
+	predicates.well_formed
+	d := plan.document(
+		input.server,
+		input.tool.name,
+		object.get(input, "mode", null),
+		object.get(input.tool, ["annotations", "readOnlyHint"], false),
+		object.get(input.tool, ["annotations", "destructiveHint"], true),
+	)
+	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+	predicates.no_unknown_args
+	predicates.rules_accept
+	count(overrides.deny) == 0
+	count(overrides.ask) == 0
+} else := object.union(d, {"call": _input_call}) if {
+	predicates.well_formed
+	d := plan.hidden_document(input.server, input.tool.name)
+} else := _full
+
+# _input_call is the decision's call for a well-formed input.
+_input_call := {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}
+
+# _full is the decision by the full check order: a valid call to a visible
+# tool whose rules are usable is decided by the steps' findings; otherwise
+# the first that applies decides: invalid input, an unusable config, a
+# hidden tool (nothing else is evaluated or reported), unusable rules.
+_full := {
 	"outcome": _verdict.outcome,
 	"step": _verdict.step,
 	"reasons": _reasons,

@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+)
+
+// enginePolicy is the policy opts compile to, as the SDK hands it to the
+// engine: the static and generated Rego, the data, and the rules' schemas
+// for the Go predicates.
+func enginePolicy(tb testing.TB, opts mcpxpolicy.Options) engine.Policy {
+	tb.Helper()
+	c, err := bundle.Load(bundle.LoadOptions{Paths: opts.ConfigPaths, Env: opts.Env, SchemaCompiler: schemarego.Compile})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mcpxpolicy.Policy(c)
+}
+
+// variant gives call i of a workload the variations a gateway sees beyond
+// the generated calls: a caller's write mode, a ledger with an entry for
+// the server or one that cannot be read, a tool without annotations.
+func variant(i int, c decision.Call) (decision.Call, *engine.Ledger) {
+	led := &engine.Ledger{}
+	switch {
+	case i%3 == 1:
+		c.Mode = []string{"ask", "allow", "deny"}[i%9/3]
+	case i%13 == 0:
+		led.Entries = []decision.LedgerEntry{{ID: "e1", Server: c.Server, Tool: c.Tool.Name, ArgsSHA256: "ab12", Time: "2026-11-30T10:00:00Z", Surface: "mcp"}}
+		led.Total = 3
+	case i%17 == 0:
+		led.Unreadable = "corrupt or unreadable"
+	case i%19 == 0:
+		c.Tool.Annotations = nil
+	}
+	return c, led
+}
+
+// TestEngineEqualsPureRego decides workload calls on the embedded engine
+// (its Go predicates, memo and plans) and on the same policy evaluated as
+// stock OPA evaluates a bundle (OPA's rego package, the predicates in
+// Rego, no engine caches), and requires the whole decision documents to be
+// equal: 2,000 M calls and 1,000 L calls, with caller modes, ledger entries,
+// unreadable ledgers and missing annotations mixed in (variant).
+func TestEngineEqualsPureRego(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the M and L workloads")
+	}
+	for _, tc := range []struct {
+		shape Shape
+		calls int
+	}{{M, 2000}, {L, 1000}} {
+		t.Run(tc.shape.Name, func(t *testing.T) {
+			w := Generate(tc.shape)
+			opts, err := w.Options(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := enginePolicy(t, opts)
+			eng, err := engine.Prepare(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stock := stockQuery(t, p, "rego")
+			outcomes := map[string]int{}
+			for i := 0; i < tc.calls; i++ {
+				call, led := variant(i, w.Call(i))
+				got, err := eng.Decide(context.Background(), call, led)
+				if err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				want := stockDecide(t, stock, call, led)
+				outcomes[fmt.Sprintf("%s/%s", got.Outcome, got.Step)]++
+				if g, w := asJSON(t, got), asJSON(t, want); !reflect.DeepEqual(g, w) {
+					gj, _ := json.MarshalIndent(g, "", "  ")
+					wj, _ := json.MarshalIndent(w, "", "  ")
+					t.Fatalf("call %d (%s.%s): the engine decided\n%s\npure Rego decided\n%s", i, call.Server, call.Tool.Name, gj, wj)
+				}
+			}
+			t.Logf("%d calls, equal; outcomes %v", tc.calls, outcomes)
+		})
+	}
+}
+
+// stockDecide evaluates the decision for call on a stock query, with the
+// input a stock OPA server would decode (numbers keep their text).
+func stockDecide(tb testing.TB, pq rego.PreparedEvalQuery, call decision.Call, led *engine.Ledger) decision.Decision {
+	tb.Helper()
+	raw, err := engine.InputJSON(call, led)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var in any
+	if err := dec.Decode(&in); err != nil {
+		tb.Fatal(err)
+	}
+	rs, err := pq.Eval(context.Background(), rego.EvalInput(in))
+	if err != nil || len(rs) != 1 {
+		tb.Fatalf("stock evaluation: %v %v", rs, err)
+	}
+	d, err := engine.FromValue(rs[0].Expressions[0].Value)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// asJSON is v as decoded JSON, so two decisions compare field by field.
+func asJSON(tb testing.TB, v any) any {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}

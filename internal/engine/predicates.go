@@ -1,0 +1,620 @@
+package engine
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/types"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+)
+
+// The engine-only predicates (docs/decisions/0008-engine-only-predicates.md).
+// rego/mcpx/lib/predicates.rego defines three yes/no rules in plain Rego:
+// the input is well formed, no argument is unknown, every matched argument
+// rule accepts the arguments. The decision asks them before it takes its
+// common path. At prepare, the engine replaces that module, whole, by
+// predicatesGo, whose rules ask Go builtins instead: a direct walk of the
+// input's AST, and santhosh-tekuri/jsonschema/v6 compiled once per schema
+// with the schema compiler's own options (schemarego.Validator).
+//
+// Each builtin may only be stricter than the rule it replaces: when it
+// says yes, the Rego rule holds too (TestPredicatesImplyRego and
+// FuzzPredicates hold the engine to it); when it says no, or cannot tell,
+// the decision's full Rego path decides. So the decision is the same
+// document either way, and every reason is built in Rego.
+//
+// Not a `with` on the query: a with pushes a frame of OPA's virtual cache,
+// and the memo answers only at the outermost frame, so every memoized
+// fact would be computed again on every call.
+const (
+	predicatesFile    = "mcpx/lib/predicates.rego"
+	predicatesPackage = "data.mcpx.lib.predicates"
+	predicatesGo      = `package mcpx.lib.predicates
+
+import data.mcpx.lib.tool
+
+well_formed if mcpx_engine.well_formed(input)
+
+no_unknown_args if mcpx_engine.no_unknown_args(input, _facts)
+
+rules_accept if mcpx_engine.rules_accept(input, _facts)
+
+_facts := tool.facts(input.server, input.tool.name) if {
+	is_string(input.server)
+	is_string(input.tool.name)
+}
+`
+)
+
+// engineBuiltins are the builtins only the embedded engine has; policy
+// modules other than predicatesGo may not call them (guardOverrides).
+const engineBuiltinPrefix = "mcpx_engine."
+
+// predicates holds what the builtins need: the argument rules' schemas by
+// generated package, compiled on first use.
+type predicates struct {
+	schemas map[string]any // package → schema, for packages the policy holds
+
+	mu       sync.RWMutex
+	compiled map[string]*jsonschema.Schema // nil: the schema did not compile
+}
+
+func newPredicates(schemas map[string]any) *predicates {
+	return &predicates{schemas: schemas, compiled: map[string]*jsonschema.Schema{}}
+}
+
+// options are the rego options that declare and implement the builtins.
+func (p *predicates) options() []func(*rego.Rego) {
+	decl := func(name string) *rego.Function {
+		return &rego.Function{Name: engineBuiltinPrefix + name, Decl: types.NewFunction(types.Args(types.A, types.A), types.B)}
+	}
+	return []func(*rego.Rego){
+		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
+			func(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(wellFormed(in.Value)), nil
+			}),
+		rego.Function2(decl("no_unknown_args"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
+			return ast.InternedTerm(noUnknownArgs(in.Value, facts.Value)), nil
+		}),
+		rego.Function2(decl("rules_accept"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
+			return ast.InternedTerm(p.rulesAccept(in.Value, facts.Value)), nil
+		}),
+	}
+}
+
+// declarations are the builtins' declarations for a compiler built by the
+// engine (rego.FunctionN declares them only to a compiler rego builds).
+func predicateDeclarations() map[string]*ast.Builtin {
+	two := types.NewFunction(types.Args(types.A, types.A), types.B)
+	return map[string]*ast.Builtin{
+		engineBuiltinPrefix + "well_formed":     {Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
+		engineBuiltinPrefix + "no_unknown_args": {Name: engineBuiltinPrefix + "no_unknown_args", Decl: two},
+		engineBuiltinPrefix + "rules_accept":    {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
+	}
+}
+
+// keep drops the schemas of packages the compiled policy does not hold a
+// violations rule for: the Rego path reports those (a PolicyError), so
+// the builtin must never vouch for them.
+func (p *predicates) keep(c *ast.Compiler) {
+	for pkg := range p.schemas {
+		ref := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("mcpx"), ast.StringTerm("rules"), ast.StringTerm(pkg), ast.StringTerm("violations")}
+		if len(c.GetRulesExact(ref)) == 0 {
+			delete(p.schemas, pkg)
+		}
+	}
+}
+
+// validator is pkg's compiled schema, or nil when there is none.
+func (p *predicates) validator(pkg string) *jsonschema.Schema {
+	p.mu.RLock()
+	s, ok := p.compiled[pkg]
+	p.mu.RUnlock()
+	if ok {
+		return s
+	}
+	doc, ok := p.schemas[pkg]
+	if !ok {
+		return nil
+	}
+	s, err := schemarego.Validator(doc)
+	if err != nil {
+		s = nil
+	}
+	p.mu.Lock()
+	p.compiled[pkg] = s
+	p.mu.Unlock()
+	return s
+}
+
+var (
+	kServer        = ast.StringTerm("server")
+	kTool          = ast.StringTerm("tool")
+	kName          = ast.StringTerm("name")
+	kArgs          = ast.StringTerm("args")
+	kAnnotations   = ast.StringTerm("annotations")
+	kReadOnly      = ast.StringTerm("readOnlyHint")
+	kDestructive   = ast.StringTerm("destructiveHint")
+	kInputSchema   = ast.StringTerm("inputSchema")
+	kMode          = ast.StringTerm("mode")
+	kLedger        = ast.StringTerm("ledger")
+	kEntries       = ast.StringTerm("entries")
+	kTotal         = ast.StringTerm("total")
+	kPrincipal     = ast.StringTerm("principal")
+	kSurface       = ast.StringTerm("surface")
+	kCallSHA256    = ast.StringTerm("call_sha256")
+	kUAMode        = ast.StringTerm("unknown_args_mode")
+	kExempt        = ast.StringTerm("exempt")
+	kMissingRules  = ast.StringTerm("missing_rules")
+	kPackages      = ast.StringTerm("packages")
+	kRequired      = ast.StringTerm("required")
+	kPaths         = ast.StringTerm("paths")
+	kProperties    = ast.StringTerm("properties")
+	kAdditional    = ast.StringTerm("additionalProperties")
+	openSchemaKeys = []*ast.Term{ast.StringTerm("patternProperties"), ast.StringTerm("$ref"), ast.StringTerm("allOf"), ast.StringTerm("anyOf"), ast.StringTerm("oneOf")}
+)
+
+// wellFormed is the Go form of predicates.well_formed: the input has the
+// shape the engine builds, field by field (lib.req's _fast), and every
+// number of the arguments is written in at most 15 characters of digits,
+// a sign and a point, which lib.req accepts without further checks. It is
+// stricter than req: a ledger total written other than as plain digits,
+// a number in another form, any value that is not JSON is a no.
+func wellFormed(v ast.Value) bool {
+	in, ok := v.(ast.Object)
+	if !ok {
+		return false
+	}
+	if s, ok := field(in, kServer).(ast.String); !ok || s == "" {
+		return false
+	}
+	tool, ok := field(in, kTool).(ast.Object)
+	if !ok {
+		return false
+	}
+	if s, ok := field(tool, kName).(ast.String); !ok || s == "" {
+		return false
+	}
+	switch ann := field(tool, kAnnotations).(type) {
+	case nil:
+	case ast.Object:
+		for _, k := range []*ast.Term{kReadOnly, kDestructive} {
+			switch field(ann, k).(type) {
+			case nil, ast.Boolean:
+			default:
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	switch field(tool, kInputSchema).(type) {
+	case nil, ast.Null, ast.Object:
+	default:
+		return false
+	}
+	if m := field(in, kMode); m != nil {
+		if s, ok := m.(ast.String); !ok || (s != "ask" && s != "allow" && s != "deny") {
+			return false
+		}
+	}
+	switch led := field(in, kLedger).(type) {
+	case nil:
+	case ast.Object:
+		switch es := field(led, kEntries).(type) {
+		case nil:
+		case *ast.Array:
+			for i := 0; i < es.Len(); i++ {
+				if _, ok := es.Elem(i).Value.(ast.Object); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+		if t := field(led, kTotal); t != nil {
+			if n, ok := t.(ast.Number); !ok || !digits(string(n)) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	if p := field(in, kPrincipal); p != nil {
+		if _, ok := p.(ast.Object); !ok {
+			return false
+		}
+	}
+	if s := field(in, kSurface); s != nil {
+		if _, ok := s.(ast.String); !ok {
+			return false
+		}
+	}
+	if s := field(in, kCallSHA256); s != nil {
+		if h, ok := s.(ast.String); !ok || !lowerHex64(string(h)) {
+			return false
+		}
+	}
+	args, ok := field(in, kArgs).(ast.Object)
+	return ok && plainJSON(args, 0)
+}
+
+// maxDepth bounds the nesting the Go predicates walk; deeper values are
+// left to Rego.
+const maxDepth = 1000
+
+// plainJSON reports whether v holds only JSON values (no sets, no string
+// keys missing) whose numbers are all short plain decimals.
+func plainJSON(v ast.Value, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case ast.Null, ast.Boolean, ast.String:
+		return true
+	case ast.Number:
+		return shortDecimal(string(x))
+	case *ast.Array:
+		for i := 0; i < x.Len(); i++ {
+			if !plainJSON(x.Elem(i).Value, depth+1) {
+				return false
+			}
+		}
+		return true
+	case ast.Object:
+		ok := true
+		x.Until(func(k, e *ast.Term) bool {
+			_, isString := k.Value.(ast.String)
+			ok = isString && plainJSON(e.Value, depth+1)
+			return !ok
+		})
+		return ok
+	}
+	return false
+}
+
+// shortDecimal reports whether s is a JSON number of at most 15 characters
+// with no exponent (lib.req: `^[-0-9.]{1,15}$` on its text): any such
+// decimal is the shortest text of the double it reads as.
+func shortDecimal(s string) bool {
+	if len(s) == 0 || len(s) > 15 {
+		return false
+	}
+	i := 0
+	if s[0] == '-' {
+		i++
+	}
+	start := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == start || (s[start] == '0' && i-start > 1) {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != '.' {
+		return false
+	}
+	i++
+	return i < len(s) && digits(s[i:])
+}
+
+// digits reports whether s is one or more ASCII digits.
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// field is o[k]'s value, nil when absent.
+func field(o ast.Object, k *ast.Term) ast.Value {
+	if t := o.Get(k); t != nil {
+		return t.Value
+	}
+	return nil
+}
+
+// noUnknownArgs is the Go form of predicates.no_unknown_args for the
+// tool's facts (lib.tool.facts). It says yes when the tool's
+// unknown-arguments mode is off, when the tool has no inputSchema, or when
+// the schema is plain and closed (an object with a properties object, no
+// patternProperties, $ref, allOf, anyOf or oneOf, additionalProperties
+// absent or false), declares (or exempts) every argument, and every
+// argument that is an object or an array either sits under a property
+// schema with no "properties" key anywhere in it (the step walks no
+// deeper) or is an object of scalars whose own plain schema declares each
+// of its keys. Otherwise it says no and the step decides.
+func noUnknownArgs(v, factsV ast.Value) bool {
+	in, ok := v.(ast.Object)
+	if !ok {
+		return false
+	}
+	facts, ok := factsV.(ast.Object)
+	if !ok {
+		return false
+	}
+	tool, ok := field(in, kTool).(ast.Object)
+	if !ok {
+		return false
+	}
+	args, ok := field(in, kArgs).(ast.Object)
+	if !ok {
+		return false
+	}
+	mode, ok := field(facts, kUAMode).(ast.String)
+	if !ok {
+		return false
+	}
+	if mode == "off" {
+		return true
+	}
+	var schema ast.Object
+	switch s := field(tool, kInputSchema).(type) {
+	case nil, ast.Null:
+		return true
+	case ast.Object:
+		schema = s
+	default:
+		return false
+	}
+	props, ok := plainProperties(schema)
+	if !ok {
+		return false
+	}
+	exempt, _ := field(facts, kExempt).(ast.Set)
+	ok = true
+	args.Until(func(k, a *ast.Term) bool {
+		sub := props.Get(k)
+		if sub == nil {
+			// an exempt key is not reported, and the step walks into an
+			// argument only through its declared property schema
+			ok = exempt != nil && exempt.Contains(k)
+			return !ok
+		}
+		switch a.Value.(type) {
+		case ast.Object, *ast.Array:
+		default:
+			return false
+		}
+		if !namesProperties(sub.Value, 0) {
+			return false
+		}
+		obj, isObj := a.Value.(ast.Object)
+		if !isObj {
+			ok = false
+			return true
+		}
+		nested, plain := plainProperties(sub.Value)
+		if !plain {
+			ok = false
+			return true
+		}
+		obj.Until(func(kk, x *ast.Term) bool {
+			switch x.Value.(type) {
+			case ast.String, ast.Number, ast.Boolean, ast.Null:
+				ok = nested.Get(kk) != nil
+			default:
+				ok = false
+			}
+			return !ok
+		})
+		return !ok
+	})
+	return ok
+}
+
+// plainProperties is the properties object of a plain closed schema
+// (lib.tool's plain_properties).
+func plainProperties(v ast.Value) (ast.Object, bool) {
+	s, ok := v.(ast.Object)
+	if !ok {
+		return nil, false
+	}
+	if ap := s.Get(kAdditional); ap != nil {
+		if b, ok := ap.Value.(ast.Boolean); !ok || bool(b) {
+			return nil, false
+		}
+	}
+	for _, k := range openSchemaKeys {
+		if s.Get(k) != nil {
+			return nil, false
+		}
+	}
+	props, ok := field(s, kProperties).(ast.Object)
+	return props, ok
+}
+
+// namesProperties reports whether some object key in v is "properties"
+// (the unknown-arguments step walks into an argument only then).
+// Undecided (too deep) counts as yes.
+func namesProperties(v ast.Value, depth int) bool {
+	if depth > maxDepth {
+		return true
+	}
+	found := false
+	switch x := v.(type) {
+	case ast.Object:
+		x.Until(func(k, e *ast.Term) bool {
+			ks, isString := k.Value.(ast.String)
+			found = (isString && ks == "properties") || namesProperties(e.Value, depth+1)
+			return found
+		})
+	case *ast.Array:
+		for i := 0; i < x.Len() && !found; i++ {
+			found = namesProperties(x.Elem(i).Value, depth+1)
+		}
+	case ast.Set:
+		return true
+	}
+	return found
+}
+
+// rulesAccept is the Go form of predicates.rules_accept for the tool's
+// facts: every matched rule is compiled (no missing rule), every required
+// argument is present, and every value a matched rule checks (read along
+// its paths exactly as the rules step reads it) is valid for the rule's
+// schema by santhosh v6. A package with no schema, or whose schema did not
+// compile, is a no.
+func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
+	in, ok := v.(ast.Object)
+	if !ok {
+		return false
+	}
+	facts, ok := factsV.(ast.Object)
+	if !ok {
+		return false
+	}
+	argsT := in.Get(kArgs)
+	if argsT == nil {
+		return false
+	}
+	if _, ok := argsT.Value.(ast.Object); !ok {
+		return false
+	}
+	if missing, ok := field(facts, kMissingRules).(ast.Set); !ok || missing.Len() > 0 {
+		return false
+	}
+	packages, ok := field(facts, kPackages).(ast.Object)
+	if !ok {
+		return false
+	}
+	ok = true
+	packages.Until(func(pkgT, rulesT *ast.Term) bool {
+		pkg, isString := pkgT.Value.(ast.String)
+		rules, isArray := rulesT.Value.(*ast.Array)
+		if !isString || !isArray {
+			ok = false
+			return true
+		}
+		for i := 0; i < rules.Len() && ok; i++ {
+			target, present, fine := readTarget(argsT, rules.Elem(i))
+			if !fine {
+				ok = false
+			} else if present {
+				s := p.validator(string(pkg))
+				ok = s != nil && valid(s, target)
+			}
+		}
+		return !ok
+	})
+	if !ok {
+		return false
+	}
+	required, ok := field(facts, kRequired).(*ast.Array)
+	if !ok {
+		return false
+	}
+	for i := 0; i < required.Len(); i++ {
+		if _, present, fine := readTarget(argsT, required.Elem(i)); !fine || !present {
+			return false
+		}
+	}
+	return true
+}
+
+// readTarget reads a rule's value from the arguments along its paths, as
+// object.get does for the rules step. fine is false when the rule is not
+// in the shape the step reads or more than one path finds a value.
+func readTarget(args, rule *ast.Term) (value ast.Value, present, fine bool) {
+	r, ok := rule.Value.(ast.Object)
+	if !ok {
+		return nil, false, false
+	}
+	paths, ok := field(r, kPaths).(*ast.Array)
+	if !ok {
+		return nil, false, false
+	}
+	for i := 0; i < paths.Len(); i++ {
+		path, ok := paths.Elem(i).Value.(*ast.Array)
+		if !ok {
+			return nil, false, false
+		}
+		curr := args
+		for j := 0; j < path.Len() && curr != nil; j++ {
+			curr = curr.Get(path.Elem(j))
+		}
+		if curr == nil {
+			continue
+		}
+		if present {
+			return nil, false, false
+		}
+		value, present = curr.Value, true
+	}
+	return value, present, true
+}
+
+// valid reports whether s accepts v (a value the policy would see as v).
+func valid(s *jsonschema.Schema, v ast.Value) bool {
+	doc, ok := toGo(v, 0)
+	return ok && s.Validate(doc) == nil
+}
+
+// toGo converts a JSON value of the input to what santhosh validates:
+// numbers as json.Number with their exact text. Anything that is not JSON
+// is not ok.
+func toGo(v ast.Value, depth int) (any, bool) {
+	if depth > maxDepth {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case ast.Null:
+		return nil, true
+	case ast.Boolean:
+		return bool(x), true
+	case ast.Number:
+		return json.Number(x), true
+	case ast.String:
+		return string(x), true
+	case *ast.Array:
+		out := make([]any, x.Len())
+		for i := range out {
+			e, ok := toGo(x.Elem(i).Value, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[i] = e
+		}
+		return out, true
+	case ast.Object:
+		out := make(map[string]any, x.Len())
+		ok := true
+		x.Until(func(k, e *ast.Term) bool {
+			ks, isString := k.Value.(ast.String)
+			if !isString {
+				ok = false
+				return true
+			}
+			var ev any
+			ev, ok = toGo(e.Value, depth+1)
+			out[string(ks)] = ev
+			return !ok
+		})
+		return out, ok
+	}
+	return nil, false
+}

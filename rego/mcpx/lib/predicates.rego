@@ -1,0 +1,36 @@
+# METADATA
+# title: Engine-only predicates
+# description: |
+#   Three yes/no questions the decision asks before it takes its common
+#   path (mcpx.decision), each defined here in plain Rego: the input is well
+#   formed, no argument is unknown, every matched argument rule accepts the
+#   arguments. The embedded engine may replace this module, whole, by one
+#   whose rules ask Go builtins instead (internal/engine/predicates.go,
+#   docs/decisions/0008-engine-only-predicates.md). A builtin may only be
+#   stricter than the rule it replaces: when it says no, the decision's full
+#   path decides, and every reason is built in Rego either way. A bundle on
+#   stock OPA and opa test use this module as written.
+package mcpx.lib.predicates
+
+import data.mcpx.lib.req
+import data.mcpx.steps.rules
+import data.mcpx.steps.unknown_args
+
+# well_formed holds when the input is a well-formed call: the input checks
+# find no problem (InvalidInput would not be the decision).
+well_formed if count(req.problems) == 0
+
+# no_unknown_args holds when the unknown-arguments step finds nothing to
+# deny or warn about.
+no_unknown_args if {
+	count(unknown_args.deny) == 0
+	count(unknown_args.warn) == 0
+}
+
+# rules_accept holds when the argument-rules step finds nothing: every
+# matched rule accepts the arguments, every required argument is there, and
+# every matched rule is usable (compiled, with its package).
+rules_accept if {
+	count(rules.problems) == 0
+	count(rules.deny) == 0
+}
