@@ -54,7 +54,7 @@ var (
 	seq atomic.Int64
 )
 
-func load(b *testing.B, s Shape) *fixture {
+func load(b testing.TB, s Shape) *fixture {
 	b.Helper()
 	fixMu.Lock()
 	defer fixMu.Unlock()
@@ -136,7 +136,7 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 // warmTools decides one call on every tool of every server, once.
-func (f *fixture) warmTools(b *testing.B) {
+func (f *fixture) warmTools(b testing.TB) {
 	f.warm.Do(func() {
 		ctx := context.Background()
 		for _, srv := range f.w.Servers {
@@ -402,9 +402,9 @@ func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value)
 	return e, ins
 }
 
-// policy returns the fixture's policy as the engine evaluates it.
+// policy returns the fixture's policy as the SDK hands it to the engine.
 func (f *fixture) policy(b *testing.B) engine.Policy {
-	return bundlePolicy(b, f.opts)
+	return enginePolicy(b, f.opts)
 }
 
 // bundlePolicy is the policy of the bundle opts compile to.

@@ -43,6 +43,8 @@ no_unknown_args if mcpx_engine.no_unknown_args(input, _facts)
 
 rules_accept if mcpx_engine.rules_accept(input, _facts)
 
+package_accepts(pkg) if mcpx_engine.package_accepts(input, _facts, pkg)
+
 _facts := tool.facts(input.server, input.tool.name) if {
 	is_string(input.server)
 	is_string(input.tool.name)
@@ -83,6 +85,10 @@ func (p *predicates) options() []func(*rego.Rego) {
 		rego.Function2(decl("rules_accept"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			return ast.InternedTerm(p.rulesAccept(in.Value, facts.Value)), nil
 		}),
+		rego.Function3(&rego.Function{Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
+			func(_ rego.BuiltinContext, in, facts, pkg *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(p.packageAccepts(in.Value, facts.Value, pkg.Value)), nil
+			}),
 	}
 }
 
@@ -94,6 +100,7 @@ func predicateDeclarations() map[string]*ast.Builtin {
 		engineBuiltinPrefix + "well_formed":     {Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
 		engineBuiltinPrefix + "no_unknown_args": {Name: engineBuiltinPrefix + "no_unknown_args", Decl: two},
 		engineBuiltinPrefix + "rules_accept":    {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
+		engineBuiltinPrefix + "package_accepts": {Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
 	}
 }
 
@@ -530,6 +537,52 @@ func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
 	}
 	for i := 0; i < required.Len(); i++ {
 		if _, present, fine := readTarget(argsT, required.Elem(i)); !fine || !present {
+			return false
+		}
+	}
+	return true
+}
+
+// packageAccepts is the Go form of predicates.package_accepts(pkg) for the
+// tool's facts: pkg is one of the tool's matched packages, its schema
+// compiled, and every value its rules check is valid (rulesAccept for one
+// package, without the required and missing-rule checks, which are not the
+// package's).
+func (p *predicates) packageAccepts(v, factsV, pkgV ast.Value) bool {
+	in, ok := v.(ast.Object)
+	if !ok {
+		return false
+	}
+	facts, ok := factsV.(ast.Object)
+	if !ok {
+		return false
+	}
+	pkg, ok := pkgV.(ast.String)
+	if !ok {
+		return false
+	}
+	argsT := in.Get(kArgs)
+	if argsT == nil {
+		return false
+	}
+	if _, ok := argsT.Value.(ast.Object); !ok {
+		return false
+	}
+	packages, ok := field(facts, kPackages).(ast.Object)
+	if !ok {
+		return false
+	}
+	rules, ok := field(packages, ast.NewTerm(pkg)).(*ast.Array)
+	if !ok {
+		return false
+	}
+	s := p.validator(string(pkg))
+	if s == nil {
+		return false
+	}
+	for i := 0; i < rules.Len(); i++ {
+		target, present, fine := readTarget(argsT, rules.Elem(i))
+		if !fine || (present && !valid(s, target)) {
 			return false
 		}
 	}

@@ -63,12 +63,61 @@ decision := object.union(d, {"call": _input_call}) if {
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
 	predicates.no_unknown_args
 	predicates.rules_accept
-	count(overrides.deny) == 0
-	count(overrides.ask) == 0
+	count([f | some f in data.mcpx.overrides.deny]) == 0 # no override finding (cheaper than the step)
+	count([f | some f in data.mcpx.overrides.ask]) == 0
 } else := object.union(d, {"call": _input_call}) if {
 	predicates.well_formed
 	d := plan.hidden_document(input.server, input.tool.name)
+} else := {
+	"outcome": verdict[0],
+	"step": verdict[1],
+	"reasons": array.concat(array.concat(ua.deny, ar), d.reasons),
+	"warnings": ua.warn,
+	"write": d.write,
+	"destructive": d.destructive,
+	"call": _input_call,
+} if {
+	predicates.well_formed
+	d := _planned
+	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+	count([f | some f in data.mcpx.overrides.deny]) == 0 # no override finding (cheaper than the step)
+	count([f | some f in data.mcpx.overrides.ask]) == 0
+	ua := _unknown_args_findings
+	ar := _rules_findings
+	verdict := _planned_verdict(ua.deny, ar, d)
 } else := _full
+
+# _planned is the call's planned document (lib.plan.document).
+_planned := plan.document(
+	input.server,
+	input.tool.name,
+	object.get(input, "mode", null),
+	object.get(input.tool, ["annotations", "readOnlyHint"], false),
+	object.get(input.tool, ["annotations", "destructiveHint"], true),
+)
+
+# _unknown_args_findings are the unknown-arguments step's denies and
+# warnings, as lists: none when its predicate holds.
+_unknown_args_findings := {"deny": [], "warn": []} if {
+	predicates.no_unknown_args
+} else := {"deny": [r | some r in unknown_args.deny], "warn": [r | some r in unknown_args.warn]}
+
+# _rules_findings are the argument-rules step's denies: none when its
+# predicate holds; undefined when the step has problems (a PolicyError,
+# which the full order decides).
+_rules_findings := [] if {
+	predicates.rules_accept
+} else := [r | some r in rules.deny] if {
+	count(rules.problems) == 0
+}
+
+# _planned_verdict is the first deny's step (unknown arguments, then
+# argument rules, then the planned document's), else the planned one.
+_planned_verdict(unknown_denies, rule_denies, d) := ["deny", "unknown_args"] if {
+	count(unknown_denies) > 0
+} else := ["deny", "argument_rules"] if {
+	count(rule_denies) > 0
+} else := [d.outcome, d.step]
 
 # _input_call is the decision's call for a well-formed input.
 _input_call := {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}

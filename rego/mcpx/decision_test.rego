@@ -244,3 +244,42 @@ test_call_sha256_is_echoed if {
 	bad := object.union(testdata.call("fs", testdata.read_file, ["x"]), {"call_sha256": _sha})
 	_decide(bad).call.sha256 == _sha
 }
+
+_full(doc) := d if {
+	d := mcpx._full with input as doc with data.mcpx.config as testdata.config with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+}
+
+_git_log := {"name": "git_log", "annotations": {"readOnlyHint": true}, "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}, "opts": {"type": "object", "properties": {"all": {"type": "boolean"}}}}}}
+
+# The planned paths (the common case, a hidden tool, unknown arguments and
+# argument rules over a planned document) decide exactly what the full
+# check order decides, on every input of this file and on calls that
+# reach each planned path.
+test_planned_paths_equal_the_full_order if {
+	extra := [
+		testdata.call("git", _git_log, {"m": 1}),
+		testdata.call("git", _git_log, {"opts": {"al": true}}),
+		testdata.call("git", _git_log, {"opts": {"all": true}, "n": 3}),
+		testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "conten": "x"}),
+		testdata.call("fs", testdata.write_file, {"path": "/etc/a", "conten": "x", "mode": 1}),
+		testdata.call("fs", testdata.write_file, {"path": "/etc/a", "max_bytes": 3}),
+		object.union(testdata.call("fs", testdata.write_file, {"path": "/etc/a"}), {"mode": "deny"}),
+		object.union(testdata.call("git", testdata.git_push, {"force": true, "x": 1}), {"mode": "ask"}),
+		object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": null}),
+		object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": _sha}),
+		object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "total": 2}}),
+		object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "error": "corrupt"}}),
+		testdata.call("fs", {"name": "delete_file"}, {"zzz": 1}),
+	]
+	every x in array.concat(extra, [c.input | some c in _cases]) {
+		_same(_decide(x), _full(x))
+	}
+}
+
+_same(a, b) if a == b
+
+_same(a, b) if {
+	a != b
+	print("differ:", a, b)
+	false
+}

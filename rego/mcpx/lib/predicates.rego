@@ -1,10 +1,11 @@
 # METADATA
 # title: Engine-only predicates
 # description: |
-#   Three yes/no questions the decision asks before it takes its common
-#   path (mcpx.decision), each defined here in plain Rego: the input is well
+#   The yes/no questions the decision asks before it takes its common path
+#   (mcpx.decision), each defined here in plain Rego: the input is well
 #   formed, no argument is unknown, every matched argument rule accepts the
-#   arguments. The embedded engine may replace this module, whole, by one
+#   arguments; and, for the argument-rules step, one generated package
+#   accepts all its targets. The embedded engine may replace this module, whole, by one
 #   whose rules ask Go builtins instead (internal/engine/predicates.go,
 #   docs/decisions/0008-engine-only-predicates.md). A builtin may only be
 #   stricter than the rule it replaces: when it says no, the decision's full
@@ -16,9 +17,14 @@ import data.mcpx.lib.req
 import data.mcpx.steps.rules
 import data.mcpx.steps.unknown_args
 
-# well_formed holds when the input is a well-formed call: the input checks
-# find no problem (InvalidInput would not be the decision).
-well_formed if count(req.problems) == 0
+# well_formed holds when the input is a well-formed call: every field is
+# present and valid or absent, as the engine builds it (lib.req's _fast,
+# so each can be read from the input directly), and the input checks find
+# no problem (InvalidInput would not be the decision).
+well_formed if {
+	req._fast
+	count(req.problems) == 0
+}
 
 # no_unknown_args holds when the unknown-arguments step finds nothing to
 # deny or warn about.
@@ -33,4 +39,13 @@ no_unknown_args if {
 rules_accept if {
 	count(rules.problems) == 0
 	count(rules.deny) == 0
+}
+
+# package_accepts holds when the generated rule package pkg finds no
+# violation in any of its targets (the argument-rules step evaluates only
+# the packages it does not hold for).
+package_accepts(pkg) if {
+	every _, vs in data.mcpx.rules[pkg].violations {
+		count(vs) == 0
+	}
 }

@@ -11,6 +11,7 @@ package mcpx.steps.rules
 
 import data.mcpx.lib.call
 import data.mcpx.lib.config
+import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 
@@ -56,14 +57,18 @@ _present(args, paths) if {
 # incomplete, or a rule that reported violations without becoming a reason.
 problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
 	some pkg, by_rule in targets
+	not predicates.package_accepts(pkg) # it holds only for a package the policy has
 	not data.mcpx.rules[pkg].violations
 	some id, _ in by_rule
 } | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and paths", [id]) |
 	some id in config.facts.missing_rules
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
+# A package the rules predicate vouches for (lib.predicates.package_accepts:
+# all its targets valid) has no violations; the others are evaluated.
 _violations[id] := vs if {
 	some pkg, _ in targets
+	not predicates.package_accepts(pkg)
 	some id, vs in data.mcpx.rules[pkg].violations
 	count(vs) > 0
 }
