@@ -256,25 +256,32 @@ _git_log := {"name": "git_log", "annotations": {"readOnlyHint": true}, "inputSch
 # check order decides, on every input of this file and on calls that
 # reach each planned path.
 test_planned_paths_equal_the_full_order if {
-	extra := [
-		testdata.call("git", _git_log, {"m": 1}),
-		testdata.call("git", _git_log, {"opts": {"al": true}}),
-		testdata.call("git", _git_log, {"opts": {"all": true}, "n": 3}),
-		testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "conten": "x"}),
-		testdata.call("fs", testdata.write_file, {"path": "/etc/a", "conten": "x", "mode": 1}),
-		testdata.call("fs", testdata.write_file, {"path": "/etc/a", "max_bytes": 3}),
-		object.union(testdata.call("fs", testdata.write_file, {"path": "/etc/a"}), {"mode": "deny"}),
-		object.union(testdata.call("git", testdata.git_push, {"force": true, "x": 1}), {"mode": "ask"}),
-		object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": null}),
-		object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": _sha}),
-		object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "total": 2}}),
-		object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "error": "corrupt"}}),
-		testdata.call("fs", {"name": "delete_file"}, {"zzz": 1}),
-	]
-	every x in array.concat(extra, [c.input | some c in _cases]) {
+	every x in _extra {
 		_same(_decide(x), _full(x))
 	}
 }
+
+test_planned_paths_equal_the_full_order_on_the_cases if {
+	every c in _cases {
+		_same(_decide(c.input), _full(c.input))
+	}
+}
+
+_extra := [
+	testdata.call("git", _git_log, {"m": 1}),
+	testdata.call("git", _git_log, {"opts": {"al": true}}),
+	testdata.call("git", _git_log, {"opts": {"all": true}, "n": 3}),
+	testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "conten": "x"}),
+	testdata.call("fs", testdata.write_file, {"path": "/etc/a", "conten": "x", "mode": 1}),
+	testdata.call("fs", testdata.write_file, {"path": "/etc/a", "max_bytes": 3}),
+	object.union(testdata.call("fs", testdata.write_file, {"path": "/etc/a"}), {"mode": "deny"}),
+	object.union(testdata.call("git", testdata.git_push, {"force": true, "x": 1}), {"mode": "ask"}),
+	object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": null}),
+	object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": _sha}),
+	object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "total": 2}}),
+	object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "error": "corrupt"}}),
+	testdata.call("fs", {"name": "delete_file"}, {"zzz": 1}),
+]
 
 _same(a, b) if a == b
 
