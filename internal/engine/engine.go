@@ -137,7 +137,7 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	}
 	sort.Strings(names)
 	caps := capabilities()
-	preds := newPredicates(maps.Clone(p.Schemas))
+	preds := newPredicates(maps.Clone(p.Schemas), p.Data["secrets"])
 	compiler := ast.NewCompiler().
 		WithCapabilities(caps).
 		WithBuiltins(predicateDeclarations()).

@@ -45,6 +45,10 @@ rules_accept if mcpx_engine.rules_accept(input, _facts)
 
 package_accepts(pkg) if mcpx_engine.package_accepts(input, _facts, pkg)
 
+plain_text(s) if mcpx_engine.plain_text(s)
+
+plain_value(key, v) if mcpx_engine.plain_value(key, v)
+
 _facts := tool.facts(input.server, input.tool.name) if {
 	is_string(input.server)
 	is_string(input.tool.name)
@@ -60,13 +64,14 @@ const engineBuiltinPrefix = "mcpx_engine."
 // generated package, compiled on first use.
 type predicates struct {
 	schemas map[string]any // package → schema, for packages the policy holds
+	secrets *secretTable   // data.mcpx.secrets read in Go
 
 	mu       sync.RWMutex
 	compiled map[string]*jsonschema.Schema // nil: the schema did not compile
 }
 
-func newPredicates(schemas map[string]any) *predicates {
-	return &predicates{schemas: schemas, compiled: map[string]*jsonschema.Schema{}}
+func newPredicates(schemas map[string]any, secrets any) *predicates {
+	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]*jsonschema.Schema{}}
 }
 
 // options are the rego options that declare and implement the builtins.
@@ -89,6 +94,14 @@ func (p *predicates) options() []func(*rego.Rego) {
 			func(_ rego.BuiltinContext, in, facts, pkg *ast.Term) (*ast.Term, error) {
 				return ast.InternedTerm(p.packageAccepts(in.Value, facts.Value, pkg.Value)), nil
 			}),
+		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
+			func(_ rego.BuiltinContext, s *ast.Term) (*ast.Term, error) {
+				str, ok := s.Value.(ast.String)
+				return ast.InternedTerm(ok && !p.secrets.suspect(string(str))), nil
+			}),
+		rego.Function2(decl("plain_value"), func(_ rego.BuiltinContext, key, v *ast.Term) (*ast.Term, error) {
+			return ast.InternedTerm(p.secrets.plainValue(key.Value, v.Value)), nil
+		}),
 	}
 }
 
@@ -101,6 +114,8 @@ func predicateDeclarations() map[string]*ast.Builtin {
 		engineBuiltinPrefix + "no_unknown_args": {Name: engineBuiltinPrefix + "no_unknown_args", Decl: two},
 		engineBuiltinPrefix + "rules_accept":    {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
 		engineBuiltinPrefix + "package_accepts": {Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
+		engineBuiltinPrefix + "plain_text":      {Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
+		engineBuiltinPrefix + "plain_value":     {Name: engineBuiltinPrefix + "plain_value", Decl: two},
 	}
 }
 

@@ -4,8 +4,9 @@
 #   The yes/no questions the decision asks before it takes its common path
 #   (mcpx.decision), each defined here in plain Rego: the input is well
 #   formed, no argument is unknown, every matched argument rule accepts the
-#   arguments; and, for the argument-rules step, one generated package
-#   accepts all its targets. The embedded engine may replace this module, whole, by one
+#   arguments; and, for the steps that echo values, one generated package
+#   accepts all its targets, a text has no secret-shaped part, a value is
+#   echoed as it is. The embedded engine may replace this module, whole, by one
 #   whose rules ask Go builtins instead (internal/engine/predicates.go,
 #   docs/decisions/0008-engine-only-predicates.md). A builtin may only be
 #   stricter than the rule it replaces: when it says no, the decision's full
@@ -14,6 +15,7 @@
 package mcpx.lib.predicates
 
 import data.mcpx.lib.req
+import data.mcpx.lib.text
 import data.mcpx.steps.rules
 import data.mcpx.steps.unknown_args
 
@@ -49,3 +51,12 @@ package_accepts(pkg) if {
 		count(vs) == 0
 	}
 }
+
+# plain_text holds when s has no secret-shaped part to look for: the secret
+# table is loaded and nothing in it matches s (lib.text._suspect does not
+# hold).
+plain_text(s) if text.shapeless(s)
+
+# plain_value holds when v, found under key, is echoed as it is: redaction
+# (lib.text.value, with no other secret known) leaves it unchanged.
+plain_value(key, v) if text.value(key, v, set()) == v

@@ -6,6 +6,8 @@
 #   passed through show() before they reach a message or a violation.
 package mcpx.lib.text
 
+import data.mcpx.lib.predicates
+
 # max_value_chars is the longest string value echoed whole.
 max_value_chars := 120
 
@@ -22,7 +24,15 @@ quote(s, n) := json.marshal(cut(s, n))
 #   show returns the value to echo for an argument at key: redacted first
 #   (value), then, when long, cut with its full size. Redacting before
 #   cutting means a secret across the cut is never half-shown.
-show(key, v) := _cut(value(key, v, set()), v)
+show(key, v) := _cut(v, v) if {
+	predicates.plain_value(key, v)
+} else := _cut(value(key, v, set()), v)
+
+# echo is value(key, v, set()): v as it may be echoed when no other secret
+# is known (lib.predicates.plain_value spares the walk when v is plain).
+echo(key, v) := v if {
+	predicates.plain_value(key, v)
+} else := value(key, v, set())
 
 _cut(r, _) := r if {
 	is_string(r)
@@ -191,13 +201,14 @@ _schemes := {x | some x in _table.schemes}
 # match has nothing to redact.
 _any := concat("|", array.concat([sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes], [_table.entropy.run]))
 
-_suspect(_) if not _have_table
+_suspect(s) if not predicates.plain_text(s)
 
-_suspect(s) if count(s) > _table.maxScan
-
-_suspect(s) if {
+# shapeless holds when the table is loaded and s, short enough to be
+# searched (maxScan characters), matches none of its shapes and runs.
+shapeless(s) if {
+	_have_table
 	count(s) <= _table.maxScan
-	regex.match(_any, s)
+	not regex.match(_any, s)
 }
 
 # secret_key is true when a key names a secret: its normalised form (lower

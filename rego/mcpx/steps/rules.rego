@@ -114,7 +114,7 @@ _violation(v, ref) := object.union(v, object.union(
 	{
 		"path": text.redact_pointer(v.path),
 		"value": text.show(_last_key(v.path), v.value),
-		"expected": text.value("", v.expected, set()),
+		"expected": text.echo("", v.expected),
 		"rule": ref,
 	},
 	{"detail": text.redact(d) | d := v.detail; is_string(d)},
