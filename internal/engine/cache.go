@@ -27,8 +27,13 @@ const DecisionCacheSize = 4096
 // policy that calls no non-deterministic builtin.
 type cacheKey [sha256.Size]byte
 
-func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger) (cacheKey, bool) {
-	b := keyEncoder(make([]byte, 0, 2048))
+// The arguments enter as their canonical form and what that form does not
+// keep (decision.AppendCallDigest: one walk gives the call's hash and this).
+func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger, d callDigest) (cacheKey, bool) {
+	if !d.ok {
+		return cacheKey{}, false
+	}
+	b := keyEncoder(make([]byte, 0, 256+len(d.canon)+len(d.exact)))
 	b.str(revision)
 	b.str(call.Surface)
 	b.str(call.Server)
@@ -52,9 +57,8 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 		b = append(b, 1)
 		b = append(b, schema.sum[:]...)
 	}
-	if !b.value(call.Args) {
-		return cacheKey{}, false
-	}
+	b.bytes(d.canon)
+	b.bytes(d.exact)
 	b.str(call.Mode)
 	if p := call.Principal; p == nil {
 		b = append(b, 0)
@@ -116,6 +120,33 @@ func (b *keyEncoder) str(s string) {
 	*b = append(*b, s...)
 }
 
+func (b *keyEncoder) bytes(s []byte) {
+	b.len(len(s))
+	*b = append(*b, s...)
+}
+
+// callDigest is a call's canonical form and what it does not keep of the
+// arguments (decision.AppendCallDigest), made once per decision: the
+// call's hash and the decision cache's key both come from it. ok is false
+// when the arguments are not decoded JSON the direct writer takes.
+type callDigest struct {
+	canon, exact []byte
+	ok           bool
+}
+
+func digestCall(call decision.Call) callDigest {
+	canon, exact, ok := decision.AppendCallDigest(make([]byte, 0, 2048), make([]byte, 0, 64), call.Server, call.Tool.Name, call.Args)
+	return callDigest{canon: canon, exact: exact, ok: ok}
+}
+
+// sha256 is the call's hash, as decision.CallSHA256 computes it.
+func (d callDigest) sha256(call decision.Call) (string, error) {
+	if d.ok {
+		return decision.SHA256Hex(d.canon), nil
+	}
+	return decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+}
+
 func (b *keyEncoder) boolPtr(p *bool) {
 	switch {
 	case p == nil:
@@ -165,7 +196,13 @@ func (b *keyEncoder) value(v any) bool {
 	case map[string]any:
 		*b = append(*b, 'o')
 		b.len(len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
+		var buf [16]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
 			b.str(k)
 			if !b.value(x[k]) {
 				return false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown/cache"
@@ -261,17 +262,18 @@ type Ledger struct {
 // returned as well (fail closed).
 func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
 	schema := newToolSchema(call.Tool.InputSchema)
+	digest := digestCall(call)
 	var key cacheKey
 	cacheable := false
 	if e.decisions != nil && ctx.Err() == nil {
-		if key, cacheable = makeKey(e.revision, call, schema, led); cacheable {
+		if key, cacheable = makeKey(e.revision, call, schema, led, digest); cacheable {
 			if d, ok := e.decisions.get(key); ok {
 				return d, nil
 			}
 		}
 	}
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
-	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+	sum, err := digest.sha256(call)
 	if err != nil {
 		// A number beyond a double's range has no canonical form. The
 		// policy names it with its argument path, as on a stock OPA: ask
@@ -319,12 +321,17 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
 	vc := e.memo.cache()
+	if args := input.(ast.Object).Get(kArgs); args != nil {
+		ctx = withCallArgs(ctx, args.Value, call.Args)
+	}
 	rs, err := e.query.Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalVirtualCache(vc),
 		rego.EvalInterQueryBuiltinValueCache(e.builtins),
-		// keep the result as an ast.Value: fromTerm reads it directly
-		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
+		keepTerm,
+		rego.EvalMetrics(noMetrics),
+		// OPA would start a goroutine per evaluation to watch ctx
+		rego.EvalExternalCancel(ctxCancel{ctx}),
 	)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -346,6 +353,28 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
 	}
 	return d, vc.learned, nil
+}
+
+var (
+	// keepTerm keeps the result as an ast.Value: fromTerm reads it directly
+	keepTerm = rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil })
+	// noMetrics: nothing reads an evaluation's metrics
+	noMetrics = metrics.NoOp()
+)
+
+// ctxCancel stops an evaluation once its context is done: OPA asks
+// Cancelled between expressions and inside the builtins that loop.
+type ctxCancel struct{ ctx context.Context }
+
+func (ctxCancel) Cancel() {}
+
+func (c ctxCancel) Cancelled() bool {
+	select {
+	case <-c.ctx.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 type budgetKey struct{}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 
@@ -42,6 +43,14 @@ well_formed if mcpx_engine.well_formed(input)
 no_unknown_args if mcpx_engine.no_unknown_args(input, _facts)
 
 rules_accept if mcpx_engine.rules_accept(input, _facts)
+
+common_case if {
+	is_string(input.server)
+	is_string(input.tool.name)
+	mcpx_engine.common_case(input, tool.facts(input.server, input.tool.name))
+	count([f | some f in data.mcpx.overrides.deny]) == 0
+	count([f | some f in data.mcpx.overrides.ask]) == 0
+}
 
 package_accepts(pkg) if mcpx_engine.package_accepts(input, _facts, pkg)
 
@@ -87,12 +96,16 @@ func (p *predicates) options() []func(*rego.Rego) {
 		rego.Function2(decl("no_unknown_args"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			return ast.InternedTerm(noUnknownArgs(in.Value, facts.Value)), nil
 		}),
-		rego.Function2(decl("rules_accept"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
-			return ast.InternedTerm(p.rulesAccept(in.Value, facts.Value)), nil
+		rego.Function2(decl("rules_accept"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
+			return ast.InternedTerm(p.rulesAccept(goArgsOf(bctx), in.Value, facts.Value)), nil
+		}),
+		rego.Function2(decl("common_case"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
+			ok := wellFormed(in.Value) && noUnknownArgs(in.Value, facts.Value) && p.rulesAccept(goArgsOf(bctx), in.Value, facts.Value)
+			return ast.InternedTerm(ok), nil
 		}),
 		rego.Function3(&rego.Function{Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
-			func(_ rego.BuiltinContext, in, facts, pkg *ast.Term) (*ast.Term, error) {
-				return ast.InternedTerm(p.packageAccepts(in.Value, facts.Value, pkg.Value)), nil
+			func(bctx rego.BuiltinContext, in, facts, pkg *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(p.packageAccepts(goArgsOf(bctx), in.Value, facts.Value, pkg.Value)), nil
 			}),
 		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
 			func(_ rego.BuiltinContext, s *ast.Term) (*ast.Term, error) {
@@ -113,6 +126,7 @@ func predicateDeclarations() map[string]*ast.Builtin {
 		engineBuiltinPrefix + "well_formed":     {Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
 		engineBuiltinPrefix + "no_unknown_args": {Name: engineBuiltinPrefix + "no_unknown_args", Decl: two},
 		engineBuiltinPrefix + "rules_accept":    {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
+		engineBuiltinPrefix + "common_case":     {Name: engineBuiltinPrefix + "common_case", Decl: two},
 		engineBuiltinPrefix + "package_accepts": {Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
 		engineBuiltinPrefix + "plain_text":      {Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
 		engineBuiltinPrefix + "plain_value":     {Name: engineBuiltinPrefix + "plain_value", Decl: two},
@@ -501,7 +515,7 @@ func namesProperties(v ast.Value, depth int) bool {
 // its paths exactly as the rules step reads it) is valid for the rule's
 // schema by santhosh v6. A package with no schema, or whose schema did not
 // compile, is a no.
-func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
+func (p *predicates) rulesAccept(ga *callArgs, v, factsV ast.Value) bool {
 	in, ok := v.(ast.Object)
 	if !ok {
 		return false
@@ -524,6 +538,7 @@ func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
 	if !ok {
 		return false
 	}
+	args := ga.of(argsT)
 	ok = true
 	packages.Until(func(pkgT, rulesT *ast.Term) bool {
 		pkg, isString := pkgT.Value.(ast.String)
@@ -533,12 +548,12 @@ func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
 			return true
 		}
 		for i := 0; i < rules.Len() && ok; i++ {
-			target, present, fine := readTarget(argsT, rules.Elem(i))
+			target, present, fine := args.read(rules.Elem(i))
 			if !fine {
 				ok = false
 			} else if present {
 				s := p.validator(string(pkg))
-				ok = s != nil && valid(s, target)
+				ok = s != nil && s.Validate(target) == nil
 			}
 		}
 		return !ok
@@ -551,7 +566,7 @@ func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
 		return false
 	}
 	for i := 0; i < required.Len(); i++ {
-		if _, present, fine := readTarget(argsT, required.Elem(i)); !fine || !present {
+		if _, present, fine := args.read(required.Elem(i)); !fine || !present {
 			return false
 		}
 	}
@@ -563,7 +578,7 @@ func (p *predicates) rulesAccept(v, factsV ast.Value) bool {
 // compiled, and every value its rules check is valid (rulesAccept for one
 // package, without the required and missing-rule checks, which are not the
 // package's).
-func (p *predicates) packageAccepts(v, factsV, pkgV ast.Value) bool {
+func (p *predicates) packageAccepts(ga *callArgs, v, factsV, pkgV ast.Value) bool {
 	in, ok := v.(ast.Object)
 	if !ok {
 		return false
@@ -595,19 +610,67 @@ func (p *predicates) packageAccepts(v, factsV, pkgV ast.Value) bool {
 	if s == nil {
 		return false
 	}
+	args := ga.of(argsT)
 	for i := 0; i < rules.Len(); i++ {
-		target, present, fine := readTarget(argsT, rules.Elem(i))
-		if !fine || (present && !valid(s, target)) {
+		target, present, fine := args.read(rules.Elem(i))
+		if !fine || (present && s.Validate(target) != nil) {
 			return false
 		}
 	}
 	return true
 }
 
-// readTarget reads a rule's value from the arguments along its paths, as
-// object.get does for the rules step. fine is false when the rule is not
-// in the shape the step reads or more than one path finds a value.
-func readTarget(args, rule *ast.Term) (value ast.Value, present, fine bool) {
+// callArgs ties an evaluation's input arguments (the "args" object the
+// engine built) to the caller's decoded arguments it was converted from,
+// so that the rules predicates hand santhosh, which reads Go values, the
+// caller's own values instead of converting the AST back. The two are the
+// same JSON: the AST was built from these values for this evaluation
+// (identity of the object checked). A Go value that is not decoded JSON
+// fails santhosh's validation: a no, and Rego decides.
+type callArgs struct {
+	ast    ast.Value
+	goArgs map[string]any
+}
+
+type callArgsKey struct{}
+
+// withCallArgs notes on ctx the evaluation's arguments (input.args as
+// built, and what it was built from).
+func withCallArgs(ctx context.Context, args ast.Value, goArgs map[string]any) context.Context {
+	return context.WithValue(ctx, callArgsKey{}, &callArgs{ast: args, goArgs: goArgs})
+}
+
+func goArgsOf(bctx rego.BuiltinContext) *callArgs {
+	if bctx.Context == nil {
+		return nil
+	}
+	ga, _ := bctx.Context.Value(callArgsKey{}).(*callArgs)
+	return ga
+}
+
+// of returns the reader of the arguments argsT: the caller's values when
+// argsT is the object this evaluation's input was built with, else the
+// AST converted value by value.
+func (ga *callArgs) of(argsT *ast.Term) argReader {
+	if ga != nil && ga.goArgs != nil && ga.ast == argsT.Value {
+		return argReader{goArgs: ga.goArgs, native: true}
+	}
+	return argReader{ast: argsT}
+}
+
+// argReader reads rule targets from the arguments, along a rule's paths
+// as object.get does for the rules step: from the caller's decoded values
+// (native) or from the input's AST.
+type argReader struct {
+	ast    *ast.Term
+	goArgs map[string]any
+	native bool
+}
+
+// read returns the value a rule checks, converted for santhosh. fine is
+// false when the rule is not in the shape the step reads, more than one
+// path finds a value, or the value is not JSON.
+func (a argReader) read(rule *ast.Term) (value any, present, fine bool) {
 	r, ok := rule.Value.(ast.Object)
 	if !ok {
 		return nil, false, false
@@ -621,25 +684,66 @@ func readTarget(args, rule *ast.Term) (value ast.Value, present, fine bool) {
 		if !ok {
 			return nil, false, false
 		}
-		curr := args
-		for j := 0; j < path.Len() && curr != nil; j++ {
-			curr = curr.Get(path.Elem(j))
+		v, found, known := a.at(path)
+		if !known {
+			return nil, false, false
 		}
-		if curr == nil {
+		if !found {
 			continue
 		}
 		if present {
 			return nil, false, false
 		}
-		value, present = curr.Value, true
+		value, present = v, true
 	}
 	return value, present, true
 }
 
-// valid reports whether s accepts v (a value the policy would see as v).
-func valid(s *jsonschema.Schema, v ast.Value) bool {
-	doc, ok := toGo(v, 0)
-	return ok && s.Validate(doc) == nil
+// at follows path: found tells whether a value is there; known is false
+// when the caller's values hold a Go type the AST reading cannot be
+// mirrored for.
+func (a argReader) at(path *ast.Array) (v any, found, known bool) {
+	if !a.native {
+		curr := a.ast
+		for j := 0; j < path.Len() && curr != nil; j++ {
+			curr = curr.Get(path.Elem(j))
+		}
+		if curr == nil {
+			return nil, false, true
+		}
+		doc, ok := toGo(curr.Value, 0)
+		return doc, true, ok
+	}
+	var curr any = a.goArgs
+	for j := 0; j < path.Len(); j++ {
+		// as ast.Term.Get: a string key of an object, an integer index of
+		// an array; anything else finds nothing
+		switch c := curr.(type) {
+		case map[string]any:
+			k, ok := path.Elem(j).Value.(ast.String)
+			if !ok {
+				return nil, false, true
+			}
+			if curr, ok = c[string(k)]; !ok {
+				return nil, false, true
+			}
+		case []any:
+			n, ok := path.Elem(j).Value.(ast.Number)
+			if !ok {
+				return nil, false, true
+			}
+			i, ok := n.Int()
+			if !ok || i < 0 || i >= len(c) {
+				return nil, false, true
+			}
+			curr = c[i]
+		case nil, bool, string, json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+			return nil, false, true
+		default:
+			return nil, false, false
+		}
+	}
+	return curr, true, true
 }
 
 // toGo converts a JSON value of the input to what santhosh validates:

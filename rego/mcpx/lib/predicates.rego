@@ -43,6 +43,18 @@ rules_accept if {
 	count(rules.deny) == 0
 }
 
+# common_case holds when everything the decision's common case asks of the
+# arguments and the overrides holds: the input is well formed, no argument
+# is unknown, every matched rule accepts the arguments, and no override
+# finds anything (the embedded engine answers the first three in one call).
+common_case if {
+	well_formed
+	no_unknown_args
+	rules_accept
+	count([f | some f in data.mcpx.overrides.deny]) == 0
+	count([f | some f in data.mcpx.overrides.ask]) == 0
+}
+
 # package_accepts holds when the generated rule package pkg finds no
 # violation in any of its targets (the argument-rules step evaluates only
 # the packages it does not hold for).
