@@ -543,19 +543,7 @@ func (p *predicates) rulesAccept(ga *callArgs, v, factsV ast.Value) bool {
 	packages.Until(func(pkgT, rulesT *ast.Term) bool {
 		pkg, isString := pkgT.Value.(ast.String)
 		rules, isArray := rulesT.Value.(*ast.Array)
-		if !isString || !isArray {
-			ok = false
-			return true
-		}
-		for i := 0; i < rules.Len() && ok; i++ {
-			target, present, fine := args.read(rules.Elem(i))
-			if !fine {
-				ok = false
-			} else if present {
-				s := p.validator(string(pkg))
-				ok = s != nil && s.Validate(target) == nil
-			}
-		}
+		ok = isString && isArray && p.verdict(args, string(pkg), rules)
 		return !ok
 	})
 	if !ok {
@@ -606,18 +594,35 @@ func (p *predicates) packageAccepts(ga *callArgs, v, factsV, pkgV ast.Value) boo
 	if !ok {
 		return false
 	}
-	s := p.validator(string(pkg))
-	if s == nil {
-		return false
-	}
-	args := ga.of(argsT)
-	for i := 0; i < rules.Len(); i++ {
-		target, present, fine := args.read(rules.Elem(i))
-		if !fine || (present && s.Validate(target) != nil) {
-			return false
+	return p.validator(string(pkg)) != nil && p.verdict(ga.of(argsT), string(pkg), rules)
+}
+
+// verdict reports whether every value the rules of pkg check in the
+// arguments is valid for pkg's schema (a package with a value to check
+// needs its compiled schema). Kept for the evaluation when args are its
+// own: the common case, the argument-rules step and its packages ask the
+// same question of the same values.
+func (p *predicates) verdict(args argReader, pkg string, rules *ast.Array) bool {
+	if args.verdicts != nil {
+		if v, ok := args.verdicts[pkg]; ok {
+			return v
 		}
 	}
-	return true
+	ok := true
+	for i := 0; i < rules.Len() && ok; i++ {
+		target, present, fine := args.read(rules.Elem(i))
+		switch {
+		case !fine:
+			ok = false
+		case present:
+			s := p.validator(pkg)
+			ok = s != nil && s.Validate(target) == nil
+		}
+	}
+	if args.verdicts != nil {
+		args.verdicts[pkg] = ok
+	}
+	return ok
 }
 
 // callArgs ties an evaluation's input arguments (the "args" object the
@@ -628,8 +633,9 @@ func (p *predicates) packageAccepts(ga *callArgs, v, factsV, pkgV ast.Value) boo
 // (identity of the object checked). A Go value that is not decoded JSON
 // fails santhosh's validation: a no, and Rego decides.
 type callArgs struct {
-	ast    ast.Value
-	goArgs map[string]any
+	ast      ast.Value
+	goArgs   map[string]any
+	verdicts map[string]bool // package → verdict on these arguments
 }
 
 type callArgsKey struct{}
@@ -637,7 +643,7 @@ type callArgsKey struct{}
 // withCallArgs notes on ctx the evaluation's arguments (input.args as
 // built, and what it was built from).
 func withCallArgs(ctx context.Context, args ast.Value, goArgs map[string]any) context.Context {
-	return context.WithValue(ctx, callArgsKey{}, &callArgs{ast: args, goArgs: goArgs})
+	return context.WithValue(ctx, callArgsKey{}, &callArgs{ast: args, goArgs: goArgs, verdicts: map[string]bool{}})
 }
 
 func goArgsOf(bctx rego.BuiltinContext) *callArgs {
@@ -653,7 +659,7 @@ func goArgsOf(bctx rego.BuiltinContext) *callArgs {
 // AST converted value by value.
 func (ga *callArgs) of(argsT *ast.Term) argReader {
 	if ga != nil && ga.goArgs != nil && ga.ast == argsT.Value {
-		return argReader{goArgs: ga.goArgs, native: true}
+		return argReader{goArgs: ga.goArgs, native: true, verdicts: ga.verdicts}
 	}
 	return argReader{ast: argsT}
 }
@@ -662,9 +668,10 @@ func (ga *callArgs) of(argsT *ast.Term) argReader {
 // as object.get does for the rules step: from the caller's decoded values
 // (native) or from the input's AST.
 type argReader struct {
-	ast    *ast.Term
-	goArgs map[string]any
-	native bool
+	ast      *ast.Term
+	goArgs   map[string]any
+	native   bool
+	verdicts map[string]bool // nil: keep none
 }
 
 // read returns the value a rule checks, converted for santhosh. fine is

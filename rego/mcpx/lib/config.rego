@@ -31,7 +31,7 @@ default pool := {}
 pool := data.mcpx.config.pool
 
 # facts are the config's facts about the call's tool (lib.tool.facts).
-facts := tool.facts(req.doc.server, req.doc.tool)
+facts := tool.facts(req.call.server, req.call.tool)
 
 # write_mode is the effective write mode: the mode the config gives the
 # call's server (its writePolicy, else policy.write, else ask), tightened by

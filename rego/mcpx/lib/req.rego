@@ -209,6 +209,27 @@ doc := {
 	"call_sha256": _call_sha256,
 }
 
+# call is what the argument steps (unknown arguments, argument rules) and
+# the tool's facts read of doc: server, tool, args, schema, has_schema,
+# equal to those fields of doc. For a well-formed input it is read from the
+# input directly, so a decision that needs no more does not build doc.
+call := {
+	"server": input.server,
+	"tool": input.tool.name,
+	"args": input.args,
+	"schema": object.get({"object": schema}, type_name(schema), {}),
+	"has_schema": is_object(schema),
+} if {
+	predicates.well_formed
+	schema := object.get(input.tool, "inputSchema", null)
+} else := {
+	"server": doc.server,
+	"tool": doc.tool,
+	"args": doc.args,
+	"schema": doc.schema,
+	"has_schema": doc.has_schema,
+}
+
 # The full path's values, for any input.
 default _server := ""
 

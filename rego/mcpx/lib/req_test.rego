@@ -79,6 +79,7 @@ _fast_cases := [
 test_fast_path_agrees_with_full_checks if {
 	every c in array.concat(_fast_cases, [x.input | some x in _cases]) {
 		_agrees(c)
+		_call_agrees(c)
 	}
 	taken := [1 | some c in _fast_cases; req._fast with input as c]
 	count(taken) == 7
@@ -97,13 +98,26 @@ _agrees(c) if {
 	_doc_agrees(c)
 }
 
-_doc_agrees(c) if not predicates.well_formed with input as c
+_doc_agrees(c) if {
+	not predicates.well_formed with input as c
+	_call_agrees(c)
+}
+
+# req.call is doc's server, tool, args, schema and has_schema, whichever
+# way each is built.
+_call_agrees(c) if {
+	d := req.doc with input as c
+	req.call with input as c == {k: d[k] | some k in ["server", "tool", "args", "schema", "has_schema"]}
+}
 
 _doc_agrees(c) if {
 	predicates.well_formed with input as c
 	direct := req.doc with input as c
 	full := req.doc with input as c with predicates.well_formed as false
 	direct == full
+	_call_agrees(c)
+	full_call := req.call with input as c with predicates.well_formed as false
+	full_call == req.call with input as c
 }
 
 # Numbers a reader using doubles (most MCP servers) reads as written pass;

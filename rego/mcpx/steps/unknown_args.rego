@@ -30,13 +30,13 @@ else := sort([u | some u in _unknown])
 # schema has no "properties" key anywhere below, or an object of scalars
 # whose own plain schema declares each of its keys. When it holds, the full
 # rules below find nothing; when it does not, they decide.
-_none if not req.doc.has_schema
+_none if not req.call.has_schema
 
 _none if {
-	f := tool.schema_facts(req.doc.schema)
-	count((object.keys(req.doc.args) - f.declared) - config.facts.exempt) == 0
-	every k in {k | some k, v in req.doc.args; type_name(v) in {"object", "array"}} - f.free {
-		v := req.doc.args[k]
+	f := tool.schema_facts(req.call.schema)
+	count((object.keys(req.call.args) - f.declared) - config.facts.exempt) == 0
+	every k in {k | some k, v in req.call.args; type_name(v) in {"object", "array"}} - f.free {
+		v := req.call.args[k]
 		is_object(v)
 		count(object.keys(v) - f.nested[k]) == 0
 		every x in v {
@@ -48,27 +48,27 @@ _none if {
 _scalars := {"string", "number", "boolean", "null"}
 
 _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
-	req.doc.has_schema
-	not _open(req.doc.schema)
-	some k, _ in req.doc.args
+	req.call.has_schema
+	not _open(req.call.schema)
+	some k, _ in req.call.args
 	not k in _top_declared
 	not k in config.facts.exempt
 }
 
-_top_declared := _declared(req.doc.schema)
+_top_declared := _declared(req.call.schema)
 
 # Nested objects: only an argument that is an object or an array, and whose
 # schema has a "properties" key somewhere inside, can hold a closed object
 # below it; the others are not walked (the check is the same, just cheaper).
 _unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text.pointer(path), "key": k} if {
-	req.doc.has_schema
-	some top, top_value in req.doc.args
+	req.call.has_schema
+	some top, top_value in req.call.args
 	_container(top_value)
 	_nests(top)
 	walk(top_value, [rest, value])
 	is_object(value)
 	path := array.concat([top], rest)
-	sub := object.get(req.doc.schema, _schema_path(path), null)
+	sub := object.get(req.call.schema, _schema_path(path), null)
 	is_object(sub)
 	is_object(sub.properties)
 	not _open(sub)
@@ -82,15 +82,15 @@ _container(v) if is_object(v)
 _container(v) if is_array(v)
 
 _nests(top) if {
-	walk(req.doc.schema.properties[top], [p, _])
+	walk(req.call.schema.properties[top], [p, _])
 	count(p) > 0
 	p[count(p) - 1] == "properties"
 }
 
 # valid lists the declared keys of the object at parent.
-valid(parent) := sort(_declared(req.doc.schema)) if parent == ""
+valid(parent) := sort(_declared(req.call.schema)) if parent == ""
 
-valid(parent) := sort(_declared(object.get(req.doc.schema, _schema_path(_segments(parent)), {}))) if parent != ""
+valid(parent) := sort(_declared(object.get(req.call.schema, _schema_path(_segments(parent)), {}))) if parent != ""
 
 _segments(ptr) := [seg |
 	some raw in array.slice(split(ptr, "/"), 1, count(split(ptr, "/")))
