@@ -33,7 +33,8 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 	if !d.ok {
 		return cacheKey{}, false
 	}
-	b := keyEncoder(make([]byte, 0, 256+len(d.canon)+len(d.exact)))
+	b := keyEncoder(getBuf())
+	defer func() { putBuf(b) }()
 	b.str(revision)
 	b.str(call.Surface)
 	b.str(call.Server)
@@ -100,10 +101,11 @@ func newToolSchema(doc map[string]any) toolSchema {
 	if doc == nil {
 		return ts
 	}
-	b := keyEncoder(make([]byte, 0, 1024))
+	b := keyEncoder(getBuf())
 	if ts.ok = b.value(doc); ts.ok {
 		ts.sum = sha256.Sum256(b)
 	}
+	putBuf(b)
 	return ts
 }
 
@@ -134,9 +136,28 @@ type callDigest struct {
 	ok           bool
 }
 
+// digestCall digests call into buffers from the pool; release returns
+// them once the digest's bytes are no longer read.
 func digestCall(call decision.Call) callDigest {
-	canon, exact, ok := decision.AppendCallDigest(make([]byte, 0, 2048), make([]byte, 0, 64), call.Server, call.Tool.Name, call.Args)
+	canon, exact, ok := decision.AppendCallDigest(getBuf(), getBuf(), call.Server, call.Tool.Name, call.Args)
 	return callDigest{canon: canon, exact: exact, ok: ok}
+}
+
+func (d callDigest) release() {
+	putBuf(d.canon)
+	putBuf(d.exact)
+}
+
+// bufs recycles the byte buffers of digests and keys: a decision writes
+// a few kilobytes it reads once.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getBuf() []byte { return (*bufs.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) <= 64<<10 {
+		bufs.Put(&b)
+	}
 }
 
 // sha256 is the call's hash, as decision.CallSHA256 computes it.

@@ -266,14 +266,16 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 	var key cacheKey
 	cacheable := false
 	if e.decisions != nil && ctx.Err() == nil {
-		if key, cacheable = makeKey(e.revision, call, schema, led, digest); cacheable {
-			if d, ok := e.decisions.get(key); ok {
-				return d, nil
-			}
+		key, cacheable = makeKey(e.revision, call, schema, led, digest)
+	}
+	sum, err := digest.sha256(call)
+	digest.release()
+	if cacheable {
+		if d, ok := e.decisions.get(key); ok {
+			return d, nil
 		}
 	}
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
-	sum, err := digest.sha256(call)
 	if err != nil {
 		// A number beyond a double's range has no canonical form. The
 		// policy names it with its argument path, as on a stock OPA: ask

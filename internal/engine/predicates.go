@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -77,10 +78,11 @@ type predicates struct {
 
 	mu       sync.RWMutex
 	compiled map[string]*jsonschema.Schema // nil: the schema did not compile
+	scalars  map[scalarKey]bool            // verdicts on scalar values (valid)
 }
 
 func newPredicates(schemas map[string]any, secrets any) *predicates {
-	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]*jsonschema.Schema{}}
+	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]*jsonschema.Schema{}, scalars: map[scalarKey]bool{}}
 }
 
 // options are the rego options that declare and implement the builtins.
@@ -615,14 +617,78 @@ func (p *predicates) verdict(args argReader, pkg string, rules *ast.Array) bool 
 		case !fine:
 			ok = false
 		case present:
-			s := p.validator(pkg)
-			ok = s != nil && s.Validate(target) == nil
+			ok = p.valid(pkg, target)
 		}
 	}
 	if args.verdicts != nil {
 		args.verdicts[pkg] = ok
 	}
 	return ok
+}
+
+// valid reports whether pkg's compiled schema accepts v. Verdicts on
+// scalars (a string of at most maxScalarKey bytes, a number, a boolean,
+// null) are kept per package: a gateway's calls repeat such values (a
+// mode, a flag, a small count), santhosh's verdict on them never changes,
+// and a validation costs allocations. At most MemoSize verdicts are kept.
+func (p *predicates) valid(pkg string, v any) bool {
+	s := p.validator(pkg)
+	if s == nil {
+		return false
+	}
+	k, keyed := scalarKeyOf(pkg, v)
+	if keyed {
+		p.mu.RLock()
+		ok, hit := p.scalars[k]
+		p.mu.RUnlock()
+		if hit {
+			return ok
+		}
+	}
+	ok := s.Validate(v) == nil
+	if keyed {
+		p.mu.Lock()
+		if len(p.scalars) < MemoSize {
+			p.scalars[k] = ok
+		}
+		p.mu.Unlock()
+	}
+	return ok
+}
+
+// scalarKey identifies a scalar value exactly (its Go type and text or
+// bits) for a package.
+type scalarKey struct {
+	pkg  string
+	kind byte
+	text string
+	bits uint64
+}
+
+const maxScalarKey = 64
+
+func scalarKeyOf(pkg string, v any) (scalarKey, bool) {
+	switch x := v.(type) {
+	case nil:
+		return scalarKey{pkg: pkg, kind: 'z'}, true
+	case bool:
+		k := scalarKey{pkg: pkg, kind: 'b'}
+		if x {
+			k.bits = 1
+		}
+		return k, true
+	case string:
+		return scalarKey{pkg: pkg, kind: 's', text: x}, len(x) <= maxScalarKey
+	case json.Number:
+		return scalarKey{pkg: pkg, kind: 'n', text: string(x)}, len(x) <= maxScalarKey
+	case float64:
+		return scalarKey{pkg: pkg, kind: 'f', bits: math.Float64bits(x)}, true
+	case int:
+		return scalarKey{pkg: pkg, kind: 'i', bits: uint64(int64(x))}, true
+	case int64:
+		return scalarKey{pkg: pkg, kind: 'i', bits: uint64(x)}, true
+	}
+	return scalarKey{}, false
 }
 
 // callArgs ties an evaluation's input arguments (the "args" object the

@@ -139,7 +139,7 @@ redact_pointer(ptr) := concat("/", [_token(t) | some t in split(ptr, "/")]) if _
 
 else := ptr
 
-_token(t) := _escape(redact(replace(replace(t, "~1", "/"), "~0", "~"))) if _suspect(t)
+_token(t) := _escape(redact(unescape(t))) if _suspect(t)
 
 else := t
 
@@ -446,6 +446,13 @@ _likeness(a, b) := max([
 	(2 * count(a.bigrams & b.bigrams)) / (count(a.bigrams) + count(b.bigrams)),
 	0.9 * to_number(a.letters == b.letters),
 ])
+
+# unescape is a JSON Pointer token's key ("~1" is "/", "~0" is "~"). OPA's
+# replace builds a strings.Replacer on every call: only a token that
+# holds "~" is replaced.
+unescape(t) := replace(replace(t, "~1", "/"), "~0", "~") if contains(t, "~")
+
+else := t
 
 # pointer renders a key path as a JSON Pointer.
 pointer(path) := concat("", [sprintf("/%s", [_escape(seg)]) | some seg in path])

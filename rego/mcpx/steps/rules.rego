@@ -123,7 +123,7 @@ _violation(v, ref) := object.union(v, object.union(
 	{"detail": text.redact(d) | d := v.detail; is_string(d)},
 ))
 
-_last_key(ptr) := replace(replace(parts[count(parts) - 1], "~1", "/"), "~0", "~") if {
+_last_key(ptr) := text.unescape(parts[count(parts) - 1]) if {
 	parts := split(ptr, "/")
 	count(parts) > 1
 } else := "" if {
@@ -182,7 +182,9 @@ _base(v) := "is missing" if {
 	v.expected == true
 } else := sprintf("lacks required properties %s", [json.marshal(v.expected)]) if {
 	v.constraint == "required"
-} else := replace(_templates[v.constraint], "%s", _expected_text(v.expected)) if {
+} else := sprintf(_templates[v.constraint], [_expected_text(v.expected)]) if {
+	contains(_templates[v.constraint], "%s") # each template has one %s or none
+} else := _templates[v.constraint] if {
 	_ = _templates[v.constraint]
 } else := sprintf("fails %s %s", [v.constraint, json.marshal(v.expected)])
 

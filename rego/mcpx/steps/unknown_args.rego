@@ -99,7 +99,7 @@ _segments(ptr) := [seg |
 
 _segment(raw) := to_number(raw) if regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
 
-_segment(raw) := replace(replace(raw, "~1", "/"), "~0", "~") if not regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
+_segment(raw) := text.unescape(raw) if not regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
 
 _schema_path(path) := [x |
 	some seg in path
