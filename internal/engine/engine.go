@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -111,9 +112,16 @@ func PrepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 // input, same caches except the decision cache) and returns the number of
 // results; for measurements.
 func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) (int, error) {
-	in, err := Input(call, led)
+	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+	if err != nil {
+		sum = ""
+	}
+	in, err := input(call, led, sum, newToolSchema(call.Tool.InputSchema), e.schemas)
 	if err != nil {
 		return 0, err
+	}
+	if args := in.(ast.Object).Get(kArgs); args != nil {
+		ctx = withCallArgs(ctx, args.Value, call.Args)
 	}
 	return e.EvaluateInput(ctx, in)
 }
@@ -155,18 +163,24 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		rego.SetRegoVersion(ast.RegoV1),
 	}
 	opts = append(opts, preds.options()...)
+	_, swap := p.Modules[predicatesFile]
+	names = slices.DeleteFunc(names, func(n string) bool { return n == predicatesFile })
 	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
-		switch n {
-		case compileGuardFile:
+		if n == compileGuardFile {
 			return compileGuard
-		case predicatesFile:
-			// the engine's form of the predicates (predicates.go)
-			return predicatesGo
 		}
 		return p.Modules[n]
 	}, caps)
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
+	}
+	if swap {
+		// the engine's form of the predicates (predicates.go)
+		pm, err := parseModules([]string{predicatesFile}, func(string) string { return predicatesModule(hasOverrides(mods, p.Data)) }, caps)
+		if err != nil {
+			return nil, fmt.Errorf("prepare policy: %w", err)
+		}
+		mods = append(mods, pm...)
 	}
 	if errs := guardOverrides(mods); len(errs) > 0 {
 		return nil, fmt.Errorf("prepare policy: %w", errs)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"sync"
 
@@ -35,7 +36,10 @@ import (
 const (
 	predicatesFile    = "mcpx/lib/predicates.rego"
 	predicatesPackage = "data.mcpx.lib.predicates"
-	predicatesGo      = `package mcpx.lib.predicates
+	// predicatesGo is the engine's form of the module; %s is where the
+	// common case also checks the operator overrides (overrideChecks), left
+	// out when the policy has none.
+	predicatesGo = `package mcpx.lib.predicates
 
 import data.mcpx.lib.tool
 
@@ -48,12 +52,12 @@ rules_accept if mcpx_engine.rules_accept(input, _facts)
 common_case if {
 	is_string(input.server)
 	is_string(input.tool.name)
-	mcpx_engine.common_case(input, tool.facts(input.server, input.tool.name))
-	count([f | some f in data.mcpx.overrides.deny]) == 0
-	count([f | some f in data.mcpx.overrides.ask]) == 0
+	mcpx_engine.common_case(input, tool.facts(input.server, input.tool.name))%s
 }
 
-package_accepts(pkg) if mcpx_engine.package_accepts(input, _facts, pkg)
+package_accepts(pkg) if _vouched[pkg]
+
+_vouched := mcpx_engine.vouched(input, _facts)
 
 plain_text(s) if mcpx_engine.plain_text(s)
 
@@ -64,7 +68,39 @@ _facts := tool.facts(input.server, input.tool.name) if {
 	is_string(input.tool.name)
 }
 `
+	overrideChecks = `
+	count([f | some f in data.mcpx.overrides.deny]) == 0
+	count([f | some f in data.mcpx.overrides.ask]) == 0`
 )
+
+// predicatesModule is the engine's predicates module for a policy with or
+// without operator overrides: without, no override can find anything
+// (data.mcpx.overrides is undefined), so the common case does not ask.
+func predicatesModule(overrides bool) string {
+	if overrides {
+		return fmt.Sprintf(predicatesGo, overrideChecks)
+	}
+	return fmt.Sprintf(predicatesGo, "")
+}
+
+// overridesRef is where operator overrides put their findings.
+var overridesRef = ast.MustParseRef(overridesPackage)
+
+// hasOverrides reports whether mods or the data define anything at or
+// under data.mcpx.overrides (or at a ref that could hold it).
+func hasOverrides(mods []*ast.Module, data map[string]any) bool {
+	if _, ok := data["overrides"]; ok {
+		return true
+	}
+	for _, m := range mods {
+		for _, r := range m.Rules {
+			if path := r.Path(); path.HasPrefix(overridesRef) || overridesRef.HasPrefix(path) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // engineBuiltins are the builtins only the embedded engine has; policy
 // modules other than predicatesGo may not call them (guardOverrides).
@@ -109,6 +145,10 @@ func (p *predicates) options() []func(*rego.Rego) {
 			func(bctx rego.BuiltinContext, in, facts, pkg *ast.Term) (*ast.Term, error) {
 				return ast.InternedTerm(p.packageAccepts(goArgsOf(bctx), in.Value, facts.Value, pkg.Value)), nil
 			}),
+		rego.Function2(&rego.Function{Name: engineBuiltinPrefix + "vouched", Decl: types.NewFunction(types.Args(types.A, types.A), types.NewSet(types.S))},
+			func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
+				return ast.NewTerm(p.vouched(goArgsOf(bctx), in.Value, facts.Value)), nil
+			}),
 		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
 			func(_ rego.BuiltinContext, s *ast.Term) (*ast.Term, error) {
 				str, ok := s.Value.(ast.String)
@@ -130,6 +170,7 @@ func predicateDeclarations() map[string]*ast.Builtin {
 		engineBuiltinPrefix + "rules_accept":    {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
 		engineBuiltinPrefix + "common_case":     {Name: engineBuiltinPrefix + "common_case", Decl: two},
 		engineBuiltinPrefix + "package_accepts": {Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
+		engineBuiltinPrefix + "vouched":         {Name: engineBuiltinPrefix + "vouched", Decl: types.NewFunction(types.Args(types.A, types.A), types.NewSet(types.S))},
 		engineBuiltinPrefix + "plain_text":      {Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
 		engineBuiltinPrefix + "plain_value":     {Name: engineBuiltinPrefix + "plain_value", Decl: two},
 	}
@@ -597,6 +638,27 @@ func (p *predicates) packageAccepts(ga *callArgs, v, factsV, pkgV ast.Value) boo
 		return false
 	}
 	return p.validator(string(pkg)) != nil && p.verdict(ga.of(argsT), string(pkg), rules)
+}
+
+// vouched is the set of the tool's matched packages for which
+// packageAccepts holds: the Go form of package_accepts asks it once per
+// evaluation instead of once per package.
+func (p *predicates) vouched(ga *callArgs, v, factsV ast.Value) ast.Set {
+	out := ast.NewSet()
+	facts, ok := factsV.(ast.Object)
+	if !ok {
+		return out
+	}
+	packages, ok := field(facts, kPackages).(ast.Object)
+	if !ok {
+		return out
+	}
+	packages.Foreach(func(pkgT, _ *ast.Term) {
+		if p.packageAccepts(ga, v, factsV, pkgT.Value) {
+			out.Add(pkgT)
+		}
+	})
+	return out
 }
 
 // verdict reports whether every value the rules of pkg check in the

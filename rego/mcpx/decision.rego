@@ -45,14 +45,17 @@ default decision := {
 # the config can decide, with nothing in the ledger, no unknown argument,
 # arguments every matched rule accepts and no override finding, is decided
 # by its planned document (lib.plan: the write-mode and destructive-floor
-# reasons, rendered once per tool). Then a hidden tool's planned document.
+# reasons, rendered once per tool). Then, over the same planned document,
+# a call whose only findings are unknown arguments or argument rules: only
+# those steps build reasons. Then a hidden tool's planned document.
 # Anything else takes the full check order (_full), which builds every
 # reason. The planned documents equal what the full order produces
-# (lib/plan_test.rego), and each predicate (lib.predicates) holds only when
-# its step finds nothing. Should no document result, the default above
-# denies.
-decision := object.union(d, {"call": _input_call}) if {
-	predicates.common_case
+# (lib/plan_test.rego, test_planned_paths_equal_the_full_order), and each
+# predicate (lib.predicates) holds only when its step finds nothing.
+# Should no document result, the default above denies.
+decision := object.union(d, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+	is_string(input.server) # the facts take names only
+	is_string(input.tool.name)
 	d := plan.document(
 		input.server,
 		input.tool.name,
@@ -60,10 +63,8 @@ decision := object.union(d, {"call": _input_call}) if {
 		object.get(input.tool, ["annotations", "readOnlyHint"], false),
 		object.get(input.tool, ["annotations", "destructiveHint"], true),
 	)
+	predicates.common_case
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
-} else := object.union(d, {"call": _input_call}) if {
-	predicates.well_formed
-	d := plan.hidden_document(input.server, input.tool.name)
 } else := {
 	"outcome": verdict[0],
 	"step": verdict[1],
@@ -73,14 +74,19 @@ decision := object.union(d, {"call": _input_call}) if {
 	"destructive": d.destructive,
 	"call": _input_call,
 } if {
-	predicates.well_formed
 	d := _planned
+	predicates.well_formed
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
 	count([f | some f in data.mcpx.overrides.deny]) == 0 # no override finding (cheaper than the step)
 	count([f | some f in data.mcpx.overrides.ask]) == 0
 	ua := _unknown_args_findings
 	ar := _rules_findings
 	verdict := _planned_verdict(ua.deny, ar, d)
+} else := object.union(d, {"call": _input_call}) if {
+	is_string(input.server)
+	is_string(input.tool.name)
+	d := plan.hidden_document(input.server, input.tool.name)
+	predicates.well_formed
 } else := _full
 
 # _planned is the call's planned document (lib.plan.document).
@@ -90,7 +96,10 @@ _planned := plan.document(
 	object.get(input, "mode", null),
 	object.get(input.tool, ["annotations", "readOnlyHint"], false),
 	object.get(input.tool, ["annotations", "destructiveHint"], true),
-)
+) if {
+	is_string(input.server)
+	is_string(input.tool.name)
+}
 
 # _unknown_args_findings are the unknown-arguments step's denies and
 # warnings, as lists: none when its predicate holds.

@@ -281,6 +281,10 @@ _extra := [
 	object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "total": 2}}),
 	object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "error": "corrupt"}}),
 	testdata.call("fs", {"name": "delete_file"}, {"zzz": 1}),
+	# names that are not strings: InvalidInput, never an error in the facts
+	testdata.call(7, {"name": "delete_file"}, {}),
+	testdata.call("fs", {"name": 7}, {}),
+	testdata.call("fs", {"name": ["read_file"]}, {}),
 ]
 
 _same(a, b) if a == b

@@ -56,8 +56,7 @@ _present(args, paths) if {
 # policy does not hold (a broken bundle) or whose compiled entry is
 # incomplete, or a rule that reported violations without becoming a reason.
 problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
-	some pkg, _ in config.facts.packages
-	not predicates.package_accepts(pkg) # it holds only for a package the policy has
+	some pkg in _unvouched # package_accepts holds only for a package the policy has
 	by_rule := targets[pkg]
 	not data.mcpx.rules[pkg].violations
 	some id, _ in by_rule
@@ -65,11 +64,16 @@ problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) 
 	some id in config.facts.missing_rules
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
-# A package the rules predicate vouches for (lib.predicates.package_accepts:
-# all its targets valid) has no violations; the others are evaluated.
-_violations[id] := vs if {
+# _unvouched are the matched packages the rules predicate does not vouch
+# for (lib.predicates.package_accepts: all its targets valid, so no
+# violation): only these are evaluated.
+_unvouched contains pkg if {
 	some pkg, _ in config.facts.packages
 	not predicates.package_accepts(pkg)
+}
+
+_violations[id] := vs if {
+	some pkg in _unvouched
 	some id, vs in data.mcpx.rules[pkg].violations
 	count(vs) > 0
 }
@@ -94,6 +98,10 @@ deny contains {
 	vs := [_violation(_normal(v), ref) | some v in raw]
 }
 
+# METADATA
+# description: A rule's reference in its violations (the config's alone).
+# custom:
+#   memo: true
 _rule_ref(id) := {
 	"id": id,
 	"origin": object.get(data.mcpx.config.rules[id], "origin", "?"),
@@ -177,15 +185,16 @@ _templates := {
 	"false": "is not allowed (false schema)",
 }
 
-_base(v) := "is missing" if {
+_base(v) := sprintf(t, [_expected_text(v.expected)]) if {
+	t := _templates[v.constraint] # "required" has none
+	contains(t, "%s") # each template has one %s or none
+} else := _templates[v.constraint] if {
+	_ = _templates[v.constraint]
+} else := "is missing" if {
 	v.constraint == "required"
 	v.expected == true
 } else := sprintf("lacks required properties %s", [json.marshal(v.expected)]) if {
 	v.constraint == "required"
-} else := sprintf(_templates[v.constraint], [_expected_text(v.expected)]) if {
-	contains(_templates[v.constraint], "%s") # each template has one %s or none
-} else := _templates[v.constraint] if {
-	_ = _templates[v.constraint]
 } else := sprintf("fails %s %s", [v.constraint, json.marshal(v.expected)])
 
 _expected_text(e) := e if is_string(e)
