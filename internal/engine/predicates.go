@@ -47,6 +47,8 @@ well_formed if mcpx_engine.well_formed(input)
 
 no_unknown_args if mcpx_engine.no_unknown_args(input, _facts)
 
+nested_keys_known if mcpx_engine.nested_keys_known(input)
+
 rules_accept if mcpx_engine.rules_accept(input, _facts)
 
 common_case if {
@@ -134,6 +136,10 @@ func (p *predicates) options() []func(*rego.Rego) {
 		rego.Function2(decl("no_unknown_args"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			return ast.InternedTerm(noUnknownArgs(in.Value, facts.Value)), nil
 		}),
+		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "nested_keys_known", Decl: types.NewFunction(types.Args(types.A), types.B)},
+			func(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(nestedKeysKnown(in.Value)), nil
+			}),
 		rego.Function2(decl("rules_accept"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			return ast.InternedTerm(p.rulesAccept(goArgsOf(bctx), in.Value, facts.Value)), nil
 		}),
@@ -165,14 +171,15 @@ func (p *predicates) options() []func(*rego.Rego) {
 func predicateDeclarations() map[string]*ast.Builtin {
 	two := types.NewFunction(types.Args(types.A, types.A), types.B)
 	return map[string]*ast.Builtin{
-		engineBuiltinPrefix + "well_formed":     {Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
-		engineBuiltinPrefix + "no_unknown_args": {Name: engineBuiltinPrefix + "no_unknown_args", Decl: two},
-		engineBuiltinPrefix + "rules_accept":    {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
-		engineBuiltinPrefix + "common_case":     {Name: engineBuiltinPrefix + "common_case", Decl: two},
-		engineBuiltinPrefix + "package_accepts": {Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
-		engineBuiltinPrefix + "vouched":         {Name: engineBuiltinPrefix + "vouched", Decl: types.NewFunction(types.Args(types.A, types.A), types.NewSet(types.S))},
-		engineBuiltinPrefix + "plain_text":      {Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
-		engineBuiltinPrefix + "plain_value":     {Name: engineBuiltinPrefix + "plain_value", Decl: two},
+		engineBuiltinPrefix + "well_formed":       {Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
+		engineBuiltinPrefix + "no_unknown_args":   {Name: engineBuiltinPrefix + "no_unknown_args", Decl: two},
+		engineBuiltinPrefix + "rules_accept":      {Name: engineBuiltinPrefix + "rules_accept", Decl: two},
+		engineBuiltinPrefix + "nested_keys_known": {Name: engineBuiltinPrefix + "nested_keys_known", Decl: types.NewFunction(types.Args(types.A), types.B)},
+		engineBuiltinPrefix + "common_case":       {Name: engineBuiltinPrefix + "common_case", Decl: two},
+		engineBuiltinPrefix + "package_accepts":   {Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
+		engineBuiltinPrefix + "vouched":           {Name: engineBuiltinPrefix + "vouched", Decl: types.NewFunction(types.Args(types.A, types.A), types.NewSet(types.S))},
+		engineBuiltinPrefix + "plain_text":        {Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
+		engineBuiltinPrefix + "plain_value":       {Name: engineBuiltinPrefix + "plain_value", Decl: two},
 	}
 }
 
@@ -474,33 +481,82 @@ func noUnknownArgs(v, factsV ast.Value) bool {
 			ok = exempt != nil && exempt.Contains(k)
 			return !ok
 		}
-		switch a.Value.(type) {
-		case ast.Object, *ast.Array:
+		ok = nestedKnown(sub.Value, a.Value)
+		return !ok
+	})
+	return ok
+}
+
+// nestedKeysKnown is the Go form of predicates.nested_keys_known: the tool
+// has no inputSchema, or a plain closed one (plainProperties) under which
+// every argument that is an object or an array either sits under a
+// property schema with no "properties" key anywhere in it (the step does
+// not walk into it) or is an object of scalars whose own plain schema
+// declares each of its keys. Arguments the schema does not declare are
+// not walked into either.
+func nestedKeysKnown(v ast.Value) bool {
+	in, ok := v.(ast.Object)
+	if !ok {
+		return false
+	}
+	tool, ok := field(in, kTool).(ast.Object)
+	if !ok {
+		return false
+	}
+	args, ok := field(in, kArgs).(ast.Object)
+	if !ok {
+		return false
+	}
+	var schema ast.Object
+	switch s := field(tool, kInputSchema).(type) {
+	case nil, ast.Null:
+		return true
+	case ast.Object:
+		schema = s
+	default:
+		return false
+	}
+	props, ok := plainProperties(schema)
+	if !ok {
+		return false
+	}
+	ok = true
+	args.Until(func(k, a *ast.Term) bool {
+		if sub := props.Get(k); sub != nil {
+			ok = nestedKnown(sub.Value, a.Value)
+		}
+		return !ok
+	})
+	return ok
+}
+
+// nestedKnown reports that the step finds no unknown key inside argument
+// value a whose property schema is sub (noUnknownArgs's container check).
+func nestedKnown(sub, a ast.Value) bool {
+	switch a.(type) {
+	case ast.Object, *ast.Array:
+	default:
+		return true
+	}
+	if !namesProperties(sub, 0) {
+		return true
+	}
+	obj, isObj := a.(ast.Object)
+	if !isObj {
+		return false
+	}
+	nested, plain := plainProperties(sub)
+	if !plain {
+		return false
+	}
+	ok := true
+	obj.Until(func(kk, x *ast.Term) bool {
+		switch x.Value.(type) {
+		case ast.String, ast.Number, ast.Boolean, ast.Null:
+			ok = nested.Get(kk) != nil
 		default:
-			return false
-		}
-		if !namesProperties(sub.Value, 0) {
-			return false
-		}
-		obj, isObj := a.Value.(ast.Object)
-		if !isObj {
 			ok = false
-			return true
 		}
-		nested, plain := plainProperties(sub.Value)
-		if !plain {
-			ok = false
-			return true
-		}
-		obj.Until(func(kk, x *ast.Term) bool {
-			switch x.Value.(type) {
-			case ast.String, ast.Number, ast.Boolean, ast.Null:
-				ok = nested.Get(kk) != nil
-			default:
-				ok = false
-			}
-			return !ok
-		})
 		return !ok
 	})
 	return ok

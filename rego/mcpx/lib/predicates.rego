@@ -35,6 +35,11 @@ no_unknown_args if {
 	count(unknown_args.warn) == 0
 }
 
+# nested_keys_known holds when no nested object of the arguments has an
+# unknown key (the unknown-arguments step walks into them only when it
+# does not hold).
+nested_keys_known if count(unknown_args.nested) == 0
+
 # rules_accept holds when the argument-rules step finds nothing: every
 # matched rule accepts the arguments, every required argument is there, and
 # every matched rule is usable (compiled, with its package).
