@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -341,7 +342,7 @@ func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := tester.NewRunner().SetStore(store).EnableTracing(true).SetTimeout(10 * 60e9).Run(ctx, mods)
+	ch, err := tester.NewRunner().SetStore(store).EnableTracing(true).SetTimeout(10*time.Minute).Run(ctx, mods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,8 +462,8 @@ var fuzzTools = []decision.Tool{
 	{Name: "plain"},
 	{Name: "closed", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
 		"path": map[string]any{"type": "string"}, "n": map[string]any{}, "tags": map[string]any{"type": "array"},
-		"o": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{}, "y": map[string]any{}}},
-		"m": map[string]any{"type": "object", "additionalProperties": true},
+		"o":    map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{}, "y": map[string]any{}}},
+		"m":    map[string]any{"type": "object", "additionalProperties": true},
 		"deep": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"z": map[string]any{}}}},
 	}}},
 	{Name: "loose", InputSchema: map[string]any{"properties": map[string]any{"a": map[string]any{}}, "additionalProperties": true}},
