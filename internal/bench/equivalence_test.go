@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -59,14 +61,26 @@ func TestEngineEqualsPureRego(t *testing.T) {
 		t.Skip("compiles the M and L workloads")
 	}
 	for _, tc := range []struct {
-		shape Shape
-		calls int
-	}{{M, 2000}, {L, 1000}} {
-		t.Run(tc.shape.Name, func(t *testing.T) {
+		shape     Shape
+		calls     int
+		overrides bool
+	}{{M, 2000, false}, {L, 1000, false}, {M, 500, true}} {
+		name := tc.shape.Name
+		if tc.overrides {
+			name += "+overrides"
+		}
+		t.Run(name, func(t *testing.T) {
 			w := Generate(tc.shape)
-			opts, err := w.Options(t.TempDir())
+			dir := t.TempDir()
+			opts, err := w.Options(dir)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.overrides {
+				// an operator override that asks about some calls and denies
+				// others (by their arguments): the engine then asks the
+				// overrides in its common case, and evaluates whole
+				opts.ConfigPaths = append(opts.ConfigPaths, writeOverrides(t, dir))
 			}
 			p := enginePolicy(t, opts)
 			eng, err := engine.Prepare(context.Background(), p)
@@ -92,6 +106,29 @@ func TestEngineEqualsPureRego(t *testing.T) {
 			t.Logf("%d calls, equal; outcomes %v", tc.calls, outcomes)
 		})
 	}
+}
+
+// writeOverrides writes an overrides layer into dir and returns its path.
+func writeOverrides(t *testing.T, dir string) string {
+	t.Helper()
+	rego := `package mcpx.overrides
+
+deny contains {"code": "NoProject3", "message": sprintf("no writes to %s", [input.args.path])} if {
+	contains(input.args.path, "/project3/")
+}
+
+ask contains {"code": "Tagged", "message": "a tag needs a look", "tag": input.args.tags[0]} if {
+	startswith(input.args.tags[0], "alpha")
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "overrides.rego"), []byte(rego), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	layer := filepath.Join(dir, "overrides.yaml")
+	if err := os.WriteFile(layer, []byte("version: 1\npolicy:\n  overrides: [overrides.rego]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return layer
 }
 
 // stockDecide evaluates the decision for call on a stock query, with the

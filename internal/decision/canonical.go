@@ -284,8 +284,16 @@ func validUTF8(s string) string {
 
 func appendCanonicalString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
+	s = validUTF8(s)
 	b = append(b, '"')
-	for _, c := range []byte(validUTF8(s)) {
+	start := 0 // the bytes since start need no escape: copied in one run
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '\\' && c != '"' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		start = i + 1
 		switch c {
 		case '\\', '"':
 			b = append(b, '\\', c)
@@ -300,12 +308,9 @@ func appendCanonicalString(b []byte, s string) []byte {
 		case '\t':
 			b = append(b, '\\', 't')
 		default:
-			if c < 0x20 {
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			} else {
-				b = append(b, c)
-			}
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }

@@ -45,11 +45,17 @@ type Policy struct {
 // for compiled regexes, and the decision cache) are internally locked and
 // never change a decision.
 type Engine struct {
-	query    rego.PreparedEvalQuery
-	revision string
-	memo     *memo
-	schemas  *schemaCache
-	builtins cache.InterQueryValueCache
+	query rego.PreparedEvalQuery
+	// common and uncommon are the decision's two halves (data.mcpx.
+	// common_decision and uncommon_decision), prepared when the engine
+	// answers the predicates and no operator override could read the
+	// arguments: the common half is asked first on an input without the
+	// arguments, which are converted only when it is undefined (lite).
+	common, uncommon *rego.PreparedEvalQuery
+	revision         string
+	memo             *memo
+	schemas          *schemaCache
+	builtins         cache.InterQueryValueCache
 	// decisions is nil when the policy calls a non-deterministic builtin
 	// (time.now_ns, rand.intn, …): then equal inputs may decide differently.
 	decisions *decisionCache
@@ -197,14 +203,13 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	opts := []func(*rego.Rego){
 		rego.Compiler(compiler),
 		rego.Query(query),
-		// the store keeps data as ast.Values: a read is a lookup, not a
-		// conversion of the config on every call
-		rego.Store(inmem.NewFromObjectWithOpts(map[string]any{"mcpx": p.Data}, inmem.OptReturnASTValuesOnRead(true))),
 		rego.StrictBuiltinErrors(true),
 		rego.Capabilities(caps),
 		rego.SetRegoVersion(ast.RegoV1),
 	}
 	opts = append(opts, preds.options()...)
+	// (the store, which keeps data as ast.Values so a read is a lookup,
+	// not a conversion of the config on every call, is added below)
 	_, swap := p.Modules[predicatesFile]
 	names = slices.DeleteFunc(names, func(n string) bool { return n == predicatesFile })
 	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
@@ -216,9 +221,10 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
+	overrides := hasOverrides(mods, p.Data)
 	if swap {
 		// the engine's form of the predicates (predicates.go)
-		pm, err := parseModules([]string{predicatesFile}, func(string) string { return predicatesModule(hasOverrides(mods, p.Data)) }, caps)
+		pm, err := parseModules([]string{predicatesFile}, func(string) string { return predicatesModule(overrides) }, caps)
 		if err != nil {
 			return nil, fmt.Errorf("prepare policy: %w", err)
 		}
@@ -227,6 +233,9 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if errs := guardOverrides(mods); len(errs) > 0 {
 		return nil, fmt.Errorf("prepare policy: %w", errs)
 	}
+	store := inmem.NewFromObjectWithOpts(map[string]any{"mcpx": p.Data}, inmem.OptReturnASTValuesOnRead(true))
+	opts = append(opts, rego.Store(store))
+	base := slices.Clone(opts)
 	for _, m := range mods {
 		opts = append(opts, rego.ParsedModule(m))
 	}
@@ -234,10 +243,23 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
+	// the decision's halves, on the compiled policy
+	var halves [2]*rego.PreparedEvalQuery
+	if query == Query && swap && !overrides && hasRule(compiler, commonQuery) && hasRule(compiler, uncommonQuery) {
+		for i, q := range []string{commonQuery, uncommonQuery} {
+			hq, err := rego.New(append(slices.Clone(base), rego.Query(q))...).PrepareForEval(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("prepare policy: %w", err)
+			}
+			halves[i] = &hq
+		}
+	}
 	preds.keep(compiler)
 	entries := 4096
 	e := &Engine{
 		query:    pq,
+		common:   halves[0],
+		uncommon: halves[1],
 		revision: p.Revision,
 		memo:     newMemo(compiler),
 		schemas:  newSchemaCache(),
@@ -297,6 +319,17 @@ func callsNondeterministic(c *ast.Compiler) bool {
 		}
 	}
 	return false
+}
+
+// The decision's halves (rego/mcpx/decision.rego).
+const (
+	commonQuery   = "data.mcpx.common_decision"
+	uncommonQuery = "data.mcpx.uncommon_decision"
+)
+
+// hasRule reports whether c holds a rule at query's ref.
+func hasRule(c *ast.Compiler, query string) bool {
+	return len(c.GetRulesExact(ast.MustParseRef(query))) > 0
 }
 
 // Revision is the policy revision the engine was prepared from.
@@ -374,16 +407,61 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, stoppedMessage(err, limit)), nil, fmt.Errorf("evaluate policy: %w", err)
 	}
-	input, err := input(call, led, sum, schema, e.schemas)
+	in, err := inputWithoutArgs(call, led, sum, schema, e.schemas)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
-	vc := e.memo.cache()
-	if args := input.(ast.Object).Get(kArgs); args != nil {
-		ctx = withCallArgs(ctx, args.Value, call.Args)
+	ga := &callArgs{goArgs: call.Args, verdicts: map[string]bool{}}
+	ctx = context.WithValue(ctx, callArgsKey{}, ga)
+	var learned []memoEntry
+	var t *ast.Term
+	if e.common != nil {
+		// the common case first, without the arguments
+		ga.lite = true
+		t, learned, err = e.eval(ctx, e.common, in)
+		ga.lite = false
+		if err != nil {
+			return evalFailed(ctx, ref, limit, err)
+		}
 	}
-	rs, err := e.query.Eval(ctx,
-		rego.EvalParsedInput(input),
+	if t == nil {
+		args, err := value(call.Args)
+		if err != nil {
+			return decision.Denied(ref, decision.InvalidInput, "invalid call: args: "+err.Error()), nil, fmt.Errorf("args: %w", err)
+		}
+		in.Insert(kArgs, ast.NewTerm(args))
+		ga.ast = args
+		pq := &e.query
+		if e.uncommon != nil {
+			pq = e.uncommon
+		}
+		var more []memoEntry
+		t, more, err = e.eval(ctx, pq, in)
+		if err == nil && t == nil && pq != &e.query {
+			// neither half decided: the decision's default
+			t, more, err = e.eval(ctx, &e.query, in)
+		}
+		if err != nil {
+			return evalFailed(ctx, ref, limit, err)
+		}
+		learned = append(learned, more...)
+	}
+	if t == nil {
+		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), nil, errors.New("evaluate policy: undefined decision")
+	}
+	d, err := fromTerm(t.Value)
+	if err != nil {
+		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
+	}
+	return d, learned, nil
+}
+
+// eval evaluates pq on input in: the result's term, nil when undefined,
+// and what the memo may learn from the evaluation.
+func (e *Engine) eval(ctx context.Context, pq *rego.PreparedEvalQuery, in ast.Value) (*ast.Term, []memoEntry, error) {
+	vc := e.memo.cache()
+	rs, err := pq.Eval(ctx,
+		rego.EvalParsedInput(in),
 		rego.EvalVirtualCache(vc),
 		rego.EvalInterQueryBuiltinValueCache(e.builtins),
 		keepTerm,
@@ -392,25 +470,29 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 		rego.EvalExternalCancel(ctxCancel{ctx}),
 	)
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			// OPA stopped at a cancellation point: between two expressions,
-			// or inside a builtin that checks (numbers.range, concat, …)
-			return decision.Denied(ref, decision.PolicyError, stoppedMessage(cerr, limit)), nil, fmt.Errorf("evaluate policy: %w: %w", cerr, err)
-		}
-		return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), nil, fmt.Errorf("evaluate policy: %w", err)
+		return nil, nil, err
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), nil, errors.New("evaluate policy: undefined decision")
+	switch {
+	case len(rs) == 0:
+		return nil, vc.learned, nil
+	case len(rs) != 1 || len(rs[0].Expressions) != 1:
+		return nil, nil, fmt.Errorf("evaluate policy: %d results", len(rs))
 	}
 	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
 	if !ok {
-		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
+		return nil, nil, fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
 	}
-	d, err := fromTerm(t.Value)
-	if err != nil {
-		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
+	return t, vc.learned, nil
+}
+
+// evalFailed is the decision of an evaluation that failed with err.
+func evalFailed(ctx context.Context, ref decision.CallRef, limit time.Duration, err error) (decision.Decision, []memoEntry, error) {
+	if cerr := ctx.Err(); cerr != nil {
+		// OPA stopped at a cancellation point: between two expressions,
+		// or inside a builtin that checks (numbers.range, concat, …)
+		return decision.Denied(ref, decision.PolicyError, stoppedMessage(cerr, limit)), nil, fmt.Errorf("evaluate policy: %w: %w", cerr, err)
 	}
-	return d, vc.learned, nil
+	return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), nil, fmt.Errorf("evaluate policy: %w", err)
 }
 
 var (

@@ -29,6 +29,22 @@ func Input(call decision.Call, led *Ledger) (ast.Value, error) {
 // input builds the input, without call_sha256 when sum is ""; schemas,
 // when not nil, holds tool inputSchemas already converted.
 func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Value, error) {
+	obj, err := inputWithoutArgs(call, led, sum, schema, schemas)
+	if err != nil {
+		return nil, err
+	}
+	args, err := value(call.Args)
+	if err != nil {
+		return nil, fmt.Errorf("args: %w", err)
+	}
+	obj.Insert(kArgs, ast.NewTerm(args))
+	return obj, nil
+}
+
+// inputWithoutArgs is input but for "args": what the decision's common
+// half reads, the arguments being read by the predicates from the call
+// (Engine.evaluate).
+func inputWithoutArgs(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Object, error) {
 	obj := ast.NewObjectWithCapacity(9)
 	obj.Insert(kServer, ast.StringTerm(call.Server))
 	tool := toolValue(call.Tool)
@@ -42,14 +58,6 @@ func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schem
 	if call.Mode != "" {
 		obj.Insert(kMode, ast.StringTerm(call.Mode))
 	}
-	args, err := value(call.Args)
-	if err != nil {
-		return nil, fmt.Errorf("args: %w", err)
-	}
-	if call.Args == nil {
-		args = ast.NewObject()
-	}
-	obj.Insert(kArgs, ast.NewTerm(args))
 	if call.Tool.InputSchema != nil {
 		schema, err := schemas.value(schema)
 		if err != nil {
@@ -207,6 +215,9 @@ func (c *schemaCache) value(schema toolSchema) (ast.Value, error) {
 // values are allocated together (a count first, then one slab); object
 // keys are interned (keyTerm).
 func value(v any) (ast.Value, error) {
+	if m, ok := v.(map[string]any); ok && m == nil {
+		return ast.NewObject(), nil // no arguments: the empty object
+	}
 	c := converter{slab: make([]ast.Term, countTerms(v))}
 	return c.value(v)
 }

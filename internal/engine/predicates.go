@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -130,21 +131,22 @@ func (p *predicates) options() []func(*rego.Rego) {
 	}
 	return []func(*rego.Rego){
 		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "well_formed", Decl: types.NewFunction(types.Args(types.A), types.B)},
-			func(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
-				return ast.InternedTerm(wellFormed(in.Value)), nil
+			func(bctx rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(wellFormed(goArgsOf(bctx), in.Value)), nil
 			}),
-		rego.Function2(decl("no_unknown_args"), func(_ rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
-			return ast.InternedTerm(noUnknownArgs(in.Value, facts.Value)), nil
+		rego.Function2(decl("no_unknown_args"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
+			return ast.InternedTerm(noUnknownArgs(goArgsOf(bctx), in.Value, facts.Value)), nil
 		}),
 		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "nested_keys_known", Decl: types.NewFunction(types.Args(types.A), types.B)},
-			func(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
-				return ast.InternedTerm(nestedKeysKnown(in.Value)), nil
+			func(bctx rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(nestedKeysKnown(goArgsOf(bctx), in.Value)), nil
 			}),
 		rego.Function2(decl("rules_accept"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			return ast.InternedTerm(p.rulesAccept(goArgsOf(bctx), in.Value, facts.Value)), nil
 		}),
 		rego.Function2(decl("common_case"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
-			ok := wellFormed(in.Value) && noUnknownArgs(in.Value, facts.Value) && p.rulesAccept(goArgsOf(bctx), in.Value, facts.Value)
+			ga := goArgsOf(bctx)
+			ok := wellFormed(ga, in.Value) && noUnknownArgs(ga, in.Value, facts.Value) && p.rulesAccept(ga, in.Value, facts.Value)
 			return ast.InternedTerm(ok), nil
 		}),
 		rego.Function3(&rego.Function{Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
@@ -250,7 +252,7 @@ var (
 // a sign and a point, which lib.req accepts without further checks. It is
 // stricter than req: a ledger total written other than as plain digits,
 // a number in another form, any value that is not JSON is a no.
-func wellFormed(v ast.Value) bool {
+func wellFormed(ga *callArgs, v ast.Value) bool {
 	in, ok := v.(ast.Object)
 	if !ok {
 		return false
@@ -325,8 +327,49 @@ func wellFormed(v ast.Value) bool {
 			return false
 		}
 	}
+	if in.Get(kArgs) == nil && ga.isLite() {
+		return plainGo(ga.goArgs, 0)
+	}
 	args, ok := field(in, kArgs).(ast.Object)
 	return ok && plainJSON(args, 0)
+}
+
+// plainGo is plainJSON for the caller's decoded arguments: only the Go
+// types the engine converts to JSON values (map[string]any, []any,
+// string, bool, nil, json.Number, float64, int, int64), numbers checked on
+// the text their AST would have. Any other type is a no.
+func plainGo(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	var buf [32]byte
+	switch x := v.(type) {
+	case nil, bool, string:
+		return true
+	case json.Number:
+		return shortDecimal(string(x))
+	case float64:
+		return shortDecimal(string(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)))
+	case int:
+		return shortDecimal(string(strconv.AppendInt(buf[:0], int64(x), 10)))
+	case int64:
+		return shortDecimal(string(strconv.AppendInt(buf[:0], x, 10)))
+	case []any:
+		for _, e := range x {
+			if !plainGo(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !plainGo(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // maxDepth bounds the nesting the Go predicates walk; deeper values are
@@ -434,7 +477,7 @@ func field(o ast.Object, k *ast.Term) ast.Value {
 // schema with no "properties" key anywhere in it (the step walks no
 // deeper) or is an object of scalars whose own plain schema declares each
 // of its keys. Otherwise it says no and the step decides.
-func noUnknownArgs(v, factsV ast.Value) bool {
+func noUnknownArgs(ga *callArgs, v, factsV ast.Value) bool {
 	in, ok := v.(ast.Object)
 	if !ok {
 		return false
@@ -447,8 +490,9 @@ func noUnknownArgs(v, factsV ast.Value) bool {
 	if !ok {
 		return false
 	}
+	lite := in.Get(kArgs) == nil && ga.isLite()
 	args, ok := field(in, kArgs).(ast.Object)
-	if !ok {
+	if !ok && !lite {
 		return false
 	}
 	mode, ok := field(facts, kUAMode).(ast.String)
@@ -472,6 +516,9 @@ func noUnknownArgs(v, factsV ast.Value) bool {
 		return false
 	}
 	exempt, _ := field(facts, kExempt).(ast.Set)
+	if lite {
+		return goArgsKnown(ga.goArgs, props, exempt, true)
+	}
 	ok = true
 	args.Until(func(k, a *ast.Term) bool {
 		sub := props.Get(k)
@@ -494,7 +541,7 @@ func noUnknownArgs(v, factsV ast.Value) bool {
 // not walk into it) or is an object of scalars whose own plain schema
 // declares each of its keys. Arguments the schema does not declare are
 // not walked into either.
-func nestedKeysKnown(v ast.Value) bool {
+func nestedKeysKnown(ga *callArgs, v ast.Value) bool {
 	in, ok := v.(ast.Object)
 	if !ok {
 		return false
@@ -503,8 +550,9 @@ func nestedKeysKnown(v ast.Value) bool {
 	if !ok {
 		return false
 	}
+	lite := in.Get(kArgs) == nil && ga.isLite()
 	args, ok := field(in, kArgs).(ast.Object)
-	if !ok {
+	if !ok && !lite {
 		return false
 	}
 	var schema ast.Object
@@ -520,6 +568,9 @@ func nestedKeysKnown(v ast.Value) bool {
 	if !ok {
 		return false
 	}
+	if lite {
+		return goArgsKnown(ga.goArgs, props, nil, false)
+	}
 	ok = true
 	args.Until(func(k, a *ast.Term) bool {
 		if sub := props.Get(k); sub != nil {
@@ -528,6 +579,82 @@ func nestedKeysKnown(v ast.Value) bool {
 		return !ok
 	})
 	return ok
+}
+
+// goArgsKnown is the argument check of noUnknownArgs (top: every key
+// declared or exempt too) and nestedKeysKnown on the caller's decoded
+// arguments: a declared argument's value passes nestedKnownGo.
+func goArgsKnown(args map[string]any, props ast.Object, exempt ast.Set, top bool) bool {
+	for k, a := range args {
+		sub := lookup(props, k)
+		if sub == nil {
+			if top && !setHas(exempt, k) {
+				return false
+			}
+			continue
+		}
+		if !nestedKnownGo(sub.Value, a) {
+			return false
+		}
+	}
+	return true
+}
+
+// nestedKnownGo is nestedKnown for a decoded value a: the Go types the
+// engine converts to scalars are scalars, map[string]any an object,
+// []any an array; any other type is a no.
+func nestedKnownGo(sub ast.Value, a any) bool {
+	switch x := a.(type) {
+	case nil, bool, string, json.Number, float64, int, int64:
+		return true
+	case []any:
+		return !namesProperties(sub, 0)
+	case map[string]any:
+		if !namesProperties(sub, 0) {
+			return true
+		}
+		nested, plain := plainProperties(sub)
+		if !plain {
+			return false
+		}
+		for kk, xv := range x {
+			switch xv.(type) {
+			case nil, bool, string, json.Number, float64, int, int64:
+			default:
+				return false
+			}
+			if lookup(nested, kk) == nil {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// lookup is o[k] for a Go string key, without building a key term.
+func lookup(o ast.Object, k string) *ast.Term {
+	var found *ast.Term
+	o.Until(func(ok, ov *ast.Term) bool {
+		if s, isString := ok.Value.(ast.String); isString && string(s) == k {
+			found = ov
+		}
+		return found != nil
+	})
+	return found
+}
+
+// setHas reports whether set s holds the string k.
+func setHas(s ast.Set, k string) bool {
+	found := false
+	if s != nil {
+		s.Until(func(t *ast.Term) bool {
+			str, isString := t.Value.(ast.String)
+			found = isString && string(str) == k
+			return found
+		})
+	}
+	return found
 }
 
 // nestedKnown reports that the step finds no unknown key inside argument
@@ -623,11 +750,8 @@ func (p *predicates) rulesAccept(ga *callArgs, v, factsV ast.Value) bool {
 	if !ok {
 		return false
 	}
-	argsT := in.Get(kArgs)
-	if argsT == nil {
-		return false
-	}
-	if _, ok := argsT.Value.(ast.Object); !ok {
+	args, ok := ga.reader(in)
+	if !ok {
 		return false
 	}
 	if missing, ok := field(facts, kMissingRules).(ast.Set); !ok || missing.Len() > 0 {
@@ -637,7 +761,6 @@ func (p *predicates) rulesAccept(ga *callArgs, v, factsV ast.Value) bool {
 	if !ok {
 		return false
 	}
-	args := ga.of(argsT)
 	ok = true
 	packages.Until(func(pkgT, rulesT *ast.Term) bool {
 		pkg, isString := pkgT.Value.(ast.String)
@@ -678,11 +801,8 @@ func (p *predicates) packageAccepts(ga *callArgs, v, factsV, pkgV ast.Value) boo
 	if !ok {
 		return false
 	}
-	argsT := in.Get(kArgs)
-	if argsT == nil {
-		return false
-	}
-	if _, ok := argsT.Value.(ast.Object); !ok {
+	args, ok := ga.reader(in)
+	if !ok {
 		return false
 	}
 	packages, ok := field(facts, kPackages).(ast.Object)
@@ -693,7 +813,7 @@ func (p *predicates) packageAccepts(ga *callArgs, v, factsV, pkgV ast.Value) boo
 	if !ok {
 		return false
 	}
-	return p.validator(string(pkg)) != nil && p.verdict(ga.of(argsT), string(pkg), rules)
+	return p.validator(string(pkg)) != nil && p.verdict(args, string(pkg), rules)
 }
 
 // vouched is the set of the tool's matched packages for which
@@ -817,10 +937,15 @@ func scalarKeyOf(pkg string, v any) (scalarKey, bool) {
 // (identity of the object checked). A Go value that is not decoded JSON
 // fails santhosh's validation: a no, and Rego decides.
 type callArgs struct {
-	ast      ast.Value
+	ast      ast.Value // nil before the input holds the arguments (lite)
 	goArgs   map[string]any
+	lite     bool            // the input has no arguments yet: read goArgs
 	verdicts map[string]bool // package → verdict on these arguments
 }
+
+// isLite reports whether the evaluation's input leaves the arguments out
+// and the predicates read the caller's (Engine.evaluate's first query).
+func (ga *callArgs) isLite() bool { return ga != nil && ga.lite }
 
 type callArgsKey struct{}
 
@@ -838,14 +963,25 @@ func goArgsOf(bctx rego.BuiltinContext) *callArgs {
 	return ga
 }
 
-// of returns the reader of the arguments argsT: the caller's values when
-// argsT is the object this evaluation's input was built with, else the
-// AST converted value by value.
-func (ga *callArgs) of(argsT *ast.Term) argReader {
-	if ga != nil && ga.goArgs != nil && ga.ast == argsT.Value {
-		return argReader{goArgs: ga.goArgs, native: true, verdicts: ga.verdicts}
+// reader returns the reader of input in's arguments: the caller's values
+// when in has none yet (lite) or holds the object built from them, else
+// the AST converted value by value. ok is false when in has no arguments
+// object.
+func (ga *callArgs) reader(in ast.Object) (argReader, bool) {
+	argsT := in.Get(kArgs)
+	if argsT == nil {
+		if ga.isLite() {
+			return argReader{goArgs: ga.goArgs, native: true, verdicts: ga.verdicts}, true
+		}
+		return argReader{}, false
 	}
-	return argReader{ast: argsT}
+	if _, ok := argsT.Value.(ast.Object); !ok {
+		return argReader{}, false
+	}
+	if ga != nil && ga.goArgs != nil && ga.ast == argsT.Value {
+		return argReader{goArgs: ga.goArgs, native: true, verdicts: ga.verdicts}, true
+	}
+	return argReader{ast: argsT}, true
 }
 
 // argReader reads rule targets from the arguments, along a rule's paths

@@ -41,19 +41,27 @@ default decision := {
 	"call": {"server": "", "tool": ""},
 }
 
-# The common case first, in one body: a well-formed call to a visible tool
-# the config can decide, with nothing in the ledger, no unknown argument,
-# arguments every matched rule accepts and no override finding, is decided
-# by its planned document (lib.plan: the write-mode and destructive-floor
-# reasons, rendered once per tool). Then, over the same planned document,
-# a call whose only findings are unknown arguments or argument rules: only
-# those steps build reasons. Then a hidden tool's planned document.
-# Anything else takes the full check order (_full), which builds every
-# reason. The planned documents equal what the full order produces
-# (lib/plan_test.rego, test_planned_paths_equal_the_full_order), and each
-# predicate (lib.predicates) holds only when its step finds nothing.
-# Should no document result, the default above denies.
-decision := object.union(d, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+# The common case first (common_decision): a well-formed call to a visible
+# tool the config can decide, with nothing in the ledger, no unknown
+# argument, arguments every matched rule accepts and no override finding,
+# is decided by its planned document (lib.plan: the write-mode and
+# destructive-floor reasons, rendered once per tool). Any other call is
+# decided by uncommon_decision. Should no document result, the default
+# above denies.
+decision := d if {
+	d := common_decision
+} else := d if {
+	d := uncommon_decision
+}
+
+# METADATA
+# title: common_decision
+# description: |
+#   The decision of a call in the common case, in one body; undefined for
+#   any other call. It reads the call's names, mode, annotations, ledger
+#   and hash, and asks lib.predicates.common_case about the arguments, so
+#   the embedded engine can ask it before it converts the arguments.
+common_decision := object.union(d, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
 	is_string(input.server) # the facts take names only
 	is_string(input.tool.name)
 	d := plan.document(
@@ -65,7 +73,19 @@ decision := object.union(d, {"call": {"server": input.server, "tool": input.tool
 	)
 	predicates.common_case
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
-} else := {
+}
+
+# METADATA
+# title: uncommon_decision
+# description: |
+#   The decision of any call: first, over the planned document, a call
+#   whose only findings are unknown arguments or argument rules (only those
+#   steps build reasons); then a hidden tool's planned document; else the
+#   full check order (_full), which builds every reason. The planned
+#   documents equal what the full order produces (lib/plan_test.rego,
+#   test_planned_paths_equal_the_full_order), and each predicate
+#   (lib.predicates) holds only when its step finds nothing.
+uncommon_decision := {
 	"outcome": verdict[0],
 	"step": verdict[1],
 	"reasons": array.concat(array.concat(ua.deny, ar), d.reasons),
