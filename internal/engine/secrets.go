@@ -3,12 +3,12 @@ package engine
 import (
 	"encoding/json"
 	"regexp"
-	"regexp/syntax"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mcpx/mcpx-policy/internal/regexneed"
 )
 
 // secretTable is the Go reading of the secret table the policy redacts
@@ -31,7 +31,7 @@ type secretTable struct {
 // it contains (need), so that most strings skip it without running it.
 type alternative struct {
 	re   *regexp.Regexp
-	need need
+	need regexneed.Need
 }
 
 func newSecretTable(data any) *secretTable {
@@ -74,11 +74,11 @@ func newSecretTable(data any) *secretTable {
 		if err != nil {
 			return &secretTable{}
 		}
-		parsed, err := syntax.Parse(src, syntax.Perl)
+		need, err := regexneed.Of(src)
 		if err != nil {
 			return &secretTable{}
 		}
-		st.alts = append(st.alts, alternative{re: re, need: needOf(parsed.Simplify())})
+		st.alts = append(st.alts, alternative{re: re, need: need})
 	}
 	return st
 }
@@ -99,7 +99,7 @@ func (t *secretTable) suspect(s string) bool {
 	}
 	var lower string
 	for _, a := range t.alts {
-		if !a.need.maybe(s, &lower) {
+		if !a.need.Maybe(s, &lower) {
 			continue
 		}
 		if a.re.MatchString(s) {
@@ -190,160 +190,4 @@ func (t *secretTable) plainTree(v ast.Value, depth int) bool {
 		return ok
 	}
 	return false
-}
-
-// need is what every match of a regular expression contains: one of lits
-// as a substring (ASCII case folded where fold). any: no such promise.
-type need struct {
-	any  bool
-	lits []needLit
-}
-
-type needLit struct {
-	s    string // lower case when fold
-	fold bool
-}
-
-// maybe reports whether s may hold a match: it contains one of the
-// literals. lower caches s in ASCII lower case for folded literals.
-func (n need) maybe(s string, lower *string) bool {
-	if n.any {
-		return true
-	}
-	for _, l := range n.lits {
-		if l.fold {
-			if *lower == "" && s != "" {
-				*lower = asciiLower(s)
-			}
-			if strings.Contains(*lower, l.s) {
-				return true
-			}
-		} else if strings.Contains(s, l.s) {
-			return true
-		}
-	}
-	return false
-}
-
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-var anything = need{any: true}
-
-// maxClassLits bounds the characters of a class taken as literals.
-const maxClassLits = 64
-
-// needOf computes the need of a parsed, simplified regular expression:
-// a literal needs itself; a class of few characters one of them; a
-// concatenation its most selective part; an alternation one of its
-// branches' needs; a repetition of at least once its body's; anything that
-// can match without a character (empty, star, quest, assertions) or a
-// large class nothing.
-func needOf(re *syntax.Regexp) need {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if len(re.Rune) == 0 {
-			return anything
-		}
-		for _, r := range re.Rune {
-			if r == utf8.RuneError { // also what an invalid byte of s reads as
-				return anything
-			}
-		}
-		fold := re.Flags&syntax.FoldCase != 0
-		if fold {
-			for _, r := range re.Rune {
-				if !asciiFoldOnly(r) {
-					return anything
-				}
-			}
-			return need{lits: []needLit{{s: asciiLower(string(re.Rune)), fold: true}}}
-		}
-		return need{lits: []needLit{{s: string(re.Rune)}}}
-	case syntax.OpCharClass:
-		var lits []needLit
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			if int(re.Rune[i+1]-re.Rune[i])+1+len(lits) > maxClassLits {
-				return anything
-			}
-			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-				if r == utf8.RuneError {
-					return anything
-				}
-				lits = append(lits, needLit{s: string(r)})
-			}
-		}
-		if len(lits) == 0 {
-			return anything
-		}
-		return need{lits: lits}
-	case syntax.OpCapture, syntax.OpPlus:
-		return needOf(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return needOf(re.Sub[0])
-		}
-		return anything
-	case syntax.OpConcat:
-		best := anything
-		for _, sub := range re.Sub {
-			if n := needOf(sub); !n.any && (best.any || better(n, best)) {
-				best = n
-			}
-		}
-		return best
-	case syntax.OpAlternate:
-		var lits []needLit
-		for _, sub := range re.Sub {
-			n := needOf(sub)
-			if n.any {
-				return anything
-			}
-			lits = append(lits, n.lits...)
-		}
-		return need{lits: lits}
-	}
-	return anything
-}
-
-// better prefers the need whose shortest literal is longer, then the one
-// with fewer literals.
-func better(a, b need) bool {
-	sa, sb := shortest(a), shortest(b)
-	if sa != sb {
-		return sa > sb
-	}
-	return len(a.lits) < len(b.lits)
-}
-
-func shortest(n need) int {
-	m := -1
-	for _, l := range n.lits {
-		if m < 0 || len(l.s) < m {
-			m = len(l.s)
-		}
-	}
-	return m
-}
-
-// asciiFoldOnly reports whether every rune that r case-folds to (its
-// simple folding orbit) is ASCII, so an ASCII lower-casing compares it
-// exactly (not so for k and s: the Kelvin sign and the long s).
-func asciiFoldOnly(r rune) bool {
-	if r >= utf8.RuneSelf {
-		return false
-	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
