@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -194,7 +193,7 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	}
 	sort.Strings(names)
 	caps := capabilities()
-	preds := newPredicates(maps.Clone(p.Schemas), p.Data["secrets"])
+	preds := newPredicates(p.Schemas, p.Data["secrets"])
 	compiler := ast.NewCompiler().
 		WithCapabilities(caps).
 		WithBuiltins(predicateDeclarations()).

@@ -112,8 +112,9 @@ const engineBuiltinPrefix = "mcpx_engine."
 // predicates holds what the builtins need: the argument rules' schemas by
 // generated package, compiled on first use.
 type predicates struct {
-	schemas map[string]any // package → schema, for packages the policy holds
-	secrets *secretTable   // data.mcpx.secrets read in Go
+	schemas  map[string]any // package → schema (the caller's map: never changed)
+	compiler *ast.Compiler  // the compiled policy (keep)
+	secrets  *secretTable   // data.mcpx.secrets read in Go
 
 	mu       sync.RWMutex
 	compiled map[string]*jsonschema.Schema // nil: the schema did not compile
@@ -185,16 +186,15 @@ func predicateDeclarations() map[string]*ast.Builtin {
 	}
 }
 
-// keep drops the schemas of packages the compiled policy does not hold a
-// violations rule for: the Rego path reports those (a PolicyError), so
-// the builtin must never vouch for them.
-func (p *predicates) keep(c *ast.Compiler) {
-	for pkg := range p.schemas {
-		ref := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("mcpx"), ast.StringTerm("rules"), ast.StringTerm(pkg), ast.StringTerm("violations")}
-		if len(c.GetRulesExact(ref)) == 0 {
-			delete(p.schemas, pkg)
-		}
-	}
+// keep notes the compiled policy: a package it holds no violations rule
+// for has no validator (the Rego path reports it, a PolicyError, so the
+// builtins must never vouch for it).
+func (p *predicates) keep(c *ast.Compiler) { p.compiler = c }
+
+// held reports whether the policy has pkg's violations rule.
+func (p *predicates) held(pkg string) bool {
+	ref := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("mcpx"), ast.StringTerm("rules"), ast.StringTerm(pkg), ast.StringTerm("violations")}
+	return p.compiler != nil && len(p.compiler.GetRulesExact(ref)) > 0
 }
 
 // validator is pkg's compiled schema, or nil when there is none.
@@ -209,9 +209,11 @@ func (p *predicates) validator(pkg string) *jsonschema.Schema {
 	if !ok {
 		return nil
 	}
-	s, err := schemarego.Validator(doc)
-	if err != nil {
-		s = nil
+	s = nil
+	if p.held(pkg) {
+		if v, err := schemarego.Validator(doc); err == nil {
+			s = v
+		}
 	}
 	p.mu.Lock()
 	p.compiled[pkg] = s
