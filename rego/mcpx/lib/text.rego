@@ -420,7 +420,12 @@ list(names, n) := sprintf("%s and %d more", [
 # pair of letters, "tial" for "tail"). Ties go to the first in sort order.
 nearest(key, candidates) := best if {
 	k := _shape(key)
-	scored := [[0 - l, c] | some c in candidates; l := _likeness(k, _candidate(c)); l >= 0.5]
+	scored := [[0 - l, c] |
+		some c in candidates
+		b := _candidate(c)
+		l := max([(2 * count(k.bigrams & b.bigrams)) / (count(k.bigrams) + count(b.bigrams)), 0.9 * to_number(k.letters == b.letters)])
+		l >= 0.5
+	]
 	count(scored) > 0
 	best := sort(scored)[0][1]
 } else := ""
@@ -441,11 +446,6 @@ _shape(s) := {
 # custom:
 #   memo: true
 _candidate(s) := _shape(s)
-
-_likeness(a, b) := max([
-	(2 * count(a.bigrams & b.bigrams)) / (count(a.bigrams) + count(b.bigrams)),
-	0.9 * to_number(a.letters == b.letters),
-])
 
 # unescape is a JSON Pointer token's key ("~1" is "/", "~0" is "~"). OPA's
 # replace builds a strings.Replacer on every call: only a token that
