@@ -40,6 +40,9 @@ type Options struct {
 	// PolicyError deny, returned with an error that errors.Is matches to
 	// context.DeadlineExceeded.
 	DecideTimeout time.Duration
+	// Observer, when set, is told of every decision and every reload
+	// (metrics); nil observes nothing.
+	Observer Observer
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -148,11 +151,13 @@ func (e *Engine) Reload(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rev, err := e.load(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		e.cur.Store(rev)
 	}
-	e.cur.Store(rev)
-	return nil
+	if e.opts.Observer != nil {
+		e.opts.Observer.Reloaded(err)
+	}
+	return err
 }
 
 // Revision identifies the config the Engine decides with: a hex SHA-256 of
@@ -182,6 +187,16 @@ func (e *Engine) Warnings() []string {
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
 func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+	if obs := e.opts.Observer; obs != nil {
+		start := time.Now()
+		d, err := e.decide(ctx, call)
+		obs.Decided(d.Outcome, decidingCode(&d), time.Since(start), err)
+		return d, err
+	}
+	return e.decide(ctx, call)
+}
+
+func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl)

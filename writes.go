@@ -1,6 +1,8 @@
 package mcpxpolicy
 
 import (
+	"errors"
+
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -71,3 +73,18 @@ func (e *Engine) UnknownWrites() ([]UnknownWrite, error) {
 func (e *Engine) ClearWrites(server, id, reason string) ([]UnknownWrite, error) {
 	return e.ledger.Clear(server, id, reason)
 }
+
+// Ready reports whether the Engine can decide writes: a policy is loaded
+// and the unknown-outcome ledger reads. The error says what is wrong; a
+// ledger that does not read makes every write deny meanwhile
+// (LedgerUnreadable). Safe for concurrent use.
+func (e *Engine) Ready() error {
+	if e.cur.Load() == nil {
+		return errors.New("mcpxpolicy: no policy loaded")
+	}
+	return e.ledger.Check()
+}
+
+// PendingWrites counts the unknown-outcome entries per server, as the
+// metrics report them. Safe for concurrent use.
+func (e *Engine) PendingWrites() (map[string]int, error) { return e.ledger.Counts() }

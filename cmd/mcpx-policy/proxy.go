@@ -16,6 +16,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +27,8 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server
                          [--decide-timeout 5s] [--log-level info] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
-client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen).
+client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
+which also serves /healthz, /readyz and Prometheus /metrics).
 Every message passes through, except: tools/list drops hidden tools;
 tools/call is decided first — a deny or a hidden tool is answered by the
 proxy, an ask is put to the person through elicitation (or refused with
@@ -77,7 +79,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout})
+	var eng *mcpxpolicy.Engine
+	var met *metrics.Metrics
+	var observer mcpxpolicy.Observer
+	if *listen != "" {
+		met = newMetrics(&eng)
+		observer = met
+	}
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, Observer: observer})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
@@ -98,7 +107,15 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return (&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}).Connect(ctx)
 	}
 	if *listen != "" {
-		return serveProxyHTTP(ctx, *listen, opts, start, logger, stderr)
+		upstream := start
+		start = func(ctx context.Context) (mcp.Connection, error) {
+			c, err := upstream(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return met.Conn(c), nil
+		}
+		return serveProxyHTTP(ctx, *listen, opts, start, server.Probes(eng, met), logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
@@ -143,8 +160,9 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string,
 }
 
 // serveProxyHTTP serves the proxy over Streamable HTTP at /mcp: each MCP
-// session gets its own server process.
-func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, logger *slog.Logger, stderr io.Writer) int {
+// session gets its own server process. probes serves every other path
+// (/healthz, /readyz, /metrics).
+func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, probes http.Handler, logger *slog.Logger, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(stderr, err, "")
@@ -156,6 +174,7 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle("/", probes)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	logger.Info("proxy listening", "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)

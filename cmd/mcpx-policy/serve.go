@@ -16,6 +16,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -27,7 +28,11 @@ Serves decisions over HTTP (docs/service.md):
   POST /v1/decide        a call document in, the decision document out
   GET  /v1/writes        the unknown-outcome writes
   POST /v1/writes/clear  clear them (Authorization: Bearer <token from --token-file>)
+  POST /access/v1/evaluation   the OpenID AuthZEN access evaluation API
+  POST /access/v1/evaluations  (its batch form)
   GET  /healthz          liveness and the config revision
+  GET  /readyz           readiness: a policy is loaded and the ledger reads
+  GET  /metrics          Prometheus metrics
 
 A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
@@ -90,7 +95,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout}
+	var eng *mcpxpolicy.Engine
+	met := newMetrics(&eng)
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -106,7 +113,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
 	srv := &http.Server{
-		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout}),
+		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout, Metrics: met}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out
@@ -134,6 +141,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	return 0
+}
+
+// newMetrics returns the process's metrics, reading the revision and the
+// ledger through *eng once it is set (scrapes come after it is).
+func newMetrics(eng **mcpxpolicy.Engine) *metrics.Metrics {
+	return metrics.New(metrics.Options{
+		Revision: func() string { return (*eng).Revision() },
+		Pending:  func() (map[string]int, error) { return (*eng).PendingWrites() },
+		Process:  true,
+	})
 }
 
 // loopback reports whether a listener's address is a loopback one.
