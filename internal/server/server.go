@@ -88,6 +88,8 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
 	h.mux.HandleFunc("/v1/writes", only(http.MethodGet, h.writes))
 	h.mux.HandleFunc("/v1/writes/clear", only(http.MethodPost, h.clear))
+	h.mux.HandleFunc(EvaluationPath, only(http.MethodPost, h.evaluation))
+	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
 	addProbes(h.mux, eng, opts.Metrics)
 	return h
 }
