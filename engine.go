@@ -31,8 +31,8 @@ type Options struct {
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the unknown-outcome ledger lives; "" means
-	// DefaultStateDir().
+	// StateDir is where the unknown-outcome ledger lives when the config
+	// keeps it in a file (the default); "" means DefaultStateDir().
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -59,8 +59,9 @@ func DefaultStateDir() (string, error) { return ledger.DefaultStateDir() }
 // prepared policy atomically, so a Decide sees either the old or the new
 // config, never a mix.
 type Engine struct {
-	opts   Options
-	ledger *ledger.Ledger
+	opts      Options
+	ledger    ledger.Store
+	ledgerCfg bundle.LedgerConfig // the ledger section it opened
 	cur    atomic.Pointer[revision]
 	mu     sync.Mutex // serializes Reload
 }
@@ -76,30 +77,32 @@ type ConfigError = bundle.ConfigError
 // New loads the config and the ledger and prepares the policy. A bad config
 // is an error listing every problem with its file and line (errors.As finds
 // each *ConfigError); an unreadable ledger is not an error here: it makes
-// every write deny with LedgerUnreadable until it reads again.
+// every write deny with LedgerUnreadable until it reads again. The ledger
+// is the file in Options.StateDir, or the PostgreSQL database the
+// config's ledger section names (docs/ledger.md); Close releases it.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(opts.ConfigPaths) == 0 {
 		return nil, errors.New("mcpxpolicy: no config file given")
 	}
-	dir := opts.StateDir
-	if dir == "" {
-		var err error
-		if dir, err = ledger.DefaultStateDir(); err != nil {
-			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
-		}
-	}
-	led, err := ledger.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("mcpxpolicy: %w", err)
-	}
-	e := &Engine{opts: opts, ledger: led}
+	e := &Engine{opts: opts}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
 	}
+	led, err := openStore(rev.compiled.Ledger, opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	e.ledger, e.ledgerCfg = led, rev.compiled.Ledger
 	e.cur.Store(rev)
 	return e, nil
 }
+
+// Close releases the ledger's connections (the PostgreSQL store's; the
+// file store holds nothing to release). Writes of this Engine still in
+// flight read as a dead process's from then on. Decide and the ledger
+// methods must not be used after it.
+func (e *Engine) Close() error { return e.ledger.Close() }
 
 // Compile loads and compiles a config without preparing it: what `check`
 // and `bundle` need.
@@ -146,11 +149,15 @@ func Policy(c *bundle.Compiled) engine.Policy {
 
 // Reload loads the config files again and swaps the new policy in. When the
 // new config fails to load, the Engine keeps deciding with the old one and
-// the error is returned.
+// the error is returned; so it does when the new config names another
+// ledger (a store is opened once, by New).
 func (e *Engine) Reload(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rev, err := e.load(ctx)
+	if err == nil && !sameLedger(rev.compiled.Ledger, e.ledgerCfg) {
+		err = fmt.Errorf("mcpxpolicy: the ledger section changed (now store %s, from %s): restart to use another ledger; still deciding with the old policy", rev.compiled.Ledger.Store, orDefault(rev.compiled.Ledger.Source))
+	}
 	if err == nil {
 		e.cur.Store(rev)
 	}
@@ -235,4 +242,11 @@ func (e *Engine) ToolFromCatalog(server, name string) (Tool, bool) {
 // engine at all (for example a config that never loaded).
 func Denied(server, tool string, code Code, message string) Decision {
 	return decision.Denied(decision.CallRef{Server: server, Tool: tool}, code, message)
+}
+
+func orDefault(source string) string {
+	if source == "" {
+		return "the default"
+	}
+	return source
 }
