@@ -62,8 +62,8 @@ type Engine struct {
 	opts      Options
 	ledger    ledger.Store
 	ledgerCfg bundle.LedgerConfig // the ledger section it opened
-	cur    atomic.Pointer[revision]
-	mu     sync.Mutex // serializes Reload
+	cur       atomic.Pointer[revision]
+	mu        sync.Mutex // serializes Reload
 }
 
 type revision struct {

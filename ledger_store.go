@@ -91,4 +91,3 @@ var (
 	// ErrWriteNotFound: Clear's id names no entry of the server.
 	ErrWriteNotFound = ledger.ErrNotFound
 )
-
