@@ -82,8 +82,8 @@ type session struct {
 	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
 	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
 	elicit    bool                              // the client declared form elicitation
-	ready     bool  // the client sent notifications/initialized
-	serverErr error // set once the server's connection ended
+	ready     bool                              // the client sent notifications/initialized
+	serverErr error                             // set once the server's connection ended
 
 	cat catalog
 }
@@ -672,4 +672,3 @@ func notification(method string, params any) (*jsonrpc.Request, error) {
 	}
 	return &jsonrpc.Request{Method: method, Params: raw}, nil
 }
-
