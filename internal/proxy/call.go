@@ -46,7 +46,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if err != nil {
 		// Never decide without the server's own definition of the tool:
 		// its annotations and inputSchema are what the policy judges by.
-		if done() && ctx.Err() == nil {
+		if done() {
 			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
 				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())

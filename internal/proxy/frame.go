@@ -142,10 +142,10 @@ func readID(raw json.RawMessage) (jsonrpc.ID, error) {
 }
 
 // looseFrame reads what it safely can of a frame that failed the strict
-// check: its id and whether it is a request, when the top level is an
-// object with exactly one "id" and at most one "method", and no member
-// spelled like either in another case. Anything else leaves the
-// FrameError without an id: such a frame cannot be answered.
+// check: its id, when the top level is an object with exactly one "id" and
+// no member spelled like it in another case, and whether it is a request
+// (it has a "method", in any case). Anything else leaves the FrameError
+// without an id: such a frame cannot be answered.
 func looseFrame(raw []byte) *FrameError {
 	fe := &FrameError{}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -166,21 +166,18 @@ func looseFrame(raw []byte) *FrameError {
 		switch {
 		case key == "id":
 			ids = append(ids, v)
-		case key == "method":
-			methods = append(methods, v)
-		case strings.EqualFold(key, "id"), strings.EqualFold(key, "method"):
+		case strings.EqualFold(key, "id"):
 			return fe
+		case strings.EqualFold(key, "method"):
+			methods = append(methods, v)
 		}
 	}
-	if len(ids) != 1 || len(methods) > 1 {
+	if len(ids) != 1 {
 		return fe
 	}
 	if id, err := readID(ids[0]); err == nil {
 		fe.ID = id
 	}
-	if len(methods) == 1 {
-		var m string
-		fe.Request = json.Unmarshal(methods[0], &m) == nil && m != ""
-	}
+	fe.Request = len(methods) > 0
 	return fe
 }
