@@ -49,22 +49,27 @@ func (c *catalog) get(name string) (mcpxpolicy.Tool, bool, bool) {
 }
 
 // readTools keeps the tools of a list that parse strictly
-// (mcpxpolicy.ParseTool) and have a name no other tool of the list has; the
-// server's reading of a tool the proxy cannot read, or of a name listed
-// twice, is unknown. refused says why each other one was left out.
+// (mcpxpolicy.ParseTool) and have a name no other tool of the list has,
+// whether that other one parses or not: the server's reading of a tool the
+// proxy cannot read, or of a name listed twice, is unknown. refused says
+// why each other one was left out.
 func readTools(raws []json.RawMessage) (tools []mcpxpolicy.Tool, kept []json.RawMessage, refused []string) {
 	count := map[string]int{}
 	parsed := make([]mcpxpolicy.Tool, len(raws))
 	errs := make([]error, len(raws))
 	for i, raw := range raws {
+		// Count every name as a server reads it (the exact key), before
+		// and whether or not the tool parses.
+		var loose map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(raw, &loose) == nil && json.Unmarshal(loose["name"], &name) == nil {
+			count[name]++
+		}
 		t, err := mcpxpolicy.ParseTool(raw)
 		if err == nil && t.Name == "" {
 			err = errors.New(`no "name"`)
 		}
 		parsed[i], errs[i] = t, err
-		if err == nil {
-			count[t.Name]++
-		}
 	}
 	for i, raw := range raws {
 		switch {
