@@ -254,7 +254,7 @@ func (r *fuzzRun) play() {
 		case 'R':
 			r.releaseL()
 		case 'w':
-			r.quiet(30*time.Millisecond, time.Second)
+			r.quiet(20*time.Millisecond, time.Second)
 		}
 	}
 }
@@ -263,7 +263,7 @@ func (r *fuzzRun) play() {
 func (r *fuzzRun) finish() {
 	r.releaseE()
 	r.releaseL()
-	r.quiet(50*time.Millisecond, 2*time.Second)
+	r.quiet(25*time.Millisecond, 2*time.Second)
 	r.clientOut.close()
 	r.client.Close()
 	select {
