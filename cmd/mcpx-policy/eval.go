@@ -20,7 +20,8 @@ const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog
 Decides each call and prints the decision. A call file is
 {"server", "tool", "args", "surface"?, "principal"?, "mode"?} where "tool" is
 an MCP Tool object (name, annotations, inputSchema) or a tool name looked up
-in --catalog.
+in --catalog. It is read strictly: a duplicate key, a field name in another
+case ("Args") or anything after the object is an input error.
 
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json
