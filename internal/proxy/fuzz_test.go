@@ -18,6 +18,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 // FuzzProxy feeds JSON-RPC frames from both sides through a proxy session
@@ -111,13 +112,15 @@ type fuzzRun struct {
 	lastE     string            // id of the last elicitation the client got
 	lastL     string            // id of the last tools/list the server got
 	approvals map[string]int    // call sha256 -> approvals the client gave
+	elicited  map[string]string // id of an elicitation of the proxy -> the call's sha256
+	answered  map[string]bool   // elicitations the client answered
 	received  [][]byte          // every line the server received
 	clientOut *outbox
 	serverOut *outbox
 }
 
 func newFuzzRun(t *testing.T, eng *mcpxpolicy.Engine, data []byte) *fuzzRun {
-	r := &fuzzRun{t: t, approvals: map[string]int{}, activity: make(chan struct{}, 1), done: make(chan error, 1)}
+	r := &fuzzRun{t: t, approvals: map[string]int{}, elicited: map[string]string{}, answered: map[string]bool{}, activity: make(chan struct{}, 1), done: make(chan error, 1)}
 	r.lines = bytes.Split(data, []byte("\n"))
 	if len(r.lines) > 0 && len(r.lines[0]) > 0 && r.lines[0][0] == 't' {
 		if json.Unmarshal(r.lines[0][1:], &r.tools) != nil {
@@ -234,7 +237,9 @@ func (r *fuzzRun) play() {
 		}
 		switch line[0] {
 		case 'c':
-			r.sendClient(r.substitute(line[1:]))
+			frame := r.substitute(line[1:])
+			r.creditRawAnswer(frame)
+			r.sendClient(frame)
 		case 's':
 			r.sendServer(r.substitute(line[1:]))
 		case 'a', 'd':
@@ -306,7 +311,15 @@ func (r *fuzzRun) clientLoop() {
 				if _, isReq := m["method"]; isReq && m["id"] != nil {
 					id, _ := m["id"].(string)
 					if m["method"] == "elicitation/create" && strings.HasPrefix(id, "mcpx-policy/") {
+						b, _ := json.Marshal(m["params"])
+						sha := shaInPrompt.FindSubmatch(b)
+						if sha == nil {
+							r.t.Errorf("an elicitation of the proxy without the call's sha256: %s", b)
+						}
 						r.mu.Lock()
+						if sha != nil {
+							r.elicited[id] = string(sha[1])
+						}
 						r.lastE = id
 						hold := r.holdE
 						if hold {
@@ -330,26 +343,94 @@ func (r *fuzzRun) clientLoop() {
 }
 
 // answerE answers one of the proxy's elicitations as the person would,
-// and counts an approval for the exact call it shows.
+// and counts an approval for the exact call it shows; one the input
+// answered already gets a second answer, which counts for nothing.
 func (r *fuzzRun) answerE(m map[string]any) {
+	id, _ := m["id"].(string)
+	idj, _ := json.Marshal(id)
 	r.mu.Lock()
-	approve := r.approve
+	approve, first := r.approve, !r.answered[id]
+	r.answered[id] = true
+	sha, ok := r.elicited[id]
+	if approve && first && ok {
+		r.approvals[sha]++
+	}
 	r.mu.Unlock()
-	idj, _ := json.Marshal(m["id"])
 	if !approve {
 		r.sendClient([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"decline"}}`, idj)))
 		return
 	}
-	b, _ := json.Marshal(m["params"])
-	sha := shaInPrompt.FindSubmatch(b)
-	if sha == nil {
-		r.t.Errorf("an elicitation of the proxy without the call's sha256: %s", b)
-		return
+	r.sendClient([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"approve":true}}}`, idj)))
+}
+
+// creditRawAnswer counts an approval the input itself sends as the client:
+// the first answer to an elicitation of the proxy that approves when read
+// strictly, as the proxy reads it, is the person's.
+func (r *fuzzRun) creditRawAnswer(frame []byte) {
+	var env struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	var res struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	var id string
+	approves := strictjson.Unmarshal(frame, &env) == nil && env.JSONRPC == "2.0" && env.Method == nil && env.Error == nil &&
+		env.Result != nil && json.Unmarshal(env.ID, &id) == nil && strictjson.Unmarshal(env.Result, &res) == nil
+	if ok, _ := res.Content["approve"].(bool); !ok || res.Action != "accept" {
+		approves = false
+	}
+	if !approves {
+		// A refused answer still ends the elicitation (as declined) when
+		// the proxy can read its id: one "id", none in another case.
+		id = soleID(frame)
 	}
 	r.mu.Lock()
-	r.approvals[string(sha[1])]++
-	r.mu.Unlock()
-	r.sendClient([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"approve":true}}}`, idj)))
+	defer r.mu.Unlock()
+	sha, ok := r.elicited[id]
+	if !ok || r.answered[id] {
+		return
+	}
+	r.answered[id] = true
+	if approves {
+		r.approvals[sha]++
+	}
+}
+
+// soleID is the string id of an answer with exactly one "id" member and
+// none spelled so in another case, else "".
+func soleID(frame []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(frame))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	var ids []json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return ""
+		}
+		switch {
+		case key == "id":
+			ids = append(ids, v)
+		case strings.EqualFold(key, "id"), strings.EqualFold(key, "method"):
+			return "" // no id, or a request: not an answer
+		}
+	}
+	var id string
+	if len(ids) != 1 || json.Unmarshal(ids[0], &id) != nil {
+		return ""
+	}
+	return id
 }
 
 func (r *fuzzRun) releaseE() {
