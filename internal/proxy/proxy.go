@@ -109,7 +109,9 @@ type pending struct {
 // ends or ctx is done, then closes both. It returns nil when the client
 // ended the session, ErrServerGone (wrapped) when the server did, and
 // ctx's error when ctx ended it. Writes in flight when the server's side
-// ends become unknown-outcome entries.
+// ends become unknown-outcome entries. A frame either connection refuses
+// (a *FrameError) is answered or dropped as docs/proxy.md, "Strict
+// decoding", says, and the session goes on.
 func Run(ctx context.Context, opts Options, client, server Conn) error {
 	if opts.Engine == nil || opts.Server == "" {
 		return errors.New("proxy: Engine and Server are required")
