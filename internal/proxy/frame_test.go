@@ -104,8 +104,8 @@ func TestReadToolCallAndWire(t *testing.T) {
 		`{"name":"w","Name":"r"}`:                      `key "Name" is not "name"`,
 		`{"name":"w","arguments":{},"ARGUMENTS":{}}`:   `key "ARGUMENTS" is not "arguments"`,
 		`{"name":"w","arguments":{"a":1,"a":1}}`:       `duplicate key "a"`,
-		`{"arguments":{}}`:                             `needs params with a tool "name"`,
-		`{"name":""}`:                                  `needs params with a tool "name"`,
+		`{"arguments":{}}`:                             `a tool "name" (a non-empty string) is required`,
+		`{"name":""}`:                                  `a tool "name" (a non-empty string) is required`,
 		`{"name":5}`:                                   `cannot unmarshal number`,
 		`{"name":"w","arguments":{"a":{"b":1,"b":2}}}`: `duplicate key "b"`,
 	}

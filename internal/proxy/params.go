@@ -44,7 +44,7 @@ func readToolCall(params json.RawMessage) (toolCall, error) {
 		return toolCall{}, err
 	}
 	if p.Name == nil || *p.Name == "" {
-		return toolCall{}, errors.New(`tools/call needs params with a tool "name"`)
+		return toolCall{}, errors.New(`a tool "name" (a non-empty string) is required`)
 	}
 	c := toolCall{Name: *p.Name, Args: map[string]any{}}
 	if err := strictjson.Unmarshal(params, &c.members); err != nil {
