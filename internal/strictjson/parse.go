@@ -136,6 +136,9 @@ func (p *parser) value(s *shape) (any, error) {
 	case c == '[':
 		return p.array(s)
 	case c == '"':
+		if !p.build {
+			return nil, p.skipStr()
+		}
 		str, err := p.str()
 		if err != nil {
 			return nil, err
@@ -186,7 +189,7 @@ func (p *parser) object(s *shape) (any, error) {
 	if p.build {
 		obj = map[string]any{}
 	}
-	seen := map[string]struct{}{}
+	var keys keySet
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -203,11 +206,10 @@ func (p *parser) object(s *shape) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := seen[key]; dup {
+		if !keys.add(key) {
 			p.pos = keyAt
 			return nil, p.fail("duplicate key %q", key)
 		}
-		seen[key] = struct{}{}
 		child, err := s.member(key, p.known)
 		if err != nil {
 			p.pos = keyAt
@@ -289,6 +291,103 @@ func (p *parser) array(s *shape) (any, error) {
 	}
 }
 
+// keySet holds the keys of one object: a short list, a map past 16.
+type keySet struct {
+	few  []string
+	many map[string]struct{}
+}
+
+// add adds k and reports whether it was new.
+func (ks *keySet) add(k string) bool {
+	if ks.many != nil {
+		if _, ok := ks.many[k]; ok {
+			return false
+		}
+		ks.many[k] = struct{}{}
+		return true
+	}
+	for _, f := range ks.few {
+		if f == k {
+			return false
+		}
+	}
+	if len(ks.few) < 16 {
+		ks.few = append(ks.few, k)
+		return true
+	}
+	ks.many = make(map[string]struct{}, 32)
+	for _, f := range ks.few {
+		ks.many[f] = struct{}{}
+	}
+	ks.many[k] = struct{}{}
+	return true
+}
+
+// skipStr checks a string at p.pos (an opening quote) as str does,
+// without building its value.
+func (p *parser) skipStr() error {
+	p.pos++ // "
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return nil
+		case c == '\\':
+			if p.pos+1 >= len(p.data) {
+				return p.fail("unterminated string")
+			}
+			e := p.data[p.pos+1]
+			p.pos += 2
+			switch e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, err := p.escapedRune(); err != nil {
+					return err
+				}
+			default:
+				return p.fail("invalid escape %s in a string", quoteByte(e))
+			}
+		case c < 0x20:
+			return p.fail("control character 0x%02x in a string", c)
+		case c < utf8.RuneSelf:
+			p.pos++
+		default:
+			r, n := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && n <= 1 {
+				return p.fail("invalid UTF-8 in a string")
+			}
+			p.pos += n
+		}
+	}
+	return p.fail("unterminated string")
+}
+
+// escapedRune reads the four hex digits after \u (p.pos is past the u),
+// and the low half after a high surrogate.
+func (p *parser) escapedRune() (rune, error) {
+	r, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, nil
+	}
+	// A high surrogate must be followed by \u and a low one.
+	if r >= 0xDC00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+		return 0, p.fail(`lone surrogate \u%04x in a string`, r)
+	}
+	p.pos += 2
+	r2, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if r2 < 0xDC00 || r2 > 0xDFFF {
+		return 0, p.fail(`lone surrogate \u%04x in a string`, r)
+	}
+	return utf16.DecodeRune(r, r2), nil
+}
+
 // str reads a string at p.pos (an opening quote) and returns its value.
 func (p *parser) str() (string, error) {
 	p.pos++ // "
@@ -347,24 +446,9 @@ func (p *parser) slowStr(start int) (string, error) {
 			case 't':
 				buf = append(buf, '\t')
 			case 'u':
-				r, err := p.hex4()
+				r, err := p.escapedRune()
 				if err != nil {
 					return "", err
-				}
-				if utf16.IsSurrogate(r) {
-					// A high surrogate must be followed by \u and a low one.
-					if r >= 0xDC00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-						return "", p.fail(`lone surrogate \u%04x in a string`, r)
-					}
-					p.pos += 2
-					r2, err := p.hex4()
-					if err != nil {
-						return "", err
-					}
-					if r2 < 0xDC00 || r2 > 0xDFFF {
-						return "", p.fail(`lone surrogate \u%04x in a string`, r)
-					}
-					r = utf16.DecodeRune(r, r2)
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
@@ -373,8 +457,13 @@ func (p *parser) slowStr(start int) (string, error) {
 		case c < 0x20:
 			return "", p.fail("control character 0x%02x in a string", c)
 		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			p.pos++
+			// A run of plain ASCII at once.
+			end := p.pos + 1
+			for end < len(p.data) && p.data[end] >= 0x20 && p.data[end] < utf8.RuneSelf && p.data[end] != '"' && p.data[end] != '\\' {
+				end++
+			}
+			buf = append(buf, p.data[p.pos:end]...)
+			p.pos = end
 		default:
 			r, n := utf8.DecodeRune(p.data[p.pos:])
 			if r == utf8.RuneError && n <= 1 {

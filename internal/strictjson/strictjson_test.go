@@ -171,18 +171,19 @@ func TestUnmarshalExact(t *testing.T) {
 }
 
 // FuzzParse holds the parser to encoding/json: whatever it accepts,
-// encoding/json accepts too, with the same value.
+// encoding/json accepts too, with the same value; and Valid (which builds
+// nothing) accepts exactly what Parse does.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2.5e3,"x\u00e9\ud83d\ude00"],"b":{"c":null,"d":true}}`, `[]`, `"\\\"\/"`, `-0.0E-0`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := strictjson.Parse(data)
+		if verr := strictjson.Valid(data); (err == nil) != (verr == nil) {
+			t.Fatalf("Parse and Valid disagree on %q: %v, %v", data, err, verr)
+		}
 		if err != nil {
 			return
-		}
-		if verr := strictjson.Valid(data); verr != nil {
-			t.Fatalf("Parse accepted and Valid refused %q: %v", data, verr)
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
@@ -195,6 +196,40 @@ func FuzzParse(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("Parse(%q) = %#v; encoding/json: %#v", data, got, want)
+		}
+	})
+}
+
+// benchFrame is a tools/call frame of about 1 KiB.
+var benchFrame = []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/workspace/src/main.go","content":"` +
+	strings.Repeat("package main\\n\\nfunc main() {}\\n", 30) + `","options":{"mode":420,"create":true,"tags":["a","b","c"]}},"_meta":{"progressToken":7}}}`)
+
+type benchEnvelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// BenchmarkUnmarshal compares the strict decoding of a frame's envelope
+// with encoding/json's.
+func BenchmarkUnmarshal(b *testing.B) {
+	b.Run("strictjson", func(b *testing.B) {
+		b.SetBytes(int64(len(benchFrame)))
+		for b.Loop() {
+			var env benchEnvelope
+			if err := strictjson.Unmarshal(benchFrame, &env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(benchFrame)))
+		for b.Loop() {
+			var env benchEnvelope
+			if err := json.Unmarshal(benchFrame, &env); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
