@@ -540,8 +540,8 @@ func (s *session) serverGone(err error) {
 }
 
 // request sends a request of the proxy's own to conn and waits for the
-// answer, which counts only from conn. The id is ownIDPrefix and 128 bits
-// from crypto/rand.
+// answer, which counts only from conn. The id is ownIDPrefix and
+// rand.Text (at least 128 bits from crypto/rand).
 func (s *session) request(ctx context.Context, conn Conn, method string, params any) (*jsonrpc.Response, error) {
 	s.mu.Lock()
 	if conn == s.server && s.serverErr != nil {
