@@ -1,12 +1,12 @@
 package mcpxpolicy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 func catalogTool(cat *bundle.Catalog, server, name string) (Tool, bool) {
@@ -59,12 +59,46 @@ func (e *Engine) ResolveTool(server string, raw json.RawMessage) (Tool, error) {
 	}
 }
 
-// ParseTool reads an MCP Tool from JSON, keeping numbers in its inputSchema
-// exact.
+// ParseTool reads an MCP Tool from JSON strictly (docs/proxy.md, "Strict
+// decoding"): a duplicate key anywhere, a key that differs from "name",
+// "annotations", "inputSchema" or a hint's name only by case, a hint that
+// is not a boolean, invalid UTF-8 or trailing data is an error. Fields the
+// policy does not read (title, description, outputSchema, _meta…) pass.
+// Numbers in the inputSchema stay exact (json.Number).
 func ParseTool(raw []byte) (Tool, error) {
 	var t Tool
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	err := dec.Decode(&t)
+	err := strictjson.Unmarshal(raw, &t)
 	return t, err
+}
+
+// ToolError is the error DecodeCall returns when the document's "tool" is
+// missing, not in the catalog, or neither a name nor an MCP Tool; adapters
+// add their own hint to it.
+type ToolError struct{ Err error }
+
+func (e *ToolError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// DecodeCall reads a call document — the call file of `mcpx-policy eval`,
+// the body of serve's POST /v1/decide — strictly: exact key names (a case
+// variant of a field is refused, as is any field CallDocument does not
+// have), no duplicate key anywhere (the arguments included), valid UTF-8,
+// nothing after the object; numbers stay as written. The tool is resolved
+// with ResolveTool (a *ToolError when that fails). On error the returned
+// call holds the server and tool name when they could be read, for the
+// deny. Safe for concurrent use.
+func (e *Engine) DecodeCall(raw []byte) (Call, error) {
+	var doc CallDocument
+	if err := strictjson.UnmarshalKnown(raw, &doc); err != nil {
+		return Call{}, err
+	}
+	call := doc.Call()
+	t, err := e.ResolveTool(doc.Server, doc.Tool)
+	call.Tool = t
+	if err != nil {
+		return call, &ToolError{Err: err}
+	}
+	return call, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +21,8 @@ const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog
 Decides each call and prints the decision. A call file is
 {"server", "tool", "args", "surface"?, "principal"?, "mode"?} where "tool" is
 an MCP Tool object (name, annotations, inputSchema) or a tool name looked up
-in --catalog.
+in --catalog. It is read strictly: a duplicate key, a field name in another
+case ("Args") or anything after the object is an input error.
 
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json
@@ -70,16 +72,27 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	worst, failed := mcpxpolicy.Allow, false
 	for _, path := range fs.Args() {
 		call, err := readCall(eng, path)
-		if err != nil {
-			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
-			failed = true
-			continue
-		}
 		if *surface != "" {
 			call.Surface = *surface
 		}
 		if call.Surface == "" {
 			call.Surface = render.SurfaceCLI
+		}
+		if err != nil {
+			if !knownSurface(call.Surface) {
+				call.Surface = render.SurfaceCLI
+			}
+			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
+			failed = true
+			if *format == "json" {
+				// One decision document per call, the unreadable ones
+				// too: an InvalidInput deny, as serve answers.
+				d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+				if err := printDecision(stdout, stderr, *format, path, call, d); err != nil {
+					fail(stderr, fmt.Errorf("%s: %w", path, err), "")
+				}
+			}
+			continue
 		}
 		d, err := eng.Decide(ctx, call)
 		if err != nil {
@@ -111,26 +124,21 @@ func knownSurface(s string) bool {
 	return s == render.SurfaceDaemon || s == render.SurfaceMCP || s == render.SurfaceCLI
 }
 
-// readCall reads a call file; a tool given by name is looked up in the
-// engine's catalog.
+// readCall reads a call file strictly (mcpxpolicy.Engine.DecodeCall); a
+// tool given by name is looked up in the engine's catalog.
 func readCall(eng *mcpxpolicy.Engine, path string) (mcpxpolicy.Call, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return mcpxpolicy.Call{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	var f mcpxpolicy.CallDocument
-	if err := dec.Decode(&f); err != nil {
-		return mcpxpolicy.Call{}, fmt.Errorf("not a call file: %w", err)
-	}
-	call := f.Call()
-	t, err := eng.ResolveTool(f.Server, f.Tool)
-	if err != nil {
+	call, err := eng.DecodeCall(raw)
+	var te *mcpxpolicy.ToolError
+	switch {
+	case errors.As(err, &te):
 		return call, fmt.Errorf("not a call file: %w (give --catalog, or the whole MCP Tool object in the call file)", err)
+	case err != nil:
+		return call, fmt.Errorf("not a call file: %w", err)
 	}
-	call.Tool = t
 	return call, nil
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/server"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--state-dir D]
@@ -102,10 +101,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	reloadOnChange(ctx, eng, configs, logger)
 	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger}
 	command := fs.Args()
-	start := func(ctx context.Context) (mcp.Connection, error) {
+	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
-		return (&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}).Connect(ctx)
+		return proxy.StartCommand(cmd, 2*time.Second)
 	}
 	if *listen != "" {
 		upstream := start
@@ -122,11 +121,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, fmt.Errorf("starting %s: %w", command[0], err), "")
 	}
-	clientConn, err := (&mcp.StdioTransport{}).Connect(ctx)
-	if err != nil {
-		return fail(stderr, err, "")
-	}
-	err = proxy.Run(ctx, opts, clientConn, serverConn)
+	err = proxy.Run(ctx, opts, proxy.Stdio(), serverConn)
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0

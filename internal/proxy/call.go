@@ -1,13 +1,14 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -25,33 +26,33 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return ok
 	}
-	var params struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if err := json.Unmarshal(m.Params, &params); err != nil || params.Name == "" {
+	params, err := readToolCall(m.Params)
+	switch {
+	case errors.Is(err, errArgsNotObject):
 		if done() {
-			s.replyError(m.ID, jsonrpc.CodeInvalidParams, "tools/call needs params with a tool name")
+			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
+			s.replyResult(m.ID, render.MCP(d).Result)
+		}
+		return
+	case err != nil:
+		if done() {
+			s.refuse(m.ID, "tools/call params: "+err.Error())
 		}
 		return
 	}
-	args := map[string]any{}
-	if len(params.Arguments) > 0 && !bytes.Equal(params.Arguments, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(params.Arguments))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil || args == nil {
-			if done() {
-				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
-				s.replyResult(m.ID, render.MCP(d).Result)
-			}
-			return
-		}
-	}
+	args := params.Args
 	s.recheckConfig()
 	tool, listed, err := s.tool(ctx, params.Name)
 	if err != nil {
-		s.log.Warn("the server's tool list is unavailable; deciding without it", "tool", params.Name, "err", err)
-		listed = true // decide with MCP defaults (a destructive write): fail closed
+		// Never decide without the server's own definition of the tool:
+		// its annotations and inputSchema are what the policy judges by.
+		if done() {
+			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
+			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
+				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
+			s.replyResult(m.ID, render.MCP(d).Result)
+		}
+		return
 	}
 	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
 	d, err := s.opts.Engine.Decide(ctx, call)
@@ -99,13 +100,25 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		p.dispatch = disp
 	}
+	// Forward exactly what was judged: the params re-encoded from the
+	// decided name and arguments.
+	judged, err := params.wire()
+	if err != nil {
+		if p.dispatch != nil {
+			p.dispatch.Abort()
+		}
+		if done() {
+			s.replyError(m.ID, jsonrpc.CodeInternalError, "mcpx-policy: encoding the call failed: "+err.Error())
+		}
+		return
+	}
 	if !done() {
 		if p.dispatch != nil {
 			p.dispatch.Abort()
 		}
 		return
 	}
-	s.forward(m, p)
+	s.forward(&jsonrpc.Request{ID: m.ID, Method: m.Method, Params: judged}, p)
 }
 
 // confirm puts an ask to the person behind the client with
@@ -132,11 +145,8 @@ func (s *session) confirm(ctx context.Context, call mcpxpolicy.Call, d mcpxpolic
 		}
 		return mcpxpolicy.ConfirmationUnavailableDecision(d)
 	}
-	var res struct {
-		Action  string         `json:"action"`
-		Content map[string]any `json:"content"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil || !render.Approved(res.Action, res.Content) {
+	var res elicitResult
+	if err := strictjson.Unmarshal(r.Result, &res); err != nil || !render.Approved(res.Action, res.Content) {
 		s.log.Info("confirmation declined", "tool", call.Tool.Name, "action", res.Action, "sha256", prompt.SHA256)
 		return mcpxpolicy.ConfirmationDeclinedDecision(d)
 	}

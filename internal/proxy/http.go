@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,8 +17,9 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 )
 
-// StartFunc starts the MCP server (a process) and connects to it.
-type StartFunc func(ctx context.Context) (mcp.Connection, error)
+// StartFunc starts the MCP server (a process) and connects to it
+// (StartCommand).
+type StartFunc func(ctx context.Context) (Conn, error)
 
 const sessionIDHeader = "Mcp-Session-Id"
 
@@ -54,7 +56,10 @@ func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc) *HTTPHan
 	return &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}}
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. Every POST body is checked strictly
+// (decodeFrame) before the SDK's transport reads it: a refused body is a
+// 400 whose body is the JSON-RPC error, -32602 with the request's id when
+// it could be read.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a request that reached a loopback listener must name a
 	// loopback host; and no cross-origin browser request gets through.
@@ -67,32 +72,36 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<20)
-	id := r.Header.Get(sessionIDHeader)
-	if id == "" {
-		if r.Method != http.MethodPost {
-			http.Error(w, "Mcp-Session-Id is required", http.StatusBadRequest)
-			return
-		}
+	var msg jsonrpc.Message
+	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, "reading the body failed", http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		msg, err := jsonrpc.DecodeMessage(body)
+		if msg, err = decodeFrame(body); err != nil {
+			h.refuse(w, err)
+			return
+		}
+	}
+	id := r.Header.Get(sessionIDHeader)
+	if id == "" {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Mcp-Session-Id is required", http.StatusBadRequest)
+			return
+		}
 		req, ok := msg.(*jsonrpc.Request)
 		switch {
-		case err != nil || !ok:
+		case !ok:
 			http.Error(w, "a session starts with an initialize request", http.StatusBadRequest)
 		case req.Method == "initialize":
 			h.newSession(w, r)
 		case req.Method == "server/discover" && req.IsCall():
 			// As on stdio: decline the stateless protocol so the client
 			// initializes, without starting a server for it.
-			resp, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+			writeRPC(w, http.StatusOK, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 				Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(resp)
 		default:
 			http.Error(w, "Mcp-Session-Id is required (a session starts with initialize)", http.StatusBadRequest)
 		}
@@ -115,6 +124,29 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// refuse answers a POST body that failed the strict check.
+func (h *HTTPHandler) refuse(w http.ResponseWriter, err error) {
+	h.log.Warn("refused a POST body", "err", err)
+	var id jsonrpc.ID
+	var fe *FrameError
+	if errors.As(err, &fe) {
+		id, err = fe.ID, fe.Err
+	}
+	writeRPC(w, http.StatusBadRequest, &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: jsonrpc.CodeInvalidParams, Message: "mcpx-policy: refused: " + err.Error()}})
+}
+
+func writeRPC(w http.ResponseWriter, status int, m *jsonrpc.Response) {
+	b, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		http.Error(w, "encoding the answer failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +173,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		err := Run(ctx, h.opts, client, server)
+		err := Run(ctx, h.opts, checkedConn{client}, server)
 		h.log.Info("session ended", "session", id, "err", err)
 		h.end(id)
 	}()

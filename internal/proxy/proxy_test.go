@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -71,19 +72,13 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server,
 		t.Fatal(err)
 	}
 	r := &rig{eng: eng, conf: conf, server: server, log: &logBuffer{}, done: make(chan error, 1)}
-	clientT, proxyFront := mcp.NewInMemoryTransports()
-	proxyBack, serverT := mcp.NewInMemoryTransports()
-	if _, err := server.Connect(ctx, serverT, nil); err != nil {
+	clientEnd, proxyFront := net.Pipe()
+	proxyBack, serverEnd := net.Pipe()
+	if _, err := server.Connect(ctx, &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd}, nil); err != nil {
 		t.Fatal(err)
 	}
-	front, err := proxyFront.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := proxyBack.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	front := proxy.NewStreamConn(proxyFront, proxyFront)
+	back := proxy.NewStreamConn(proxyBack, proxyBack)
 	opts.Engine, opts.Server = eng, "s"
 	opts.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() { r.done <- proxy.Run(ctx, opts, front, back) }()
@@ -92,7 +87,7 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server,
 		co = clientOpts[0]
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
-	r.client, err = client.Connect(ctx, clientT, nil)
+	r.client, err = client.Connect(ctx, &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +252,7 @@ func TestAskAndCancel(t *testing.T) {
 func TestHTTPRefusesRebinding(t *testing.T) {
 	t.Parallel()
 	started := false
-	h := proxy.NewHTTPHandler(context.Background(), proxy.Options{}, func(context.Context) (mcp.Connection, error) {
+	h := proxy.NewHTTPHandler(context.Background(), proxy.Options{}, func(context.Context) (proxy.Conn, error) {
 		started = true
 		return nil, context.Canceled
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 // Defaults for Options' zero values.
@@ -239,17 +240,14 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
 	if err != nil {
 		return call, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	var doc CallDocument
-	if err := dec.Decode(&doc); err != nil {
+	call, err = h.eng.DecodeCall(body)
+	var te *mcpxpolicy.ToolError
+	switch {
+	case errors.As(err, &te):
+		return call, fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
+	case err != nil:
 		return call, fmt.Errorf("not a call document: %v", err)
 	}
-	if dec.More() {
-		return call, errors.New("not a call document: trailing data after the JSON object")
-	}
-	call = doc.Call()
 	if call.Surface == "" {
 		call.Surface = render.SurfaceDaemon
 	}
@@ -257,11 +255,6 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
 	case render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI:
 	default:
 		return call, fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
-	}
-	t, err := h.eng.ResolveTool(doc.Server, doc.Tool)
-	call.Tool = t
-	if err != nil {
-		return call, fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
 	}
 	return call, nil
 }
@@ -306,10 +299,14 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/writes/clear needs Authorization: Bearer <token from --token-file>")
 		return
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
 	var req ClearRequest
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		// Strictly: a case variant ({"server":"fs","SERVER":"fs2"}) or a
+		// duplicate key would name one server here and another elsewhere.
+		err = strictjson.UnmarshalKnown(body, &req)
+	}
+	if err != nil {
 		status := http.StatusBadRequest
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
