@@ -43,8 +43,8 @@ func TestFleetSharesThePostgresLedger(t *testing.T) {
 	if err := os.WriteFile(token, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startServe(t, env, "--config", g.config, "--token-file", token)
-	b := startServe(t, env, "--config", g.config, "--token-file", token)
+	a := runServe(t, env, "--config", g.config, "--token-file", token)
+	b := runServe(t, env, "--config", g.config, "--token-file", token)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -13,55 +13,17 @@ import (
 	"time"
 )
 
-// serveProcess is one `mcpx-policy serve` process of the built binary.
-type serveProcess struct {
-	base   string
-	stderr *syncBuffer
-}
-
-// startServe runs `mcpx-policy serve --addr <free> args…` with env added to
-// a clean environment, waits until /healthz answers, and stops it (SIGINT)
-// when the test ends.
-func startServe(t *testing.T, env []string, args ...string) *serveProcess {
+// runServe runs `mcpx-policy serve --addr <free> --decision-log off args…`
+// under the memory cap, with env added to a clean environment, and waits
+// until it answers (startServe).
+func runServe(t *testing.T, env []string, args ...string) *serveProcess {
 	t.Helper()
 	addr := freeLoopbackAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
 	cmd := underLimits(t, exec.CommandContext(ctx, filepath.Join(binDir, "mcpx-policy"), append([]string{"serve", "--addr", addr, "--decision-log", "off"}, args...)...))
 	cmd.Env = append(cleanEnv(), env...)
-	p := &serveProcess{base: "http://" + addr, stderr: &syncBuffer{}}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		cancel()
-		if t.Failed() {
-			t.Logf("serve %s stderr:\n%.4000s", addr, p.stderr)
-		}
-	})
-	for {
-		if resp, err := http.Get(p.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return p
-		}
-		select {
-		case <-exited:
-			t.Fatalf("serve exited at start:\n%s", p.stderr)
-		case <-ctx.Done():
-			t.Fatalf("serve did not answer /healthz:\n%s", p.stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return startServe(t, cmd, addr)
 }
 
 // post sends a JSON body and returns the status, the headers and the body.
@@ -115,7 +77,7 @@ const (
 func TestAuthZEN(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
-	p := startServe(t, nil, "--config", "../examples/mcpx-policy.yaml", "--catalog", "../examples/catalog.json", "--state-dir", state)
+	p := runServe(t, nil, "--config", "../examples/mcpx-policy.yaml", "--catalog", "../examples/catalog.json", "--state-dir", state)
 
 	cases := []struct {
 		name, path, body string
@@ -241,6 +203,16 @@ func TestAuthZEN(t *testing.T) {
 		name: "unknown member", path: "/access/v1/evaluation",
 		body: `{"subject": {"type": "user", "id": "a"}, "resource": {"type": "mcp_tool", "id": "fs/list_directory"},
 		        "action": {"name": "tools/call"}, "evaluations": []}`,
+		status: 400,
+	}, {
+		name: "case variant of a member", path: "/access/v1/evaluation",
+		body: `{"Subject": {"type": "user", "id": "a"}, "resource": {"type": "mcp_tool", "id": "fs/list_directory"},
+		        "action": {"name": "tools/call"}}`,
+		status: 400,
+	}, {
+		name: "duplicate member", path: "/access/v1/evaluation",
+		body: `{"subject": {"type": "user", "id": "a"}, "resource": {"type": "mcp_tool", "id": "fs/list_directory"},
+		        "action": {"name": "can_read"}, "action": {"name": "tools/call"}}`,
 		status: 400,
 	}, {
 		name: "unknown semantic", path: "/access/v1/evaluations",

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/server"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--state-dir D]
@@ -108,12 +109,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	if *listen != "" {
 		upstream := start
-		start = func(ctx context.Context) (mcp.Connection, error) {
+		start = func(ctx context.Context) (proxy.Conn, error) {
 			c, err := upstream(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return met.Conn(c), nil
+			return watched{Conn: c, up: met.Upstream(c)}, nil
 		}
 		return serveProxyHTTP(ctx, *listen, opts, start, server.Probes(eng, met), logger, stderr)
 	}
@@ -131,6 +132,19 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 }
+
+// watched is the proxy's connection to the MCP server as the metrics see
+// it: reads, writes and close go through them.
+type watched struct {
+	proxy.Conn
+	up *metrics.UpstreamConn
+}
+
+func (w watched) Read(ctx context.Context) (jsonrpc.Message, error) { return w.up.Read(ctx) }
+
+func (w watched) Write(ctx context.Context, m jsonrpc.Message) error { return w.up.Write(ctx, m) }
+
+func (w watched) Close() error { return w.up.Close() }
 
 // reloadOnChange reloads the config on a change to any of paths and on
 // SIGHUP, keeping the old policy when the new one fails to load, until ctx

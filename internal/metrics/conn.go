@@ -6,20 +6,29 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Conn wraps the proxy's connection to the MCP server so that m sees each
-// tools/call: a request written starts it (upstream_calls_in_flight), the
-// response read with its id ends it (upstream_call_duration_seconds). Calls
-// still unanswered when the connection fails or closes end as lost. Other
-// messages pass through untouched.
-func (m *Metrics) Conn(c mcp.Connection) mcp.Connection {
-	return &conn{Connection: c, m: m, calls: map[jsonrpc.ID]time.Time{}}
+// Connection is a JSON-RPC connection to an MCP server: the proxy's, or an
+// MCP SDK connection.
+type Connection interface {
+	Read(context.Context) (jsonrpc.Message, error)
+	Write(context.Context, jsonrpc.Message) error
+	Close() error
 }
 
-type conn struct {
-	mcp.Connection
+// Upstream wraps the proxy's connection to the MCP server so that m sees
+// each tools/call: a request written starts it (upstream_calls_in_flight),
+// the response read with its id ends it (upstream_call_duration_seconds).
+// Calls still unanswered when the connection fails or closes end as lost.
+// Every message passes through untouched.
+func (m *Metrics) Upstream(c Connection) *UpstreamConn {
+	return &UpstreamConn{c: c, m: m, calls: map[jsonrpc.ID]time.Time{}}
+}
+
+// UpstreamConn is a Connection that m watches. Its methods are safe for
+// the concurrent use the wrapped connection allows.
+type UpstreamConn struct {
+	c Connection
 	m *Metrics
 
 	mu     sync.Mutex
@@ -27,10 +36,11 @@ type conn struct {
 	closed bool
 }
 
-func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+// Write writes msg, counting a tools/call request.
+func (c *UpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || req.Method != "tools/call" || !req.IsCall() {
-		return c.Connection.Write(ctx, msg)
+		return c.c.Write(ctx, msg)
 	}
 	c.mu.Lock()
 	if _, dup := c.calls[req.ID]; !dup && !c.closed {
@@ -38,7 +48,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.m.UpstreamStarted()
 	}
 	c.mu.Unlock()
-	err := c.Connection.Write(ctx, msg)
+	err := c.c.Write(ctx, msg)
 	if err != nil {
 		// Close follows a failed write (mcp.Connection's contract) and
 		// ends every call still counted, this one included.
@@ -47,8 +57,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+// Read reads the next message, ending the call a response answers.
+func (c *UpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.c.Read(ctx)
 	if err != nil {
 		c.lose()
 		return msg, err
@@ -69,13 +80,14 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, nil
 }
 
-func (c *conn) Close() error {
+// Close closes the connection; unanswered calls end as lost.
+func (c *UpstreamConn) Close() error {
 	c.lose()
-	return c.Connection.Close()
+	return c.c.Close()
 }
 
 // lose ends every call still counted as lost; later calls are not counted.
-func (c *conn) lose() {
+func (c *UpstreamConn) lose() {
 	c.mu.Lock()
 	calls := c.calls
 	c.calls = map[jsonrpc.ID]time.Time{}

@@ -28,7 +28,7 @@ func TestConnCountsUpstreamCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := m.Conn(ca)
+	proxy := m.Upstream(ca)
 	call := func(id int64, method string) {
 		t.Helper()
 		jid, err := jsonrpc.MakeID(float64(id))

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 // The OpenID AuthZEN Authorization API 1.0 access evaluation endpoints
@@ -371,20 +371,11 @@ func readBody(r *http.Request) ([]byte, int, error) {
 	return body, 0, nil
 }
 
-// decodeStrict decodes one JSON value into v: no member v does not
-// declare, no trailing data, numbers kept exact.
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON object")
-	}
-	return nil
-}
+// decodeStrict decodes one JSON value into v with the project's strict
+// decoder: valid JSON only (no duplicate keys, no trailing data), exact
+// member names (no case variants), no member v does not declare, numbers
+// kept exact.
+func decodeStrict(b []byte, v any) error { return strictjson.UnmarshalKnown(b, v) }
 
 func echoRequestID(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get(requestIDHeader); id != "" {
