@@ -147,7 +147,14 @@ func TestCrashKillPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	crashKill(t, func(int) (ledger.Store, []string) { return s, []string{childDSN + "=" + dsn} }, nil, nil)
+	// The children name their sessions, so that the parent, restarting,
+	// can wait for the server to end them: a killed child's statement in
+	// progress may still commit (a marker of a write never sent, which
+	// the dead session makes an entry: conservative).
+	const app = "mcpx-crash-child"
+	crashKill(t, func(int) (ledger.Store, []string) {
+		return s, []string{childDSN + "=" + pgtest.WithParam(t, dsn, "application_name", app)}
+	}, func(int) { pgtest.WaitSessionsGone(t, dsn, app, pgledger.LivenessTimeout+5*time.Second) }, nil)
 }
 
 // crashKill is the crash test on one store: store returns, for kill k, the

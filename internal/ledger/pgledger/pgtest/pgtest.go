@@ -87,6 +87,22 @@ func WithDatabase(t testing.TB, dsn, name string) string {
 	return dsn + " dbname=" + name // a later keyword wins
 }
 
+// WithParam returns dsn with the connection parameter key set to value.
+func WithParam(t testing.TB, dsn, key, value string) string {
+	t.Helper()
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("%s does not parse as a URL", EnvDSN)
+		}
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " " + key + "=" + value
+}
+
 // Exec runs sql on dsn's database: what a test does behind the store's
 // back (breaking a table, ending a session).
 func Exec(t testing.TB, dsn, sql string, args ...any) {
@@ -100,5 +116,30 @@ func Exec(t testing.TB, dsn, sql string, args ...any) {
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// WaitSessionsGone waits, up to timeout, until dsn's server has no session
+// whose application_name is app: the sessions of a killed process end
+// when the server notices its sockets closed and finishes what they were
+// running.
+func WaitSessionsGone(t testing.TB, dsn, app string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+			t.Fatalf("waiting for the sessions of %s to end: %v", app, err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
