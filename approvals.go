@@ -70,11 +70,22 @@ var (
 	// ErrApprovalTooLarge: the prompt is too large to keep (a call with a
 	// huge object among its arguments).
 	ErrApprovalTooLarge = approval.ErrTooLarge
+	// ErrApprovalRefused is matched, besides the specific error, by every
+	// error of DecideApproved that is about the approval itself (unknown,
+	// expired, mismatched, pending or declined) rather than a failure of
+	// the gate: the decision, a deny, says why.
+	ErrApprovalRefused = errors.New("approval refused")
 	// ErrApprovalsUnreadable: approvals.json or the state dir is corrupt,
 	// of a newer version, or writable by others; nothing is approved or
 	// used until an operator repairs it.
 	ErrApprovalsUnreadable = approval.ErrUnreadable
 )
+
+// ApprovalsUnreadableError is the error (errors.As) of an approval store
+// that exists but cannot be used: Path is approvals.json, Err names the
+// file at fault and the cause, Hint says what an operator does. It matches
+// ErrApprovalsUnreadable.
+type ApprovalsUnreadableError = approval.UnreadableError
 
 // ApprovalRequest is an ask put on hold until a person answers it. Its
 // JSON form is what serve's approval routes and `mcpx-policy approvals
@@ -94,8 +105,9 @@ type ApprovalRequest struct {
 	Expires time.Time     `json:"expires"`
 	// Answered is when it was approved or declined (zero: not yet).
 	Answered time.Time `json:"answered,omitzero"`
-	// Prompt is what the approver is shown, redacted.
-	Prompt AskPrompt `json:"prompt"`
+	// Prompt is what the approver is shown, redacted. RenderApproval
+	// leaves it out of the daemon body, whose "ask" is the same prompt.
+	Prompt AskPrompt `json:"prompt,omitzero"`
 }
 
 func requestOf(r approval.Record) (ApprovalRequest, error) {
@@ -281,7 +293,8 @@ func approvalBinding(call Call, p AskPrompt) (string, error) {
 //     deny, whose details name the approval and why.
 //
 // Like Decide, it always returns a decision, a deny whenever it returns an
-// error. Safe for concurrent use.
+// error; errors.Is(err, ErrApprovalRefused) tells a refused approval from
+// a failure of the gate. Safe for concurrent use.
 func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Decision, error) {
 	d, err := e.Decide(ctx, call)
 	if err != nil {
@@ -302,6 +315,12 @@ func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Deci
 		return ConfirmationUnavailableDecision(d), err
 	}
 	if _, err := e.approvals.s.Consume(id, prompt.SHA256, bind); err != nil {
+		for _, e := range []error{ErrApprovalUnknown, ErrApprovalExpired, ErrApprovalMismatch, ErrApprovalPending, ErrApprovalDeclined} {
+			if errors.Is(err, e) {
+				err = fmt.Errorf("%w: %w", ErrApprovalRefused, err)
+				break
+			}
+		}
 		return approvalRefused(d, id, err), err
 	}
 	d.Outcome = Allow
@@ -342,4 +361,30 @@ func callLabel(c decision.CallRef) string { return c.Server + "." + c.Tool }
 func askedCodes(r *Reason) string {
 	codes, _ := r.Details["asked"].([]string)
 	return strings.Join(codes, ", ")
+}
+
+// RenderApproval is Render for an ask put on hold as req. On the daemon
+// surface the 428 body carries the request under "approval" (without its
+// prompt: the body's "ask" is that prompt), so whoever receives the 428
+// knows which request to have approved; the other surfaces render as
+// Render does.
+func RenderApproval(surface string, call Call, d Decision, req ApprovalRequest) (any, error) {
+	out, err := render.Render(surface, call, d)
+	if err != nil || surface != SurfaceDaemon {
+		return out, err
+	}
+	ans, ok := out.(render.HTTPAnswer)
+	if !ok {
+		return out, nil
+	}
+	body, ok := ans.Body.(*render.DaemonBody)
+	if !ok {
+		return out, nil
+	}
+	req.Prompt = AskPrompt{}
+	ans.Body = struct {
+		*render.DaemonBody
+		Approval ApprovalRequest `json:"approval"`
+	}{body, req}
+	return ans, nil
 }

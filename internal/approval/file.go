@@ -83,16 +83,27 @@ func decode(b []byte) (*fileState, error) {
 	return &st, nil
 }
 
+// encode renders the file with one request per line, each compact (a
+// prompt is kept byte for byte as it was given).
 func (st *fileState) encode() ([]byte, error) {
-	out := fileState{Version: Version, Approvals: st.Approvals}
-	if out.Approvals == nil {
-		out.Approvals = []Record{}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "{\"version\": %d, \"approvals\": [", Version)
+	for i, r := range st.Approvals {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  ")
+		b.Write(line)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, err
+	if len(st.Approvals) > 0 {
+		b.WriteByte('\n')
 	}
-	return append(b, '\n'), nil
+	b.WriteString("]}\n")
+	return b.Bytes(), nil
 }
 
 // live returns the index of request id if it has not expired; an expired
