@@ -336,7 +336,7 @@ func approvalRefused(d Decision, id string, err error) Decision {
 		out.Reasons[0].Details["approval"] = id
 		return out
 	}
-	why := "it cannot be read: " + err.Error()
+	why := "the approval store failed: " + err.Error()
 	switch {
 	case errors.Is(err, ErrApprovalPending):
 		why = "nobody has approved it yet"

@@ -48,7 +48,10 @@ func TestApprovalRouteErrors(t *testing.T) {
 	f := newFixture(t, token)
 	auth := "Bearer " + token
 	_, body := f.do(t, "POST", "/v1/decide", "", askDoc)
-	approval := body["approval"].(map[string]any)
+	approval, ok := body["approval"].(map[string]any)
+	if !ok {
+		t.Fatalf("an ask without an approval request: %v", body)
+	}
 	id, sum := approval["id"].(string), approval["sha256"].(string)
 	for _, tc := range []struct {
 		method, path, body string
