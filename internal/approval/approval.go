@@ -186,9 +186,6 @@ func Open(dir string, opts ...Option) (*Store, error) {
 // Path is approvals.json's path.
 func (s *Store) Path() string { return s.path }
 
-// TTL is how long a request lives.
-func (s *Store) TTL() time.Duration { return s.ttl }
-
 // Request opens a pending request from r's SHA256, Server, Tool, Surface,
 // Binding and Prompt, with a fresh random ID, Created now and Expires TTL
 // later, and returns it once it is durable. Expired requests are dropped on
