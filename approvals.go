@@ -315,8 +315,8 @@ func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Deci
 		return ConfirmationUnavailableDecision(d), err
 	}
 	if _, err := e.approvals.s.Consume(id, prompt.SHA256, bind); err != nil {
-		for _, e := range []error{ErrApprovalUnknown, ErrApprovalExpired, ErrApprovalMismatch, ErrApprovalPending, ErrApprovalDeclined} {
-			if errors.Is(err, e) {
+		for _, refusal := range []error{ErrApprovalUnknown, ErrApprovalExpired, ErrApprovalMismatch, ErrApprovalPending, ErrApprovalDeclined} {
+			if errors.Is(err, refusal) {
 				err = fmt.Errorf("%w: %w", ErrApprovalRefused, err)
 				break
 			}
