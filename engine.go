@@ -31,8 +31,9 @@ type Options struct {
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the unknown-outcome ledger lives when the config
-	// keeps it in a file (the default); "" means DefaultStateDir().
+	// StateDir is where the approval requests live, and the
+	// unknown-outcome ledger when the config keeps it in a file (the
+	// default); "" means DefaultStateDir().
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -43,6 +44,13 @@ type Options struct {
 	// Observer, when set, is told of every decision and every reload
 	// (metrics); nil observes nothing.
 	Observer Observer
+	// ApprovalTTL is how long an approval request (RequestApproval) lives,
+	// answered or not; 0 (or less) means DefaultApprovalTTL.
+	ApprovalTTL time.Duration
+	// MaxApprovals caps the live approval requests of the state dir; a
+	// request beyond it fails with ErrApprovalsFull. 0 (or less) means
+	// DefaultMaxApprovals.
+	MaxApprovals int
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -64,6 +72,8 @@ type Engine struct {
 	ledgerCfg bundle.LedgerConfig // the ledger section it opened
 	cur       atomic.Pointer[revision]
 	mu        sync.Mutex // serializes Reload
+
+	approvals *Approvals
 }
 
 type revision struct {
@@ -84,12 +94,23 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(opts.ConfigPaths) == 0 {
 		return nil, errors.New("mcpxpolicy: no config file given")
 	}
-	e := &Engine{opts: opts}
+	dir := opts.StateDir
+	if dir == "" {
+		var err error
+		if dir, err = ledger.DefaultStateDir(); err != nil {
+			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
+		}
+	}
+	apv, err := openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{opts: opts, approvals: apv}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	led, err := openStore(rev.compiled.Ledger, opts.StateDir)
+	led, err := openStore(rev.compiled.Ledger, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var met *metrics.Metrics
 	var observer mcpxpolicy.Observer
 	if *listen != "" {
-		met = newMetrics(&eng)
+		met = newMetrics(&eng, false)
 		observer = met
 	}
 	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, Observer: observer})

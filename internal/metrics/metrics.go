@@ -46,8 +46,9 @@ type Options struct {
 	// Pending returns the unknown-outcome entries per server. An error
 	// makes mcpx_policy_ledger_readable 0 and exports no per-server gauge.
 	Pending func() (map[string]int, error)
-	// Approvals returns how many approvals are waiting for an answer.
-	Approvals func() int
+	// Approvals returns how many approval requests wait for an answer; on
+	// an error the gauge is left out of that scrape.
+	Approvals func() (int, error)
 	// Process adds the Go runtime and process collectors (memory, CPU,
 	// file descriptors, goroutines), as OPA's /metrics has them.
 	Process bool
@@ -155,11 +156,8 @@ func New(opts Options) *Metrics {
 		})
 	}
 	if opts.Approvals != nil {
-		f := opts.Approvals
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "approvals_pending",
-			Help: "Asks waiting for a person's answer.",
-		}, func() float64 { return float64(f()) }))
+		m.reg.MustRegister(approvalsCollector{desc: prometheus.NewDesc(Namespace+"_approvals_pending",
+			"Approval requests waiting for a person's answer.", nil, nil), read: opts.Approvals})
 	}
 	if opts.Process {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -271,5 +269,18 @@ func (c ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if other > 0 {
 		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(other), OtherServer)
+	}
+}
+
+type approvalsCollector struct {
+	desc *prometheus.Desc
+	read func() (int, error)
+}
+
+func (c approvalsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c approvalsCollector) Collect(ch chan<- prometheus.Metric) {
+	if n, err := c.read(); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
 	}
 }

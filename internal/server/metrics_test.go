@@ -137,7 +137,7 @@ func TestMetricsAfterAScriptedRun(t *testing.T) {
 		{"mcpx_policy_config_revision_info", []string{"revision=" + f.eng.Revision()}, 1},
 		{"mcpx_policy_ledger_pending_entries", []string{"server=fs"}, 1},
 		{"mcpx_policy_ledger_readable", nil, 1},
-		{"mcpx_policy_approvals_pending", nil, 3},
+		{"mcpx_policy_approvals_pending", nil, 1}, // the ask's approval request
 		{"mcpx_policy_upstream_calls_in_flight", nil, 0},
 	}
 	for _, w := range want {

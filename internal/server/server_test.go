@@ -60,7 +60,7 @@ func newFixture(t testing.TB, tok string) *fixture {
 	f.met = metrics.New(metrics.Options{
 		Revision:  func() string { return f.eng.Revision() },
 		Pending:   func() (map[string]int, error) { return f.eng.PendingWrites() },
-		Approvals: func() int { return 3 },
+		Approvals: func() (int, error) { return f.eng.PendingApprovals() },
 	})
 	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{conf}, StateDir: filepath.Join(dir, "state"), Env: []string{}, Observer: f.met})
 	if err != nil {
