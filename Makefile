@@ -26,9 +26,17 @@ e2e/node_modules: e2e/package.json e2e/package-lock.json
 	npm ci --prefix e2e --no-audit --no-fund
 	@touch $@
 
+# The PostgreSQL ledger tests need a server (internal/ledger/pgledger/pgtest):
+# with MCPX_POLICY_TEST_PG_DSN unset, a throwaway cluster runs for the tests
+# (.ci/postgres.sh; apt-get install postgresql provides it). Outside CI,
+# MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
 test-go: e2e/node_modules
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	@if [ -n "$$MCPX_POLICY_TEST_PG_DSN" ]; then \
+	  echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
+	else \
+	  .ci/postgres.sh run -- $(GO) test -count=1 ./...; \
+	fi
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

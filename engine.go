@@ -31,8 +31,9 @@ type Options struct {
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the unknown-outcome ledger and the approval
-	// requests live; "" means DefaultStateDir().
+	// StateDir is where the approval requests live, and the
+	// unknown-outcome ledger when the config keeps it in a file (the
+	// default); "" means DefaultStateDir().
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -40,6 +41,9 @@ type Options struct {
 	// PolicyError deny, returned with an error that errors.Is matches to
 	// context.DeadlineExceeded.
 	DecideTimeout time.Duration
+	// Observer, when set, is told of every decision and every reload
+	// (metrics); nil observes nothing.
+	Observer Observer
 	// ApprovalTTL is how long an approval request (RequestApproval) lives,
 	// answered or not; 0 (or less) means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
@@ -63,10 +67,11 @@ func DefaultStateDir() (string, error) { return ledger.DefaultStateDir() }
 // prepared policy atomically, so a Decide sees either the old or the new
 // config, never a mix.
 type Engine struct {
-	opts   Options
-	ledger *ledger.Ledger
-	cur    atomic.Pointer[revision]
-	mu     sync.Mutex // serializes Reload
+	opts      Options
+	ledger    ledger.Store
+	ledgerCfg bundle.LedgerConfig // the ledger section it opened
+	cur       atomic.Pointer[revision]
+	mu        sync.Mutex // serializes Reload
 
 	approvals *Approvals
 }
@@ -82,7 +87,9 @@ type ConfigError = bundle.ConfigError
 // New loads the config and the ledger and prepares the policy. A bad config
 // is an error listing every problem with its file and line (errors.As finds
 // each *ConfigError); an unreadable ledger is not an error here: it makes
-// every write deny with LedgerUnreadable until it reads again.
+// every write deny with LedgerUnreadable until it reads again. The ledger
+// is the file in Options.StateDir, or the PostgreSQL database the
+// config's ledger section names (docs/ledger.md); Close releases it.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(opts.ConfigPaths) == 0 {
 		return nil, errors.New("mcpxpolicy: no config file given")
@@ -94,22 +101,29 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
 		}
 	}
-	led, err := ledger.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("mcpxpolicy: %w", err)
-	}
 	apv, err := openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, ledger: led, approvals: apv}
+	e := &Engine{opts: opts, approvals: apv}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
 	}
+	led, err := openStore(rev.compiled.Ledger, dir)
+	if err != nil {
+		return nil, err
+	}
+	e.ledger, e.ledgerCfg = led, rev.compiled.Ledger
 	e.cur.Store(rev)
 	return e, nil
 }
+
+// Close releases the ledger's connections (the PostgreSQL store's; the
+// file store holds nothing to release). Writes of this Engine still in
+// flight read as a dead process's from then on. Decide and the ledger
+// methods must not be used after it.
+func (e *Engine) Close() error { return e.ledger.Close() }
 
 // Compile loads and compiles a config without preparing it: what `check`
 // and `bundle` need.
@@ -156,16 +170,22 @@ func Policy(c *bundle.Compiled) engine.Policy {
 
 // Reload loads the config files again and swaps the new policy in. When the
 // new config fails to load, the Engine keeps deciding with the old one and
-// the error is returned.
+// the error is returned; so it does when the new config names another
+// ledger (a store is opened once, by New).
 func (e *Engine) Reload(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rev, err := e.load(ctx)
-	if err != nil {
-		return err
+	if err == nil && !sameLedger(rev.compiled.Ledger, e.ledgerCfg) {
+		err = fmt.Errorf("mcpxpolicy: the ledger section changed (now store %s, from %s): restart to use another ledger; still deciding with the old policy", rev.compiled.Ledger.Store, orDefault(rev.compiled.Ledger.Source))
 	}
-	e.cur.Store(rev)
-	return nil
+	if err == nil {
+		e.cur.Store(rev)
+	}
+	if e.opts.Observer != nil {
+		e.opts.Observer.Reloaded(err)
+	}
+	return err
 }
 
 // Revision identifies the config the Engine decides with: a hex SHA-256 of
@@ -195,6 +215,16 @@ func (e *Engine) Warnings() []string {
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
 func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+	if obs := e.opts.Observer; obs != nil {
+		start := time.Now()
+		d, err := e.decide(ctx, call)
+		obs.Decided(d.Outcome, decidingCode(&d), time.Since(start), err)
+		return d, err
+	}
+	return e.decide(ctx, call)
+}
+
+func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl)
@@ -233,4 +263,11 @@ func (e *Engine) ToolFromCatalog(server, name string) (Tool, bool) {
 // engine at all (for example a config that never loaded).
 func Denied(server, tool string, code Code, message string) Decision {
 	return decision.Denied(decision.CallRef{Server: server, Tool: tool}, code, message)
+}
+
+func orDefault(source string) string {
+	if source == "" {
+		return "the default"
+	}
+	return source
 }

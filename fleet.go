@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
@@ -38,6 +39,8 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 		led.Unreadable = "written by a newer mcpx-policy; an operator runs 'mcpx-policy writes' to see why"
 	case errors.Is(err, ledger.ErrUnsafe):
 		led.Unreadable = "not trusted: other users may write the state directory or a ledger file; an operator runs 'mcpx-policy writes' to see what to fix"
+	case err != nil && e.ledgerCfg.Store == bundle.StorePostgres:
+		led.Unreadable = "the ledger database does not answer or cannot be used; an operator runs 'mcpx-policy writes --config …' to see why"
 	case err != nil:
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:

@@ -82,6 +82,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
+	defer eng.Close()
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/server"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--state-dir D]
@@ -25,7 +27,8 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server
                          [--decide-timeout 5s] [--log-level info] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
-client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen).
+client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
+which also serves /healthz, /readyz and Prometheus /metrics).
 Every message passes through, except: tools/list drops hidden tools;
 tools/call is decided first — a deny or a hidden tool is answered by the
 proxy, an ask is put to the person through elicitation (or refused with
@@ -76,10 +79,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout})
+	var eng *mcpxpolicy.Engine
+	var met *metrics.Metrics
+	var observer mcpxpolicy.Observer
+	if *listen != "" {
+		met = newMetrics(&eng, false)
+		observer = met
+	}
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, Observer: observer})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
+	defer eng.Close()
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
@@ -97,7 +108,15 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return proxy.StartCommand(cmd, 2*time.Second)
 	}
 	if *listen != "" {
-		return serveProxyHTTP(ctx, *listen, opts, start, logger, stderr)
+		upstream := start
+		start = func(ctx context.Context) (proxy.Conn, error) {
+			c, err := upstream(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return watched{Conn: c, up: met.Upstream(c)}, nil
+		}
+		return serveProxyHTTP(ctx, *listen, opts, start, server.Probes(eng, met), logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
@@ -113,6 +132,19 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 }
+
+// watched is the proxy's connection to the MCP server as the metrics see
+// it: reads, writes and close go through them.
+type watched struct {
+	proxy.Conn
+	up *metrics.UpstreamConn
+}
+
+func (w watched) Read(ctx context.Context) (jsonrpc.Message, error) { return w.up.Read(ctx) }
+
+func (w watched) Write(ctx context.Context, m jsonrpc.Message) error { return w.up.Write(ctx, m) }
+
+func (w watched) Close() error { return w.up.Close() }
 
 // reloadOnChange reloads the config on a change to any of paths and on
 // SIGHUP, keeping the old policy when the new one fails to load, until ctx
@@ -138,8 +170,9 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string,
 }
 
 // serveProxyHTTP serves the proxy over Streamable HTTP at /mcp: each MCP
-// session gets its own server process.
-func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, logger *slog.Logger, stderr io.Writer) int {
+// session gets its own server process. probes serves every other path
+// (/healthz, /readyz, /metrics).
+func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, probes http.Handler, logger *slog.Logger, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(stderr, err, "")
@@ -151,6 +184,7 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle("/", probes)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	logger.Info("proxy listening", "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -32,7 +33,11 @@ Serves decisions over HTTP (docs/service.md):
   POST /v1/approvals/ID    answer one: {"sha256": "<as shown>"} or {"decline": true}
                            (Authorization: Bearer <token>); then POST /v1/decide
                            the same call with "approval": "ID" runs it once
+  POST /access/v1/evaluation   the OpenID AuthZEN access evaluation API
+  POST /access/v1/evaluations  (its batch form)
   GET  /healthz            liveness and the config revision
+  GET  /readyz             readiness: a policy is loaded and the ledger reads
+  GET  /metrics            Prometheus metrics
 
 A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
@@ -99,11 +104,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL}
+	var eng *mcpxpolicy.Engine
+	met := newMetrics(&eng, true)
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
+	defer eng.Close()
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
@@ -115,7 +123,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
 	srv := &http.Server{
-		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout}),
+		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout, Metrics: met}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out
@@ -143,6 +151,21 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	return 0
+}
+
+// newMetrics returns the process's metrics, reading the revision, the
+// ledger and (with approvals, for serve, which keeps them) the pending
+// approval requests through *eng once it is set (scrapes come after it is).
+func newMetrics(eng **mcpxpolicy.Engine, approvals bool) *metrics.Metrics {
+	opts := metrics.Options{
+		Revision: func() string { return (*eng).Revision() },
+		Pending:  func() (map[string]int, error) { return (*eng).PendingWrites() },
+		Process:  true,
+	}
+	if approvals {
+		opts.Approvals = func() (int, error) { return (*eng).PendingApprovals() }
+	}
+	return metrics.New(opts)
 }
 
 // loopback reports whether a listener's address is a loopback one.

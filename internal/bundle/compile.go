@@ -45,6 +45,9 @@ type Compiled struct {
 	Revision string
 	// Catalog is the catalog loaded from LoadOptions.Catalog, or nil.
 	Catalog *Catalog
+	// Ledger is where the unknown-outcome ledger lives (the ledger
+	// section; the file store by default). The Revision does not cover it.
+	Ledger LedgerConfig
 
 	pool       scope
 	servers    map[string]*scope

@@ -99,6 +99,7 @@ type layer struct {
 	overrides          []overrideRef
 	pool               scope
 	servers            []*serverLayer
+	ledger             *ledgerDef // the ledger section, nil when absent
 }
 
 func (l *layer) server(name string) *serverLayer {
@@ -114,7 +115,7 @@ func (l *layer) server(name string) *serverLayer {
 
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
-	topKeys    = []string{"version", "policy", "pool", "servers"}
+	topKeys    = []string{"version", "policy", "pool", "servers", "ledger"}
 	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
 	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
 	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
@@ -207,6 +208,8 @@ func parseFile(file string, c *collector) *layer {
 			p.scope(e.value, "pool", poolKeys, &l.pool, nil, "")
 		case "servers":
 			p.servers(e.value, l)
+		case "ledger":
+			p.ledger(e.value, l)
 		default:
 			p.unknownKey(e, "", topKeys)
 		}

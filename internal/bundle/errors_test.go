@@ -20,7 +20,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown top-level key",
 			files: map[string]string{"main.yaml": "version: 1\nservres: {}\n"},
-			want:  []string{`main.yaml:2: servres: unknown key "servres", did you mean "servers"? (valid keys: policy, pool, servers, version)`},
+			want:  []string{`main.yaml:2: servres: unknown key "servres", did you mean "servers"? (valid keys: ledger, policy, pool, servers, version)`},
 		},
 		{
 			name:  "unknown policy key",

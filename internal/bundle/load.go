@@ -80,6 +80,7 @@ func Load(opts LoadOptions) (*Compiled, error) {
 		}
 	}
 	compiled := compile(layers, opts.SchemaCompiler, c)
+	resolveLedger(layers, env, c, compiled)
 	if err := c.err(); err != nil {
 		return nil, err
 	}

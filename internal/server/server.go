@@ -1,6 +1,7 @@
 // Package server is the HTTP decision service behind `mcpx-policy serve`:
 // POST /v1/decide, GET /v1/writes, POST /v1/writes/clear, the approval
-// routes under /v1/approvals and GET /healthz over one
+// routes under /v1/approvals, the AuthZEN access evaluation API, and the
+// probes GET /healthz, GET /readyz and GET /metrics over one
 // *mcpxpolicy.Engine. It renders nothing itself: decisions come from the
 // engine and HTTP bodies from internal/render.
 package server
@@ -24,6 +25,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
@@ -53,6 +55,9 @@ type Options struct {
 	DecideTimeout time.Duration
 	// Now is the clock of the decision log; nil means time.Now.
 	Now func() time.Time
+	// Metrics, when set, is served on GET /metrics (health.go); the
+	// Engine reports into it through mcpxpolicy.Options.Observer.
+	Metrics *metrics.Metrics
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -86,11 +91,10 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
 	h.mux.HandleFunc("/v1/writes", only(http.MethodGet, h.writes))
 	h.mux.HandleFunc("/v1/writes/clear", only(http.MethodPost, h.clear))
-	h.mux.HandleFunc("/healthz", only(http.MethodGet, h.healthz))
+	h.mux.HandleFunc(EvaluationPath, only(http.MethodPost, h.evaluation))
+	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
 	h.approvalRoutes()
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint %s (see docs/service.md)", r.URL.Path))
-	})
+	addProbes(h.mux, eng, opts.Metrics)
 	return h
 }
 
@@ -197,6 +201,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusRequestEntityTooLarge
 		}
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+		h.decidedHere(d, time.Since(start))
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
 		writeJSON(w, status, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: mustRender(render.SurfaceDaemon, call, d)})
 		return
@@ -221,6 +226,14 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	// the log: the raw one stays in the process.
 	resp.Decision, resp.Rendered = mcpxpolicy.Redact(call, d), rendered
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// decidedHere counts a decision the handler made without the Engine (a
+// call it could not read): the Engine counts its own.
+func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
+	if h.opts.Metrics != nil {
+		h.opts.Metrics.Decided(d.Outcome, d.First().Code, elapsed, nil)
+	}
 }
 
 func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {
@@ -350,16 +363,6 @@ func (h *Handler) authorized(r *http.Request) bool {
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	return subtle.ConstantTimeCompare(got[:], h.token[:]) == 1
-}
-
-// Health is the body of GET /healthz.
-type Health struct {
-	Status   string `json:"status"`
-	Revision string `json:"revision"`
-}
-
-func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Revision: h.eng.Revision()})
 }
 
 // ErrorBody is the body of every non-decision error answer.
