@@ -153,12 +153,12 @@ func text(res *mcp.CallToolResult) string {
 }
 
 // refusal returns the code of the first reason of a proxy refusal (from
-// structuredContent), or "" when res is not one.
+// _meta["mcpx-policy/decision"]), or "" when res is not one.
 func refusal(res *mcp.CallToolResult) string {
-	if !res.IsError || res.StructuredContent == nil {
+	if !res.IsError || res.Meta["mcpx-policy/decision"] == nil {
 		return ""
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcpx-policy/decision"])
 	var d struct {
 		Reasons []struct {
 			Code string `json:"code"`

@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/render"
@@ -31,7 +29,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	case errors.Is(err, errArgsNotObject):
 		if done() {
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
-			s.replyResult(m.ID, render.MCP(d).Result)
+			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 		}
 		return
 	case err != nil:
@@ -50,7 +48,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
 				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
-			s.replyResult(m.ID, render.MCP(d).Result)
+			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 		}
 		return
 	}
@@ -82,11 +80,14 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if d.Outcome != mcpxpolicy.Allow { // after confirm an ask is an allow or a deny: forward only an allow
 		if done() {
 			// redacted with the call's arguments: an override's message may quote them
-			s.replyResult(m.ID, render.MCP(mcpxpolicy.Redact(call, d)).Result)
+			s.replyResult(m.ID, render.MCPFor(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
 		}
 		return
 	}
 	p := &pending{method: "tools/call", call: params.Name, ignored: render.Ignored(d)}
+	if len(p.ignored) > 0 {
+		p.outputSchema = s.cat.outputSchema(params.Name)
+	}
 	if d.Write {
 		disp, err := s.opts.Engine.BeginWrite(call)
 		if err != nil {
@@ -94,7 +95,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
 				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
-				s.replyResult(m.ID, render.MCP(d).Result)
+				s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 			}
 			return
 		}
@@ -153,24 +154,4 @@ func (s *session) confirm(ctx context.Context, call mcpxpolicy.Call, d mcpxpolic
 	s.log.Info("confirmation approved", "tool", call.Tool.Name, "sha256", prompt.SHA256)
 	d.Outcome = mcpxpolicy.Allow
 	return d
-}
-
-// unknownOutcomeResult is the tools/call answer for a write whose outcome
-// was lost: an error result a model can act on, with the ledger entry.
-func unknownOutcomeResult(server, tool, id, cause string) render.ToolResult {
-	text := fmt.Sprintf("Outcome unknown: %s.%s was sent to the server but no answer came back (%s). "+
-		"It may or may not have happened. Writes to %q are now refused until an operator checks and clears it "+
-		"(`mcpx-policy writes clear %s --id %s`). Do not retry; tell the user.", server, tool, cause, server, server, id)
-	return render.ToolResult{
-		Content: []render.Content{{Type: "text", Text: text}},
-		StructuredContent: map[string]any{
-			"outcome": "unknown", "server": server, "tool": tool, "ledger_id": id, "cause": cause,
-		},
-		IsError: true,
-	}
-}
-
-// addRider adds the warn rider to a successful result.
-func addRider(result json.RawMessage, ignored []string) (json.RawMessage, error) {
-	return render.AddRider(result, ignored)
 }

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -53,6 +54,10 @@ type Options struct {
 	// CallTimeout bounds how long a write waits for the server's answer;
 	// past it the write's outcome is unknown. 0 means no bound.
 	CallTimeout time.Duration
+	// Commands spells the mcpx-policy commands the proxy's answers and log
+	// lines name (clearing an unknown outcome) with the state dir and
+	// config the process was given, so that they run as printed.
+	Commands render.Commands
 	// Logger receives what the proxy does (decisions, warnings, unknown
 	// outcomes); nil discards.
 	Logger *slog.Logger
@@ -102,7 +107,10 @@ type pending struct {
 	complete bool                 // tools/list without a cursor
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
-	timer    *time.Timer
+	// outputSchema is the tool's, as listed when the call was decided: the
+	// rider goes into structuredContent only where it admits it.
+	outputSchema json.RawMessage
+	timer        *time.Timer
 }
 
 // Run proxies between client and server until either side's connection
@@ -386,7 +394,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				m = filtered
 			}
 		case p.method == "tools/call" && len(p.ignored) > 0:
-			if r, err := addRider(m.Result, p.ignored); err == nil {
+			if r, err := render.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
 				m = &jsonrpc.Response{ID: m.ID, Result: r}
 			} else {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
@@ -501,7 +509,7 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	s.replyResult(id, unknownOutcomeResult(s.opts.Server, p.call, entry, cause))
+	s.replyResult(id, render.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands))
 }
 
 func (s *session) recordUnknown(p *pending, cause string) string {
@@ -509,7 +517,7 @@ func (s *session) recordUnknown(p *pending, cause string) string {
 		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", "mcpx-policy writes clear "+s.opts.Server+" --id "+p.dispatch.ID())
+		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID()))
 	return p.dispatch.ID()
 }
 
