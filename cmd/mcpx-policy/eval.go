@@ -93,6 +93,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
+		if !eng.Configured(call.Server) {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %s\n", path, mcpxpolicy.UnconfiguredWarning(call.Server, eng.Servers()))
+		}
 		d, err := eng.Decide(ctx, call)
 		if err != nil {
 			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %v (denied)\n", path, err)

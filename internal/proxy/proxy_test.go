@@ -16,6 +16,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -166,7 +167,8 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 		return "too late"
 	}))
 	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
-	r := newRig(t, "version: 1\npolicy: {write: allow}\n", proxy.Options{CallTimeout: time.Second}, srv)
+	cmds := render.Commands{StateDir: "/var/lib/state dir"}
+	r := newRig(t, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.Options{CallTimeout: time.Second, Commands: cmds}, srv)
 	ctx := context.Background()
 	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
 	if err != nil || resultText(res) != "written" {
@@ -176,6 +178,14 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "Outcome unknown") {
 		t.Fatalf("a write past the timeout: %v %v; want the unknown outcome", res, err)
 	}
+	// The clear command, in the answer and in the log, runs as printed: it
+	// names the proxy's state dir.
+	id := res.Meta["mcpx-policy/unknown_outcome"].(map[string]any)["ledger_id"].(string)
+	clear := cmds.WritesClear("s", id)
+	if !strings.Contains(resultText(res), "(`"+clear+"`)") {
+		t.Errorf("the answer does not name %q: %s", clear, resultText(res))
+	}
+	r.log.waitFor(t, `clear="mcpx-policy writes clear s --id `+id+` --state-dir '/var/lib/state dir'"`)
 	select {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):
