@@ -28,6 +28,9 @@ type CallDocument struct {
 	Surface   string          `json:"surface,omitempty"`
 	Principal *Principal      `json:"principal,omitempty"`
 	Mode      string          `json:"mode,omitempty"`
+	// Approval is the id of an approval request for this exact call: the
+	// decision uses it once (Engine.DecideApproved). Optional.
+	Approval string `json:"approval,omitempty"`
 }
 
 // Call is the document's call without its tool, which ResolveTool reads.
@@ -86,19 +89,20 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // variant of a field is refused, as is any field CallDocument does not
 // have), no duplicate key anywhere (the arguments included), valid UTF-8,
 // nothing after the object; numbers stay as written. The tool is resolved
-// with ResolveTool (a *ToolError when that fails). On error the returned
-// call holds the server and tool name when they could be read, for the
-// deny. Safe for concurrent use.
-func (e *Engine) DecodeCall(raw []byte) (Call, error) {
+// with ResolveTool (a *ToolError when that fails). approval is the
+// document's "approval" ("" when absent). On error the returned call holds
+// the server and tool name when they could be read, for the deny. Safe for
+// concurrent use.
+func (e *Engine) DecodeCall(raw []byte) (call Call, approval string, err error) {
 	var doc CallDocument
 	if err := strictjson.UnmarshalKnown(raw, &doc); err != nil {
-		return Call{}, err
+		return Call{}, "", err
 	}
-	call := doc.Call()
+	call = doc.Call()
 	t, err := e.ResolveTool(doc.Server, doc.Tool)
 	call.Tool = t
 	if err != nil {
-		return call, &ToolError{Err: err}
+		return call, doc.Approval, &ToolError{Err: err}
 	}
-	return call, nil
+	return call, doc.Approval, nil
 }

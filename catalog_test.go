@@ -46,7 +46,7 @@ func TestDecodeCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call, err := eng.DecodeCall([]byte(`{"server":"fs","tool":{"name":"w"},"args":{"path":"/a","Path":"/b","n":1.0},"surface":"mcp"}`))
+	call, _, err := eng.DecodeCall([]byte(`{"server":"fs","tool":{"name":"w"},"args":{"path":"/a","Path":"/b","n":1.0},"surface":"mcp"}`))
 	if err != nil || call.Server != "fs" || call.Tool.Name != "w" || call.Args["Path"] != "/b" || call.Args["n"] != json.Number("1.0") || call.Surface != "mcp" {
 		t.Fatalf("DecodeCall = %+v, %v", call, err)
 	}
@@ -59,7 +59,7 @@ func TestDecodeCall(t *testing.T) {
 		`{"server":"fs","tool":{"name":"w","Name":"r"},"args":{}}`:   `key "Name" is not "name"`,
 		`{"server":"fs","tool":{"name":"w"},"principal":{"ID":"x"}}`: `key "ID" is not "id"`,
 	} {
-		_, err := eng.DecodeCall([]byte(raw))
+		_, _, err := eng.DecodeCall([]byte(raw))
 		var te *mcpxpolicy.ToolError
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("DecodeCall(%s) = %v; want an error with %q", raw, err, want)
@@ -68,7 +68,7 @@ func TestDecodeCall(t *testing.T) {
 			t.Errorf("DecodeCall(%s): a document error reported as a tool error", raw)
 		}
 	}
-	call, err = eng.DecodeCall([]byte(`{"server":"fs","tool":"nosuch","args":{}}`))
+	call, _, err = eng.DecodeCall([]byte(`{"server":"fs","tool":"nosuch","args":{}}`))
 	var te *mcpxpolicy.ToolError
 	if !errors.As(err, &te) || call.Server != "fs" || call.Tool.Name != "nosuch" {
 		t.Errorf("a tool name without a catalog: %+v, %v; want a *ToolError and the names for the deny", call, err)

@@ -31,8 +31,8 @@ type Options struct {
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the unknown-outcome ledger lives; "" means
-	// DefaultStateDir().
+	// StateDir is where the unknown-outcome ledger and the approval
+	// requests live; "" means DefaultStateDir().
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -40,6 +40,13 @@ type Options struct {
 	// PolicyError deny, returned with an error that errors.Is matches to
 	// context.DeadlineExceeded.
 	DecideTimeout time.Duration
+	// ApprovalTTL is how long an approval request (RequestApproval) lives,
+	// answered or not; 0 (or less) means DefaultApprovalTTL.
+	ApprovalTTL time.Duration
+	// MaxApprovals caps the live approval requests of the state dir; a
+	// request beyond it fails with ErrApprovalsFull. 0 (or less) means
+	// DefaultMaxApprovals.
+	MaxApprovals int
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -60,6 +67,8 @@ type Engine struct {
 	ledger *ledger.Ledger
 	cur    atomic.Pointer[revision]
 	mu     sync.Mutex // serializes Reload
+
+	approvals *Approvals
 }
 
 type revision struct {
@@ -89,7 +98,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	e := &Engine{opts: opts, ledger: led}
+	apv, err := openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{opts: opts, ledger: led, approvals: apv}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package mcpxpolicy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,6 +119,41 @@ func ExampleEngine_BeginWrite() {
 	// Output:
 	// deny UnknownOutcomePending
 	// allow
+}
+
+// Complete an ask: put it on hold as an approval request, show the person
+// the exact call, record their yes, and decide the call again with the
+// approval. It turns this one ask into an allow, once; a replay is refused.
+// The request lives in the state dir, so each step may run in another
+// process (serve, `mcpx-policy approve`, another Engine).
+func ExampleEngine_DecideApproved() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	ctx := context.Background()
+	call := mcpxpolicy.Call{Server: "notes", Tool: writeFile, Args: map[string]any{"path": "/todo.md", "content": "milk"}}
+
+	d, _ := eng.Decide(ctx, call) // writes to notes need confirmation
+	req, err := eng.RequestApproval(call, d)
+	if err != nil { // no request: the ask cannot complete here
+		d = mcpxpolicy.ConfirmationUnavailableDecision(d)
+	}
+	fmt.Println(d.Outcome, req.State, req.Prompt.Reasons[0].Code)
+	fmt.Println(req.Prompt.Server, req.Prompt.Tool, string(req.Prompt.Arguments))
+
+	// The person saw req.Prompt.Text() and said yes to that call.
+	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); err != nil {
+		panic(err)
+	}
+	d, err = eng.DecideApproved(ctx, call, req.ID)
+	fmt.Println(d.Outcome, err)
+
+	d, err = eng.DecideApproved(ctx, call, req.ID) // the same approval again
+	fmt.Println(d.Outcome, d.First().Code, errors.Is(err, mcpxpolicy.ErrApprovalUnknown))
+	// Output:
+	// ask pending WriteNeedsConfirmation
+	// notes write_file {"content":"milk","path":"/todo.md"}
+	// allow <nil>
+	// deny ConfirmationUnavailable true
 }
 
 // Reload swaps a new config in atomically, and keeps the old one when the

@@ -200,26 +200,7 @@ func TestServeDecideTimeout(t *testing.T) {
 	defer cancel()
 	cmd := underLimits(t, exec.CommandContext(ctx, filepath.Join(binDir, "mcpx-policy"), "serve", "--config", config, "--state-dir", state, "--addr", addr, "--decision-log", "off", "--decide-timeout", "1s"))
 	cmd.Env = cleanEnv()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve stderr:\n%.4000s", stderr)
-		}
-	})
-	base := "http://" + addr
-	for ctx.Err() == nil {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	base := startServe(t, cmd, addr).base
 	body, err := os.ReadFile(call)
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
@@ -44,28 +42,7 @@ func TestServeDecodesBodiesStrictly(t *testing.T) {
 	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "serve", "--config", cfg, "--state-dir", state,
 		"--addr", addr, "--token-file", filepath.Join(dir, "token"))
 	cmd.Env = cleanEnv()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve stderr:\n%s", stderr)
-		}
-	})
-	base := "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up:\n%s", stderr)
-		}
-	}
+	base := startServe(t, cmd, addr).base
 	post := func(path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))

@@ -21,13 +21,18 @@ import (
 
 const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
-                         [--max-body 1048576] [--decide-timeout 5s]
+                         [--max-body 1048576] [--decide-timeout 5s] [--approval-ttl 5m]
 
 Serves decisions over HTTP (docs/service.md):
-  POST /v1/decide        a call document in, the decision document out
-  GET  /v1/writes        the unknown-outcome writes
-  POST /v1/writes/clear  clear them (Authorization: Bearer <token from --token-file>)
-  GET  /healthz          liveness and the config revision
+  POST /v1/decide          a call document in, the decision document out; an ask
+                           comes with an approval request ("approval")
+  GET  /v1/writes          the unknown-outcome writes
+  POST /v1/writes/clear    clear them (Authorization: Bearer <token from --token-file>)
+  GET  /v1/approvals       the approval requests waiting for an answer
+  POST /v1/approvals/ID    answer one: {"sha256": "<as shown>"} or {"decline": true}
+                           (Authorization: Bearer <token>); then POST /v1/decide
+                           the same call with "approval": "ID" runs it once
+  GET  /healthz            liveness and the config revision
 
 A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
@@ -50,10 +55,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	catalog := fs.String("catalog", "", "tool catalog file (lets calls name a tool instead of sending it)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	addr := fs.String("addr", "127.0.0.1:8181", "listen address")
-	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear and /v1/approvals/ID")
 	decisionLog := fs.String("decision-log", "-", "decision log: - (stdout), a file to append to, or off")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBody, "largest request body in bytes")
 	decideTimeout := decideTimeoutFlag(fs)
+	approvalTTL := approvalTTLFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, serveUsage, err)
 	}
@@ -62,6 +68,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if *decideTimeout <= 0 {
 		return usageError(stdout, stderr, serveUsage, errDecideTimeout)
+	}
+	if *approvalTTL <= 0 {
+		return usageError(stdout, stderr, serveUsage, errApprovalTTL)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	var token string
@@ -90,7 +99,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout}
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")

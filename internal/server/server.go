@@ -1,7 +1,8 @@
 // Package server is the HTTP decision service behind `mcpx-policy serve`:
-// POST /v1/decide, GET /v1/writes, POST /v1/writes/clear and GET /healthz
-// over one *mcpxpolicy.Engine. It renders nothing itself: decisions come
-// from the engine and HTTP bodies from internal/render.
+// POST /v1/decide, GET /v1/writes, POST /v1/writes/clear, the approval
+// routes under /v1/approvals and GET /healthz over one
+// *mcpxpolicy.Engine. It renders nothing itself: decisions come from the
+// engine and HTTP bodies from internal/render.
 package server
 
 import (
@@ -35,8 +36,9 @@ const (
 
 // Options configure a Handler.
 type Options struct {
-	// Token is the bearer token POST /v1/writes/clear needs. Empty disables
-	// clearing over HTTP (403).
+	// Token is the bearer token POST /v1/writes/clear and POST
+	// /v1/approvals/{id} need. Empty disables clearing and answering asks
+	// over HTTP (403).
 	Token string
 	// DecisionLog receives one JSON line per decision (LogEntry); nil logs
 	// nothing. Writes are serialized.
@@ -85,6 +87,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc("/v1/writes", only(http.MethodGet, h.writes))
 	h.mux.HandleFunc("/v1/writes/clear", only(http.MethodPost, h.clear))
 	h.mux.HandleFunc("/healthz", only(http.MethodGet, h.healthz))
+	h.approvalRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint %s (see docs/service.md)", r.URL.Path))
 	})
@@ -175,14 +178,18 @@ type CallDocument = mcpxpolicy.CallDocument
 // DecideResponse is the body of POST /v1/decide: the decision document,
 // redacted as every rendering is (mcpxpolicy.Redact), with "rendered", the
 // rendering for the call's surface (default daemon: {"status", "body"}).
+// An ask also carries the approval request it was put on hold as
+// ("approval"), or why none could be made ("approval_error").
 type DecideResponse struct {
 	mcpxpolicy.Decision
-	Rendered any `json:"rendered"`
+	Rendered      any                         `json:"rendered"`
+	Approval      *mcpxpolicy.ApprovalRequest `json:"approval,omitempty"`
+	ApprovalError string                      `json:"approval_error,omitempty"`
 }
 
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	call, err := h.readCall(r)
+	call, approvalID, err := h.readCall(r)
 	if err != nil {
 		status := http.StatusBadRequest
 		var mbe *http.MaxBytesError
@@ -196,19 +203,24 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	d, err := h.eng.Decide(ctx, call)
+	d, err := h.decideOrApproved(ctx, call, approvalID)
 	if err != nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
 	}
 	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+	resp := h.putOnHold(call, d)
 	rendered, err := render.Render(call.Surface, call, d)
+	if resp.Approval != nil {
+		rendered, err = mcpxpolicy.RenderApproval(call.Surface, call, d, *resp.Approval)
+	}
 	if err != nil {
 		h.opts.Logger.Error("render", "err", err)
 		rendered = nil
 	}
 	// The response carries the decision redacted, like every rendering and
 	// the log: the raw one stays in the process.
-	writeJSON(w, http.StatusOK, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: rendered})
+	resp.Decision, resp.Rendered = mcpxpolicy.Redact(call, d), rendered
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {
@@ -219,21 +231,22 @@ func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any
 	return v
 }
 
-// readCall reads and checks a call document. On error the returned call
+// readCall reads and checks a call document, and the id of the approval
+// it is decided with ("approval", optional). On error the returned call
 // holds whatever names were readable, for the deny.
-func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
+func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
 	var call mcpxpolicy.Call
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return call, err
+		return call, "", err
 	}
-	call, err = h.eng.DecodeCall(body)
+	call, approval, err := h.eng.DecodeCall(body)
 	var te *mcpxpolicy.ToolError
 	switch {
 	case errors.As(err, &te):
-		return call, fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
+		return call, "", fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
 	case err != nil:
-		return call, fmt.Errorf("not a call document: %v", err)
+		return call, "", fmt.Errorf("not a call document: %v", err)
 	}
 	if call.Surface == "" {
 		call.Surface = render.SurfaceDaemon
@@ -241,9 +254,9 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
 	switch call.Surface {
 	case render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI:
 	default:
-		return call, fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
+		return call, "", fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
 	}
-	return call, nil
+	return call, approval, nil
 }
 
 // WritesResponse is the body of GET /v1/writes.
