@@ -6,7 +6,6 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/render"
-	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -39,6 +38,19 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return
 	}
 	args := params.Args
+	rt, err := s.readRetry(&params)
+	if err != nil {
+		if done() {
+			s.refuse(m.ID, "tools/call params: "+err.Error())
+		}
+		return
+	}
+	if rt.mrtr {
+		// An MCP 2026-07-28 server tells only subscribed clients that its
+		// tools changed: the proxy cannot count on hearing it, so it
+		// judges each such call with the tool list as it is now.
+		s.cat.invalidate()
+	}
 	s.recheckConfig()
 	tool, listed, err := s.tool(ctx, params.Name)
 	if err != nil {
@@ -70,14 +82,23 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	if d.Outcome == mcpxpolicy.Ask {
-		d = s.confirm(ctx, call, d)
+	if d.Outcome == mcpxpolicy.Ask || rt.held != nil {
+		// An ask, or the retry of one the proxy held (decided again with
+		// its approval, whatever it is now).
+		o := s.ask(ctx, call, d, rt, params.members)
 		if ctx.Err() != nil {
 			done()
 			return
 		}
+		if o.pending != nil {
+			if done() {
+				s.replyResult(m.ID, o.pending)
+			}
+			return
+		}
+		d = o.d
 	}
-	if d.Outcome != mcpxpolicy.Allow { // after confirm an ask is an allow or a deny: forward only an allow
+	if d.Outcome != mcpxpolicy.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {
 			// redacted with the call's arguments: an override's message may quote them
 			s.replyResult(m.ID, render.MCPFor(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
@@ -120,38 +141,4 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return
 	}
 	s.forward(&jsonrpc.Request{ID: m.ID, Method: m.Method, Params: judged}, p)
-}
-
-// confirm puts an ask to the person behind the client with
-// elicitation/create when the client declared it can: an approval makes
-// the decision an allow for this exact call, once; anything else is
-// ConfirmationDeclined. A client that cannot ask gets the deny MCP
-// renders for an ask (ConfirmationUnavailable), never an allow.
-func (s *session) confirm(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.Decision) mcpxpolicy.Decision {
-	s.mu.Lock()
-	can := s.elicit
-	s.mu.Unlock()
-	if !can {
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	prompt, err := render.Prompt(call, d)
-	if err != nil {
-		s.log.Error("building the confirmation prompt failed", "err", err)
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	r, err := s.request(ctx, s.client, "elicitation/create", prompt.Elicitation())
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("elicitation failed", "tool", call.Tool.Name, "err", err)
-		}
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	var res elicitResult
-	if err := strictjson.Unmarshal(r.Result, &res); err != nil || !render.Approved(res.Action, res.Content) {
-		s.log.Info("confirmation declined", "tool", call.Tool.Name, "action", res.Action, "sha256", prompt.SHA256)
-		return mcpxpolicy.ConfirmationDeclinedDecision(d)
-	}
-	s.log.Info("confirmation approved", "tool", call.Tool.Name, "sha256", prompt.SHA256)
-	d.Outcome = mcpxpolicy.Allow
-	return d
 }

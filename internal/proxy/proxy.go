@@ -86,6 +86,8 @@ type session struct {
 	pending   map[jsonrpc.ID]*pending           // client requests at the server
 	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
 	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
+	held      map[string]*heldAsk               // asks answered with input_required, by requestState
+	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
 	elicit    bool                              // the client declared form elicitation
 	ready     bool                              // the client sent notifications/initialized
 	serverErr error                             // set once the server's connection ended
@@ -138,6 +140,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		pending:  map[jsonrpc.ID]*pending{},
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
+		held:     map[string]*heldAsk{},
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
@@ -185,13 +188,6 @@ func (s *session) clientLoop() error {
 				s.refuse(m.ID, "request ids starting with "+ownIDPrefix+" are reserved for the proxy's own requests")
 			case s.inFlight(m.ID):
 				s.refuse(m.ID, fmt.Sprintf("request id %v is already in use by a request in flight", m.ID.Raw()))
-			case m.Method == "server/discover":
-				// The stateless protocol (2026-07-28, SEP-2575) carries client
-				// capabilities per request and replaces server-to-client
-				// requests such as elicitation; the proxy gates sessions of
-				// the initialize protocol. Declining discovery makes clients
-				// fall back to initialize.
-				s.replyError(m.ID, jsonrpc.CodeMethodNotFound, "mcpx-policy proxy: server/discover is not supported; initialize instead")
 			case m.Method == "tools/call":
 				ctx, cancel := context.WithCancel(s.ctx)
 				s.mu.Lock()
@@ -201,12 +197,19 @@ func (s *session) clientLoop() error {
 			default:
 				p := &pending{method: m.Method}
 				switch m.Method {
+				case "server/discover":
+					// MCP 2026-07-28 carries the client's protocol and
+					// capabilities in each request's _meta; discovery goes
+					// to the server, which answers it or not (the client
+					// then initializes).
+					s.noteClientMeta(m.Params)
 				case "initialize":
 					if err := s.noteInitialize(m.Params); err != nil {
 						s.refuse(m.ID, "initialize params: "+err.Error())
 						continue
 					}
 				case "tools/list":
+					s.noteClientMeta(m.Params)
 					cursor, err := hasCursor(m.Params)
 					if err != nil {
 						s.refuse(m.ID, "tools/list params: "+err.Error())

@@ -58,8 +58,16 @@ type rig struct {
 	done   chan error
 }
 
-// newRig joins a Go SDK client, the proxy and a Go SDK server in memory.
+// newRig joins a Go SDK client, the proxy and a Go SDK server in memory;
+// the client speaks MCP 2025-11-25 (initialize, server-to-client requests).
 func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server, clientOpts ...*mcp.ClientOptions) *rig {
+	t.Helper()
+	return newRigAt(t, "2025-11-25", config, opts, server, clientOpts...)
+}
+
+// newRigAt is newRig with the client on protocol version (2026-07-28:
+// server/discover, per-request metadata, input_required results).
+func newRigAt(t *testing.T, version, config string, opts proxy.Options, server *mcp.Server, clientOpts ...*mcp.ClientOptions) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mcpx-policy.yaml")
@@ -88,7 +96,7 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server,
 		co = clientOpts[0]
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
-	r.client, err = client.Connect(ctx, &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd}, nil)
+	r.client, err = client.Connect(ctx, &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,6 +181,9 @@ func (s *session) listTools(ctx context.Context) error {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
+		if meta := s.ownMeta(); meta != nil {
+			params["_meta"] = meta
+		}
 		r, err := s.request(ctx, s.server, "tools/list", params)
 		if err != nil {
 			return err

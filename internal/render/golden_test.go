@@ -92,6 +92,7 @@ func TestGolden(t *testing.T) {
 				}
 				golden(t, c.name+".ask.daemon.json", mustJSON(t, render.HTTPAnswer{Status: s, Body: b}))
 				golden(t, c.name+".ask.mcp.json", mustJSON(t, render.ElicitRequest{Method: "elicitation/create", Params: p.Elicitation()}))
+				golden(t, c.name+".ask.mcp-input-required.json", mustJSON(t, p.InputRequired("mcpx-policy/REQUEST-STATE")))
 			}
 			if ig := render.Ignored(c.d); len(ig) > 0 {
 				for _, r := range riderCases {

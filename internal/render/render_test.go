@@ -167,6 +167,7 @@ func TestAddRider(t *testing.T) {
 		same             bool
 	}{
 		{name: "error result untouched", in: `{"content":[{"type":"text","text":"boom"}],"isError":true}`, same: true},
+		{name: "input_required result untouched", in: `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{}}},"requestState":"s"}`, same: true},
 		{name: "no structuredContent: none is made", in: `{"content":[{"type":"text","text":"ok"}]}`,
 			check: func(t *testing.T, out map[string]any) {
 				if _, ok := out["structuredContent"]; ok {

@@ -82,8 +82,9 @@ func RiderContent(ignored []string) Content {
 //     structuredContent in place of content would lose the tool's output.
 //
 // Every other field is kept byte for byte. A result with "isError": true,
-// or an empty ignored list, is returned unchanged. It fails only when
-// result is not a JSON object.
+// an input_required result (the server asks its client for input; the call
+// has not run yet), or an empty ignored list, is returned unchanged. It
+// fails only when result is not a JSON object.
 func AddRider(result json.RawMessage, ignored []string, outputSchema json.RawMessage) (json.RawMessage, error) {
 	if len(ignored) == 0 {
 		return result, nil
@@ -95,6 +96,12 @@ func AddRider(result json.RawMessage, ignored []string, outputSchema json.RawMes
 	if raw, ok := obj["isError"]; ok {
 		var isErr bool
 		if json.Unmarshal(raw, &isErr) != nil || isErr {
+			return result, nil
+		}
+	}
+	if raw, ok := obj["resultType"]; ok {
+		var rt string
+		if json.Unmarshal(raw, &rt) != nil || rt != "complete" {
 			return result, nil
 		}
 	}
