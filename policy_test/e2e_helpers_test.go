@@ -71,6 +71,7 @@ func (s *syncBuffer) String() string {
 type gate struct {
 	config, state, server string
 	flags                 []string
+	stderr                *syncBuffer // the stderr of the last command
 }
 
 func newGate(t testing.TB, server, config string, flags ...string) *gate {
@@ -93,6 +94,7 @@ func (g *gate) command(t testing.TB, serverCmd ...string) *exec.Cmd {
 	cmd.Env = cleanEnv()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
+	g.stderr = stderr
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("proxy stderr:\n%s", stderr)
