@@ -25,15 +25,18 @@ import (
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
                          [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
-                         [--call-timeout 10m] [--decide-timeout 5s] [--log-level info] -- CMD ARGS…
+                         [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--log-level info] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen).
 Every message passes through, except: tools/list drops hidden tools;
 tools/call is decided first — a deny or a hidden tool is answered by the
-proxy, an ask is put to the person through elicitation (or refused with
-ConfirmationUnavailable when the client cannot ask), a warn adds the
-_ignored_options rider. A write whose answer is lost (the server exits,
+proxy; an ask is put to the person as an input_required result (MCP
+2026-07-28 clients) or an elicitation/create form (older ones), held as
+an approval request in the state dir that expires after --approval-ttl,
+and refused with ConfirmationUnavailable when the client can do neither;
+a warn adds the _ignored_options rider. A write whose answer is lost (the server exits,
 the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
 'mcpx-policy writes clear NAME'. A decision that takes longer than
@@ -65,6 +68,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
+	approvalTTL := approvalTTLFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -77,6 +81,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs the server command after --"))
 	case *decideTimeout <= 0:
 		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
+	case *approvalTTL <= 0:
+		return usageError(stdout, stderr, proxyUsage, errApprovalTTL)
 	case *idle <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
 	}
@@ -88,7 +94,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL})
 	if err != nil {
 		return fail(stderr, err, "run '"+cmds.Check()+"' to see every config problem")
 	}
