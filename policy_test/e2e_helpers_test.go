@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The end-to-end tests run real MCP servers from npm (e2e/package.json,
@@ -133,14 +134,56 @@ func connect(t testing.TB, ctx context.Context, cmd *exec.Cmd, opts *mcp.ClientO
 	return cs
 }
 
-// call calls a tool and fails the test on a protocol error.
+// call calls a tool and fails the test on a protocol error. Like the
+// TypeScript SDK's client (the Go SDK's does not), it validates a result's
+// structuredContent against the outputSchema the tool is listed with, and
+// fails the test as that client would fail the call.
 func call(t testing.TB, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", name, err)
 	}
+	if res.StructuredContent != nil {
+		if err := validOutput(ctx, cs, name, res.StructuredContent); err != nil {
+			t.Fatalf("tools/call %s: structured content does not match the tool's output schema (a validating client shows this error instead of the result): %v", name, err)
+		}
+	}
 	return res
+}
+
+// validOutput validates structuredContent against the outputSchema of tool
+// name as the session lists it (none: anything goes).
+func validOutput(ctx context.Context, cs *mcp.ClientSession, name string, structured any) error {
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name != name || tool.OutputSchema == nil {
+			continue
+		}
+		schema, _ := json.Marshal(tool.OutputSchema)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+		if err != nil {
+			return err
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("output.json", doc); err != nil {
+			return err
+		}
+		s, err := c.Compile("output.json")
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(structured)
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		return s.Validate(v)
+	}
+	return nil
 }
 
 // text is a result's text content, joined.
