@@ -21,6 +21,7 @@ import (
 // a Go SDK server in memory, whose end is reported on ended.
 type httpRig struct {
 	url   string
+	eng   *mcpxpolicy.Engine
 	ended chan struct{}
 }
 
@@ -37,10 +38,14 @@ func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &httpRig{ended: make(chan struct{}, 8)}
+	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8)}
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 		srv.AddTool(textTool("echo", true, func(context.Context) string { return "echo" }))
+		srv.AddTool(textTool("hang", false, func(ctx context.Context) string {
+			<-ctx.Done()
+			return "too late"
+		}))
 		proxyEnd, serverEnd := net.Pipe()
 		ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd}, nil)
 		if err != nil {
@@ -133,4 +138,35 @@ func TestHTTPSessionEndsWhenItsClientGoes(t *testing.T) {
 	closeStream()
 	resp.Body.Close()
 	r.waitEnded(t, 10*idle, "a client whose standalone stream closed")
+}
+
+// TestHTTPWriteOfAGoneClientIsUnknown: a write in flight when its client
+// went away (the POST dropped, nothing more sent) becomes an unknown
+// outcome once the idle session is ended and its server stopped.
+func TestHTTPWriteOfAGoneClientIsUnknown(t *testing.T) {
+	t.Parallel()
+	const idle = 400 * time.Millisecond
+	r := newHTTPRig(t, idle)
+	id := r.initialize(t)
+	ctx, drop := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", r.url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", id)
+	go func() {
+		time.Sleep(idle / 2)
+		drop()
+	}()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	r.waitEnded(t, 20*idle, "a client that dropped its call")
+	var ws []mcpxpolicy.UnknownWrite
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(ws) == 0; time.Sleep(50 * time.Millisecond) {
+		ws, err = r.eng.UnknownWrites()
+	}
+	if len(ws) != 1 || ws[0].Tool != "hang" {
+		t.Fatalf("unknown writes = %+v, %v; want the write in flight", ws, err)
+	}
 }
