@@ -228,6 +228,10 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 	}
 	s.log.Info("asked for confirmation (elicitation)", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
 	resp, err := s.request(ctx, s.client, "elicitation/create", req.Prompt.Elicitation())
+	if errors.Is(err, errRefusedAnswer) {
+		// An answer that does not decode strictly approves nothing.
+		return askOutcome{d: s.answered(ctx, call, req.ID, req.SHA256, nil)}
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			// Unanswered, the request expires in the store by itself.
