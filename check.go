@@ -34,6 +34,7 @@ func Check(opts Options) (Summary, error) {
 	for _, w := range compiled.Warnings {
 		s.Warnings = append(s.Warnings, w.String())
 	}
+	s.Warnings = append(s.Warnings, catalogWarnings(compiled, opts.Catalog)...)
 	sort.Strings(s.Warnings)
 	return s, nil
 }

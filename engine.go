@@ -196,14 +196,15 @@ func (e *Engine) Revision() string { return e.cur.Load().compiled.Revision }
 // "file:line: path: message": each setting a later layer (another config
 // file, conf.d, MCPX_POLICY_* or Options.Set) made less strict, with the
 // value and origin it replaced (docs/configuration.md), and with a catalog
-// each rule or pattern that matches no tool.
+// each rule or pattern that matches no tool and each of its servers the
+// config does not configure.
 func (e *Engine) Warnings() []string {
-	ws := e.cur.Load().compiled.Warnings
-	out := make([]string, len(ws))
-	for i, w := range ws {
+	c := e.cur.Load().compiled
+	out := make([]string, len(c.Warnings))
+	for i, w := range c.Warnings {
 		out[i] = w.String()
 	}
-	return out
+	return append(out, catalogWarnings(c, e.opts.Catalog)...)
 }
 
 // Decide judges one call. Annotations in call.Tool must come from the

@@ -172,7 +172,7 @@ func TestProxyStopsARunawayDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate(t, "notes", string(b), "--decide-timeout", "1s")
+	g := newGate(t, "notes", string(b), "--decide-timeout", "1s", "--pool-only") // a pool-only policy
 	// the config's overrides/ is relative to its folder: put it beside
 	if err := os.CopyFS(filepath.Join(filepath.Dir(g.config), "overrides"), os.DirFS(filepath.Join(filepath.Dir(config), "overrides"))); err != nil {
 		t.Fatal(err)

@@ -203,7 +203,8 @@ func rpcError(m map[string]any) (string, string) {
 // CallToolResult.
 func reasonCode(m map[string]any) string {
 	r, _ := m["result"].(map[string]any)
-	sc, _ := r["structuredContent"].(map[string]any)
+	meta, _ := r["_meta"].(map[string]any)
+	sc, _ := meta["mcpx-policy/decision"].(map[string]any)
 	reasons, _ := sc["reasons"].([]any)
 	if len(reasons) == 0 {
 		return ""

@@ -254,7 +254,7 @@ func TestRedactionServe(t *testing.T) {
 
 // TestRedactionProxy runs each call through the built proxy in front of
 // the filesystem MCP server, with the official Go SDK client: the refusal's
-// text and structuredContent hide every leak, and nothing was written.
+// text, structuredContent and _meta hide every leak, and nothing was written.
 func TestRedactionProxy(t *testing.T) {
 	t.Parallel()
 	fsServer := npmServer(t, "mcp-server-filesystem")

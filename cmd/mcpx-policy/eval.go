@@ -111,6 +111,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
+		if !eng.Configured(call.Server) {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %s\n", path, mcpxpolicy.UnconfiguredWarning(call.Server, eng.Servers()))
+		}
 		d, err := decideEval(ctx, eng, call, approval)
 		if err != nil {
 			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %v (denied)\n", path, err)

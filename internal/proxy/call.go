@@ -2,13 +2,10 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/render"
-	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -31,7 +28,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	case errors.Is(err, errArgsNotObject):
 		if done() {
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
-			s.replyResult(m.ID, render.MCP(d).Result)
+			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 		}
 		return
 	case err != nil:
@@ -41,6 +38,19 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return
 	}
 	args := params.Args
+	rt, err := s.readRetry(&params)
+	if err != nil {
+		if done() {
+			s.refuse(m.ID, "tools/call params: "+err.Error())
+		}
+		return
+	}
+	if rt.mrtr {
+		// An MCP 2026-07-28 server tells only subscribed clients that its
+		// tools changed: the proxy cannot count on hearing it, so it
+		// judges each such call with the tool list as it is now.
+		s.cat.invalidate()
+	}
 	s.recheckConfig()
 	tool, listed, err := s.tool(ctx, params.Name)
 	if err != nil {
@@ -50,7 +60,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
 				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
-			s.replyResult(m.ID, render.MCP(d).Result)
+			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 		}
 		return
 	}
@@ -72,21 +82,33 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	if d.Outcome == mcpxpolicy.Ask {
-		d = s.confirm(ctx, call, d)
+	if d.Outcome == mcpxpolicy.Ask || rt.held != nil {
+		// An ask, or the retry of one the proxy held (decided again with
+		// its approval, whatever it is now).
+		o := s.ask(ctx, call, d, rt, params.members)
 		if ctx.Err() != nil {
 			done()
 			return
 		}
+		if o.pending != nil {
+			if done() {
+				s.replyResult(m.ID, o.pending)
+			}
+			return
+		}
+		d = o.d
 	}
-	if d.Outcome != mcpxpolicy.Allow { // after confirm an ask is an allow or a deny: forward only an allow
+	if d.Outcome != mcpxpolicy.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {
 			// redacted with the call's arguments: an override's message may quote them
-			s.replyResult(m.ID, render.MCP(mcpxpolicy.Redact(call, d)).Result)
+			s.replyResult(m.ID, render.MCPFor(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
 		}
 		return
 	}
 	p := &pending{method: "tools/call", call: params.Name, ignored: render.Ignored(d)}
+	if len(p.ignored) > 0 {
+		p.outputSchema = s.cat.outputSchema(params.Name)
+	}
 	if d.Write {
 		disp, err := s.opts.Engine.BeginWrite(call)
 		if err != nil {
@@ -94,7 +116,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
 				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
-				s.replyResult(m.ID, render.MCP(d).Result)
+				s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 			}
 			return
 		}
@@ -119,58 +141,4 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return
 	}
 	s.forward(&jsonrpc.Request{ID: m.ID, Method: m.Method, Params: judged}, p)
-}
-
-// confirm puts an ask to the person behind the client with
-// elicitation/create when the client declared it can: an approval makes
-// the decision an allow for this exact call, once; anything else is
-// ConfirmationDeclined. A client that cannot ask gets the deny MCP
-// renders for an ask (ConfirmationUnavailable), never an allow.
-func (s *session) confirm(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.Decision) mcpxpolicy.Decision {
-	s.mu.Lock()
-	can := s.elicit
-	s.mu.Unlock()
-	if !can {
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	prompt, err := render.Prompt(call, d)
-	if err != nil {
-		s.log.Error("building the confirmation prompt failed", "err", err)
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	r, err := s.request(ctx, s.client, "elicitation/create", prompt.Elicitation())
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("elicitation failed", "tool", call.Tool.Name, "err", err)
-		}
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	var res elicitResult
-	if err := strictjson.Unmarshal(r.Result, &res); err != nil || !render.Approved(res.Action, res.Content) {
-		s.log.Info("confirmation declined", "tool", call.Tool.Name, "action", res.Action, "sha256", prompt.SHA256)
-		return mcpxpolicy.ConfirmationDeclinedDecision(d)
-	}
-	s.log.Info("confirmation approved", "tool", call.Tool.Name, "sha256", prompt.SHA256)
-	d.Outcome = mcpxpolicy.Allow
-	return d
-}
-
-// unknownOutcomeResult is the tools/call answer for a write whose outcome
-// was lost: an error result a model can act on, with the ledger entry.
-func unknownOutcomeResult(server, tool, id, cause string) render.ToolResult {
-	text := fmt.Sprintf("Outcome unknown: %s.%s was sent to the server but no answer came back (%s). "+
-		"It may or may not have happened. Writes to %q are now refused until an operator checks and clears it "+
-		"(`mcpx-policy writes clear %s --id %s`). Do not retry; tell the user.", server, tool, cause, server, server, id)
-	return render.ToolResult{
-		Content: []render.Content{{Type: "text", Text: text}},
-		StructuredContent: map[string]any{
-			"outcome": "unknown", "server": server, "tool": tool, "ledger_id": id, "cause": cause,
-		},
-		IsError: true,
-	}
-}
-
-// addRider adds the warn rider to a successful result.
-func addRider(result json.RawMessage, ignored []string) (json.RawMessage, error) {
-	return render.AddRider(result, ignored)
 }

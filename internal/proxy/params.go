@@ -115,11 +115,8 @@ func (s *session) noteInitialize(params json.RawMessage) error {
 			return err
 		}
 	}
-	e := p.Capabilities.Elicitation
-	_, form := e["form"]
-	_, url := e["url"]
 	s.mu.Lock()
-	s.elicit = e != nil && (form || !url)
+	s.elicit = formElicitation(p.Capabilities.Elicitation)
 	s.mu.Unlock()
 	return nil
 }

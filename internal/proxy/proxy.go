@@ -38,6 +38,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -53,6 +54,10 @@ type Options struct {
 	// CallTimeout bounds how long a write waits for the server's answer;
 	// past it the write's outcome is unknown. 0 means no bound.
 	CallTimeout time.Duration
+	// Commands spells the mcpx-policy commands the proxy's answers and log
+	// lines name (clearing an unknown outcome) with the state dir and
+	// config the process was given, so that they run as printed.
+	Commands render.Commands
 	// Logger receives what the proxy does (decisions, warnings, unknown
 	// outcomes); nil discards.
 	Logger *slog.Logger
@@ -81,6 +86,8 @@ type session struct {
 	pending   map[jsonrpc.ID]*pending           // client requests at the server
 	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
 	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
+	held      map[string]*heldAsk               // asks answered with input_required, by requestState
+	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
 	elicit    bool                              // the client declared form elicitation
 	ready     bool                              // the client sent notifications/initialized
 	serverErr error                             // set once the server's connection ended
@@ -102,7 +109,10 @@ type pending struct {
 	complete bool                 // tools/list without a cursor
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
-	timer    *time.Timer
+	// outputSchema is the tool's, as listed when the call was decided: the
+	// rider goes into structuredContent only where it admits it.
+	outputSchema json.RawMessage
+	timer        *time.Timer
 }
 
 // Run proxies between client and server until either side's connection
@@ -130,6 +140,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		pending:  map[jsonrpc.ID]*pending{},
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
+		held:     map[string]*heldAsk{},
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
@@ -177,13 +188,6 @@ func (s *session) clientLoop() error {
 				s.refuse(m.ID, "request ids starting with "+ownIDPrefix+" are reserved for the proxy's own requests")
 			case s.inFlight(m.ID):
 				s.refuse(m.ID, fmt.Sprintf("request id %v is already in use by a request in flight", m.ID.Raw()))
-			case m.Method == "server/discover":
-				// The stateless protocol (2026-07-28, SEP-2575) carries client
-				// capabilities per request and replaces server-to-client
-				// requests such as elicitation; the proxy gates sessions of
-				// the initialize protocol. Declining discovery makes clients
-				// fall back to initialize.
-				s.replyError(m.ID, jsonrpc.CodeMethodNotFound, "mcpx-policy proxy: server/discover is not supported; initialize instead")
 			case m.Method == "tools/call":
 				ctx, cancel := context.WithCancel(s.ctx)
 				s.mu.Lock()
@@ -193,12 +197,19 @@ func (s *session) clientLoop() error {
 			default:
 				p := &pending{method: m.Method}
 				switch m.Method {
+				case "server/discover":
+					// MCP 2026-07-28 carries the client's protocol and
+					// capabilities in each request's _meta; discovery goes
+					// to the server, which answers it or not (the client
+					// then initializes).
+					s.noteClientMeta(m.Params)
 				case "initialize":
 					if err := s.noteInitialize(m.Params); err != nil {
 						s.refuse(m.ID, "initialize params: "+err.Error())
 						continue
 					}
 				case "tools/list":
+					s.noteClientMeta(m.Params)
 					cursor, err := hasCursor(m.Params)
 					if err != nil {
 						s.refuse(m.ID, "tools/list params: "+err.Error())
@@ -386,7 +397,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				m = filtered
 			}
 		case p.method == "tools/call" && len(p.ignored) > 0:
-			if r, err := addRider(m.Result, p.ignored); err == nil {
+			if r, err := render.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
 				m = &jsonrpc.Response{ID: m.ID, Result: r}
 			} else {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
@@ -501,7 +512,7 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	s.replyResult(id, unknownOutcomeResult(s.opts.Server, p.call, entry, cause))
+	s.replyResult(id, render.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands))
 }
 
 func (s *session) recordUnknown(p *pending, cause string) string {
@@ -509,7 +520,7 @@ func (s *session) recordUnknown(p *pending, cause string) string {
 		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", "mcpx-policy writes clear "+s.opts.Server+" --id "+p.dispatch.ID())
+		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID()))
 	return p.dispatch.ID()
 }
 

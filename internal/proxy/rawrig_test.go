@@ -324,7 +324,8 @@ func errorMessage(m map[string]any) string {
 // a CallToolResult, "" for anything else.
 func resultCode(m map[string]any) string {
 	r, _ := m["result"].(map[string]any)
-	sc, _ := r["structuredContent"].(map[string]any)
+	meta, _ := r["_meta"].(map[string]any)
+	sc, _ := meta["mcpx-policy/decision"].(map[string]any)
 	reasons, _ := sc["reasons"].([]any)
 	if len(reasons) == 0 {
 		return ""

@@ -25,6 +25,7 @@ const listTimeout = 30 * time.Second
 type catalog struct {
 	mu      sync.Mutex
 	tools   map[string]mcpxpolicy.Tool // nil until a complete list is known
+	outputs map[string]json.RawMessage // their outputSchemas, as sent
 	list    []json.RawMessage          // those tools, as sent
 	checked []string                   // tool names of the last config check
 	rev     string                     // config revision of the last check
@@ -98,21 +99,37 @@ func clip(raw []byte) string {
 // checked list's, or the config (revision rev) changed since.
 func (c *catalog) set(tools []mcpxpolicy.Tool, raws []json.RawMessage, rev string) (changed bool) {
 	m := make(map[string]mcpxpolicy.Tool, len(tools))
+	outputs := map[string]json.RawMessage{}
 	names := make([]string, 0, len(tools))
-	for _, t := range tools {
+	for i, t := range tools {
 		m[t.Name] = t
 		names = append(names, t.Name)
+		var fields struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal(raws[i], &fields) == nil && len(fields.OutputSchema) > 0 {
+			outputs[t.Name] = fields.OutputSchema
+		}
 	}
 	slices.Sort(names)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tools = m
+	c.outputs = outputs
 	c.list = raws
 	if slices.Equal(names, c.checked) && c.checked != nil && rev == c.rev {
 		return false
 	}
 	c.checked, c.rev = names, rev
 	return true
+}
+
+// outputSchema returns the outputSchema the server lists for a tool, as
+// sent; nil when it declares none or the list is not known.
+func (c *catalog) outputSchema(name string) json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outputs[name]
 }
 
 // stale returns the known list when the config changed since it was last
@@ -163,6 +180,9 @@ func (s *session) listTools(ctx context.Context) error {
 		params := map[string]any{}
 		if cursor != "" {
 			params["cursor"] = cursor
+		}
+		if meta := s.ownMeta(); meta != nil {
+			params["_meta"] = meta
 		}
 		r, err := s.request(ctx, s.server, "tools/list", params)
 		if err != nil {
