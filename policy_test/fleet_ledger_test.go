@@ -18,6 +18,8 @@ import (
 const fleetConfig = `version: 1
 policy:
   write: allow
+servers:
+  notes: {}
 ledger:
   store: postgres
   dsnEnv: FLEET_DSN
