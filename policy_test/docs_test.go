@@ -338,6 +338,15 @@ func (r *docRun) tmpToWork(s string) string {
 	return tmpRE.ReplaceAllString(s, "${1}"+strings.ReplaceAll(r.tmp, "$", "$$")+"/")
 }
 
+// notFound explains bash's exit status 127: the block uses a program this
+// machine lacks (jq and openssl come with the machine, not with .ci/run).
+func notFound(code int) string {
+	if code == 127 {
+		return "; 127 is bash's \"command not found\": install the program the block uses"
+	}
+	return ""
+}
+
 // workToTmp turns the page's temp folder back into /tmp/ in what a command
 // printed, to compare it with the page.
 func (r *docRun) workToTmp(s string) string {
@@ -365,7 +374,7 @@ func (r *docRun) runSh(b *docBlock, where string) {
 		return
 	}
 	if code != b.exit {
-		r.t.Errorf("%s: exit status %d, the page says %d (<!-- doc-test: exit N --> above the block)\n--- script:\n%s\n--- stdout:\n%s--- stderr:\n%s", where, code, b.exit, script, out, errOut)
+		r.t.Errorf("%s: exit status %d, the page says %d (<!-- doc-test: exit N --> above the block)%s\n--- script:\n%s\n--- stdout:\n%s--- stderr:\n%s", where, code, b.exit, notFound(code), script, out, errOut)
 	}
 }
 
@@ -412,7 +421,7 @@ func (r *docRun) runConsole(b *docBlock, where string) {
 			want = b.exit
 		}
 		if code != want {
-			r.t.Errorf("%s: $ %s\nexit status %d, the page says %d\n--- output:\n%s", where, s.cmd, code, want, out)
+			r.t.Errorf("%s: $ %s\nexit status %d, the page says %d%s\n--- output:\n%s", where, s.cmd, code, want, notFound(code), out)
 			continue
 		}
 		if len(s.want) > 0 {
