@@ -4,17 +4,27 @@ OPA       := $(GO) tool opa
 COVERAGE  ?= 90
 BIN       := bin/mcpx-policy
 
-.PHONY: all build test test-go test-rego lint demo bench fuzz clean
+.PHONY: all build install test test-go test-rego lint demo bench fuzz clean
 
 all: build
 
+# The first build downloads the modules and compiles OPA: minutes, not
+# seconds (README.md); -v lists each package as it compiles.
 build:
-	$(GO) build -o $(BIN) ./cmd/mcpx-policy
+	@echo "== go build -o $(BIN) (the first build compiles OPA and takes minutes; -v lists the packages)"
+	$(GO) build -v -o $(BIN) ./cmd/mcpx-policy
+
+## install: mcpx-policy into $(go env GOBIN), else $(go env GOPATH)/bin
+install:
+	@echo "== go install ./cmd/mcpx-policy (the first build compiles OPA and takes minutes; -v lists the packages)"
+	$(GO) install -v ./cmd/mcpx-policy
+	@echo "installed $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})/mcpx-policy"
 
 ## test: every test — Rego (coverage gate, fmt, strict check) and Go
 test: test-rego test-go
 
 test-rego:
+	@echo "== go tool opa (its first use compiles OPA and takes minutes)"; $(OPA) version > /dev/null
 	@echo "== opa fmt"; test -z "$$($(OPA) fmt -l rego/)" || { $(OPA) fmt -l rego/; echo "rego/ is not opa-fmt formatted: run 'go tool opa fmt -w rego/'"; exit 1; }
 	@echo "== opa check --strict"; $(OPA) check --strict rego/
 	@echo "== opa test"; $(OPA) test rego/ --fail-on-empty

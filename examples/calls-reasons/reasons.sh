@@ -2,11 +2,13 @@
 # Prints, for each reason code the policy decides, the decision the CLI gives
 # on each surface: the examples quoted in docs/reasons/ and docs/check-order.md.
 #   examples/calls-reasons/reasons.sh [MCPX_POLICY_BINARY]   (from the repository root)
+# The binary defaults to the installed mcpx-policy (go install ./cmd/mcpx-policy):
+# under go run every non-zero exit status would read 1.
 # ConfirmationUnavailable shows on the daemon surface for any ask;
 # ConfirmationDeclined needs a person, so its pages quote internal/render's
 # golden files instead.
 set -u
-bin=${1:-go run ./cmd/mcpx-policy}
+bin=${1:-mcpx-policy}
 ex=examples
 cr=$ex/calls-reasons
 tmp=${TMPDIR:-/tmp}

@@ -308,7 +308,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			cs.err = out.compileSchema(sc, r.schema, pkg)
 		}
 		if cs.err != nil {
-			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
+			c.add(r.schemaAt.file, schemaErrorLine(r, cs.err), r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
 			continue
 		}
 		argument := make([]any, len(r.argument))

@@ -61,7 +61,8 @@ type ruleDef struct {
 	argument    []string
 	required    bool
 	schema      any
-	schemaAt    origin // the rule's schema: key
+	schemaAt    origin     // the rule's schema: key
+	schemaNode  *yaml.Node // the schema's value, to place errors inside it
 }
 
 // scope is what the pool or one server holds in one layer (and, merged, in

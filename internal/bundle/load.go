@@ -12,6 +12,9 @@ import (
 // SchemaCompiler compiles one argument-rule schema (JSON-compatible Go
 // values, numbers as json.Number) into the Rego module of package
 // mcpx.rules.<pkgName> (ADR 0001). The real one is schemarego.Compile.
+// An error with a method SchemaPointer() string, a JSON Pointer into the
+// schema, is reported at the line of the YAML node it points at (the
+// `pattern:` of a bad pattern), else at the rule's `schema:` line.
 type SchemaCompiler func(schema any, pkgName string) (module string, err error)
 
 // LoadOptions says where the configuration comes from.

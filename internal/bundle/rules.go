@@ -73,6 +73,7 @@ func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
 		case "schema":
 			schemaNode = e.kNode
 			r.schemaAt = p.at(e.kNode, kp)
+			r.schemaNode = v
 			if p.schemaTooDeep(v, kp) {
 				continue
 			}
