@@ -45,6 +45,9 @@ type Compiled struct {
 	Revision string
 	// Catalog is the catalog loaded from LoadOptions.Catalog, or nil.
 	Catalog *Catalog
+	// Examples is how many rule examples were decided as their rules
+	// list them (all of them: one that is not is a load error).
+	Examples int
 
 	pool       scope
 	servers    map[string]*scope
@@ -52,7 +55,7 @@ type Compiled struct {
 }
 
 // compile merges the layers and builds the compiled policy; problems go to c.
-func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
+func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
 	out := &Compiled{Modules: map[string]string{}, servers: map[string]*scope{}}
 
 	// The global modes are layered through viper: defaults, then each
@@ -101,7 +104,7 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 		}
 	}
 
-	rules := out.compileRules(sc, c)
+	rules := out.compileRules(sc, ev, c)
 	servers := map[string]any{}
 	for _, name := range out.serverList {
 		sc := out.servers[name]
@@ -278,8 +281,9 @@ type compiledSchema struct {
 }
 
 // compileRules checks rule ids, compiles each distinct schema once and
-// returns data.mcpx.config.rules.
-func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]any {
+// returns data.mcpx.config.rules. It decides every rule's examples with ev
+// (checkExamples) and counts those that hold in out.Examples.
+func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collector) map[string]any {
 	all := append([]*ruleDef{}, out.pool.rules...)
 	for _, name := range out.serverList {
 		all = append(all, out.servers[name].rules...)
@@ -287,6 +291,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 	rules := map[string]any{}
 	first := map[string]*ruleDef{}
 	done := map[string]*compiledSchema{}
+	prepared := map[string]func(any, string) ([]map[string]any, error){}
 	for _, r := range all {
 		if f, dup := first[r.id]; dup {
 			c.add(r.at.file, r.at.line, r.at.path, "duplicate rule id %q (first defined at %s, %s); rule ids are unique across the whole config", r.id, f.at, f.at.path)
@@ -308,6 +313,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
 			continue
 		}
+		out.Examples += out.checkExamples(r, pkg, ev, prepared, c)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a

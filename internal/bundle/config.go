@@ -62,6 +62,16 @@ type ruleDef struct {
 	required    bool
 	schema      any
 	schemaAt    origin // the rule's schema: key
+	examples    []ruleExample
+}
+
+// ruleExample is one of a rule's examples: a value the rule must accept
+// (valid) or refuse, an argument's value for a per-argument rule, else a
+// whole arguments object.
+type ruleExample struct {
+	valid bool
+	value any
+	at    origin
 }
 
 // scope is what the pool or one server holds in one layer (and, merged, in
@@ -118,7 +128,8 @@ var (
 	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
 	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
 	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
-	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema"}
+	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
+	exampleKeys = []string{"valid", "invalid"}
 	uaKeys     = []string{"tools", "mode"}
 )
 
