@@ -124,13 +124,13 @@ func (l *layer) server(name string) *serverLayer {
 
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
-	topKeys    = []string{"version", "policy", "pool", "servers"}
-	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
-	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
-	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
-	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
+	topKeys     = []string{"version", "policy", "pool", "servers"}
+	policyKeys  = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
+	poolKeys    = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
+	serverKeys  = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
+	ruleKeys    = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	exampleKeys = []string{"valid", "invalid"}
-	uaKeys     = []string{"tools", "mode"}
+	uaKeys      = []string{"tools", "mode"}
 )
 
 // fileParser reads one YAML file into a layer, reporting errors with the
