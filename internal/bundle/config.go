@@ -124,14 +124,16 @@ func (l *layer) server(name string) *serverLayer {
 
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
-	topKeys     = []string{"version", "policy", "pool", "servers"}
-	policyKeys  = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
-	poolKeys    = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
-	serverKeys  = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
-	ruleKeys    = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
-	exampleKeys = []string{"valid", "invalid"}
-	uaKeys      = []string{"tools", "mode"}
+	topKeys    = []string{"version", "policy", "pool", "servers"}
+	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
+	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
+	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
+	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
+	uaKeys     = []string{"tools", "mode"}
 )
+
+// exampleKeys are the keys of a rule's examples.
+var exampleKeys = []string{"valid", "invalid"}
 
 // fileParser reads one YAML file into a layer, reporting errors with the
 // file's name and the node's line.
