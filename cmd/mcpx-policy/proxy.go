@@ -22,7 +22,9 @@ import (
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--state-dir D]
                          [--listen ADDR] [--publish-closed-schemas] [--call-timeout 10m]
-                         [--decide-timeout 5s] [--log-level info] -- CMD ARGS…
+                         [--decide-timeout 5s] [--log-level info]
+                         [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
+                          [--record-max-age 168h]] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen).
@@ -35,7 +37,9 @@ the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
 'mcpx-policy writes clear NAME'. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
-stderr; stdout is the client's.
+stderr; stdout is the client's. --record DIR writes every tools/call with
+the policy's decision to DIR for 'mcpx-policy replay', as serve --record
+does (mcpx-policy serve -h).
 
   mcpx-policy proxy --config ~/.config/mcpx-policy/config.yaml --server fs -- \
       npx -y @modelcontextprotocol/server-filesystem /workspace
@@ -56,6 +60,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
+	record := addRecordFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -89,7 +94,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see 'mcpx-policy writes'\n", n)
 	}
 	reloadOnChange(ctx, eng, configs, logger)
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger}
+	onDecision, err := record.open(eng, logger)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger, OnDecision: onDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)
