@@ -33,6 +33,10 @@ type DiffOptions struct {
 // fields).
 type ConfigDiff = rollout.Diff
 
+// ToolFacts are what a config's policy computes about one catalog tool
+// (a ConfigDiff change of a tool that stops being hidden carries them).
+type ToolFacts = rollout.ToolFacts
+
 // The directions of a config change.
 const (
 	Loosening  = rollout.Loosening

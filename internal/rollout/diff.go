@@ -82,7 +82,8 @@ type RuleInfo struct {
 //	override                                Item is the file; Old/New: its source's hash (null: none)
 //	setting                                 Item is a setting the diff has no field for; Old/New as compiled
 //
-// A tool that stops being hidden carries Facts, what it is now.
+// A tool that stops being hidden, or starts or stops being a write,
+// carries Facts: what it is now.
 type Change struct {
 	Server    string     `json:"server"`
 	Tool      string     `json:"tool,omitempty"`
@@ -195,9 +196,12 @@ func compareTool(server, tool string, of, nf ToolFacts, oldCfg, newCfg map[strin
 		return out
 	}
 	if of.Write != nf.Write {
-		add(Change{Field: "write", Old: of.Write, New: nf.Write, Direction: boolDirection(of.Write, nf.Write)})
+		// the write mode applies under one config only: the change says
+		// which it is there
+		now := nf
+		add(Change{Field: "write", Old: of.Write, New: nf.Write, Direction: boolDirection(of.Write, nf.Write), Facts: &now})
 	}
-	if (of.Write || nf.Write) && of.WriteMode != nf.WriteMode {
+	if of.Write && nf.Write && of.WriteMode != nf.WriteMode {
 		add(Change{Field: "writeMode", Old: of.WriteMode, New: nf.WriteMode, Direction: direction(bundle.KindWrite, of.WriteMode, nf.WriteMode)})
 	}
 	if of.UnknownArgs != nf.UnknownArgs {

@@ -65,6 +65,9 @@ func describe(c Change) string {
 		return text
 	case "write":
 		if c.New == true {
+			if c.Facts != nil {
+				return "a read -> a write (write mode " + c.Facts.WriteMode + ")"
+			}
 			return "a read -> a write"
 		}
 		return "a write -> a read"
