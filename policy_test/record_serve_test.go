@@ -81,7 +81,7 @@ func TestServeRecordsCallsForReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A record a month old, and a file the recorder did not write.
-			old := time.Now().Add(-30 * 24 * time.Hour).UTC().Format("20060102T150405.000000000Z") + "-00000000.json"
+			old := time.Now().Add(-30*24*time.Hour).UTC().Format("20060102T150405.000000000Z") + "-00000000.json"
 			for name, body := range map[string]string{old: "{}", "notes.txt": "mine"} {
 				if err := os.WriteFile(filepath.Join(rec, name), []byte(body), 0o600); err != nil {
 					t.Fatal(err)
