@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // recordedFiles lists the recorded calls of dir (the *.json files), oldest
@@ -188,4 +191,51 @@ func runBin(t *testing.T, args ...string) (string, int) {
 		t.Fatal(err)
 	}
 	return string(out), 0
+}
+
+// TestProxyRecordsCallsForReplay: proxy --record in front of a real MCP
+// server writes every tools/call with the policy's decision (a hidden
+// tool's too), the secret argument redacted; the recording replays.
+func TestProxyRecordsCallsForReplay(t *testing.T) {
+	t.Parallel()
+	fsServer := npmServer(t, "mcp-server-filesystem")
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "rec")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g := newGate(t, "fs", fsConfig(root), "--record", rec)
+	cs := connect(t, ctx, g.command(t, fsServer, root), nil)
+	call(t, ctx, cs, "write_file", map[string]any{"path": filepath.Join(root, "outside.txt"), "content": "no"})
+	call(t, ctx, cs, "write_file", map[string]any{"path": filepath.Join(root, "workspace", "a.txt"), "content": "yes"})
+	call(t, ctx, cs, "read_text_file", map[string]any{"path": filepath.Join(root, "workspace", "a.txt"), "password": "hunter2-hunter2"})
+	_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "move_file", Arguments: map[string]any{"source": "a", "destination": "b"}})
+	cs.Close()
+
+	names, _ := recordedFiles(t, rec)
+	if len(names) != 4 {
+		t.Fatalf("%d records, want 4 (every tools/call): %v", len(names), names)
+	}
+	var all []byte
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(rec, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	for _, want := range []string{`"code": "ArgumentRuleViolation"`, `"code": "HiddenTool"`, `"surface": "mcp"`, `"password": "[REDACTED]"`} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("the records lack %s", want)
+		}
+	}
+	if bytes.Contains(all, []byte("hunter2")) {
+		t.Errorf("a secret argument reached the disk")
+	}
+	out, code := runBin(t, "replay", "--config", g.config, rec)
+	if code != 0 || !strings.Contains(out, "replayed 4 calls: 0 decided differently") {
+		t.Errorf("replay of the proxy's recording: exit %d\n%s", code, out)
+	}
 }
