@@ -1,8 +1,11 @@
 package policy_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -62,4 +65,45 @@ type rulesExamples struct {
 		Valid   []any `yaml:"valid"`
 		Invalid []any `yaml:"invalid"`
 	} `yaml:"examples"`
+}
+
+// TestDocumentedRuleExamplesHold: the rules docs/argument-rules.md shows
+// (each ```yaml block that is a list of rules) load as one config, and
+// every example they carry holds.
+func TestDocumentedRuleExamplesHold(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "docs", "argument-rules.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg strings.Builder
+	cfg.WriteString("version: 1\npool:\n  argumentRules:\n")
+	want, blocks := 0, 0
+	for _, block := range strings.Split(string(raw), "```yaml\n")[1:] {
+		body, _, _ := strings.Cut(block, "```")
+		if !strings.HasPrefix(body, "- id: ") {
+			continue
+		}
+		blocks++
+		var rules []rulesExamples
+		if err := yaml.Unmarshal([]byte(body), &rules); err != nil {
+			t.Fatalf("block %d: %v\n%s", blocks, err, body)
+		}
+		for _, r := range rules {
+			want += len(r.Examples.Valid) + len(r.Examples.Invalid)
+		}
+		// ids are unique per config: the blocks reuse some
+		body = regexp.MustCompile(`(?m)^- id: (\S+)`).ReplaceAllString(body, fmt.Sprintf("- id: $1-%d", blocks))
+		for _, line := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
+			cfg.WriteString("    " + line + "\n")
+		}
+	}
+	dir := writeFiles(t, map[string]string{"rules.yaml": cfg.String()})
+	sum, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: []string{filepath.Join(dir, "rules.yaml")}, Env: []string{}})
+	if err != nil {
+		t.Fatalf("the documented rules do not load: %v\n%s", err, cfg.String())
+	}
+	if blocks < 5 || want == 0 || sum.Examples != want {
+		t.Errorf("%d blocks of rules, %d examples hold; want all %d", blocks, sum.Examples, want)
+	}
 }
