@@ -62,7 +62,8 @@ const factsQuery = `[{"i": i, "facts": f, "write": w} |
 // each what it makes of every catalog tool (hidden, a write, its write and
 // unknown-arguments modes, exempt keys, the rules that apply), and
 // compares: the decision of a config change through the compiled policy,
-// not its YAML text. An error names the config that failed to load.
+// not its YAML text. Each config is prepared as Check prepares it; an
+// error names the config that failed to load.
 func DiffConfigs(ctx context.Context, opts DiffOptions) (ConfigDiff, error) {
 	if len(opts.Old) == 0 || len(opts.New) == 0 {
 		return ConfigDiff{}, fmt.Errorf("mcpxpolicy: a diff needs an old and a new config")
@@ -91,6 +92,11 @@ func snapshot(ctx context.Context, paths []string, catalog string) (rollout.Snap
 		}
 	}
 	if compiled.Catalog == nil {
+		// no facts to ask for, but a config that would not prepare (an
+		// override that does not compile) is an error here too
+		if _, err := engine.Prepare(ctx, Policy(compiled)); err != nil {
+			return rollout.Snapshot{}, fmt.Errorf("mcpxpolicy: %w", err)
+		}
 		return snap, nil
 	}
 	snap.Tools, err = toolFacts(ctx, compiled)

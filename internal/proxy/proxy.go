@@ -56,8 +56,9 @@ type Options struct {
 	// Logger receives what the proxy does (decisions, warnings, unknown
 	// outcomes); nil discards.
 	Logger *slog.Logger
-	// OnDecision, when set, is given every tools/call and the policy's
-	// decision, before an ask is put to the person (proxy --record).
+	// OnDecision, when set, is given every tools/call of a tool the
+	// server lists (a hidden one too) and the policy's decision, before an
+	// ask is put to the person (proxy --record).
 	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
 }
 
