@@ -120,7 +120,7 @@ func compileConfig(opts Options) (*bundle.Compiled, error) {
 		Set:            opts.Set,
 		Catalog:        opts.Catalog,
 		SchemaCompiler: schemarego.Compile,
-		RuleEvaluator:  schemarego.Evaluator,
+		RuleEvaluator:  schemarego.Evaluate,
 	})
 }
 

@@ -291,7 +291,8 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 	rules := map[string]any{}
 	first := map[string]*ruleDef{}
 	done := map[string]*compiledSchema{}
-	prepared := map[string]func(any, string) ([]map[string]any, error){}
+	pkgs := map[string]string{} // rule id -> its package, for the examples
+	var checked []*ruleDef
 	for _, r := range all {
 		if f, dup := first[r.id]; dup {
 			c.add(r.at.file, r.at.line, r.at.path, "duplicate rule id %q (first defined at %s, %s); rule ids are unique across the whole config", r.id, f.at, f.at.path)
@@ -313,7 +314,8 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
 			continue
 		}
-		out.Examples += out.checkExamples(r, pkg, ev, prepared, c)
+		pkgs[r.id] = pkg
+		checked = append(checked, r)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a
@@ -329,6 +331,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 			"package":     pkg,
 		}
 	}
+	out.Examples = out.checkExamples(checked, pkgs, ev, c)
 	return rules
 }
 

@@ -3,53 +3,76 @@ package bundle
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// RuleEvaluator prepares one generated rule package for deciding values as
-// the argument-rules step does: module is the source the SchemaCompiler
-// returned for package mcpx.rules.<pkgName>. The function it returns gives
-// the violations the package reports for value sitting at the JSON Pointer
-// pointer ("" for the whole arguments): none means the rule accepts the
-// value. Each violation is the object the generated code yields (path,
-// constraint, expected, …). The real one is schemarego.Evaluator.
-type RuleEvaluator func(module, pkgName string) (func(value any, pointer string) ([]map[string]any, error), error)
+// RuleEvaluator evaluates generated rule packages on values the way the
+// argument-rules step does (ADR 0001): modules maps each package name to
+// the source the SchemaCompiler returned for it; targets is what the
+// step's data.mcpx.steps.rules.targets would hold — for each package,
+// values by a key of the caller's, each {"value": v, "path": "<JSON
+// Pointer>"} — and the result is each package's violations by the same
+// keys (each violation the object the generated code yields: path,
+// constraint, expected, …; an empty list for a valid value). The real one
+// is schemarego.Evaluate.
+type RuleEvaluator func(modules map[string]string, targets map[string]map[string]any) (map[string]map[string][]any, error)
 
 // maxExampleText caps how much of an example a message quotes.
 const maxExampleText = 120
 
-// checkExamples decides each of r's examples with the rule's generated
-// package (pkg, whose source is out.Modules) and reports every example the
-// rule disagrees with at the example's own file and line. prepared keeps
-// the evaluator of each package across rules. It returns how many examples
-// hold.
-func (out *Compiled) checkExamples(r *ruleDef, pkg string, ev RuleEvaluator, prepared map[string]func(any, string) ([]map[string]any, error), c *collector) int {
-	if len(r.examples) == 0 {
+// exampleCase is one example waiting for its verdict.
+type exampleCase struct {
+	rule *ruleDef
+	ex   ruleExample
+	pkg  string
+	key  string
+}
+
+// checkExamples decides every example of rules (each rule's generated
+// package is pkgs[rule id]) in one evaluation, and reports every example
+// its rule disagrees with at the example's own file and line. It returns
+// how many hold.
+func (out *Compiled) checkExamples(rules []*ruleDef, pkgs map[string]string, ev RuleEvaluator, c *collector) int {
+	var cases []exampleCase
+	targets := map[string]map[string]any{}
+	modules := map[string]string{}
+	for _, r := range rules {
+		if len(r.examples) == 0 {
+			continue
+		}
+		if ev == nil {
+			c.add(r.at.file, r.at.line, r.at.path, "rule %q: its examples cannot be decided: no rule evaluator is configured to check them", r.id)
+			continue
+		}
+		pkg := pkgs[r.id]
+		modules[pkg] = out.Modules["generated/"+pkg+".rego"]
+		if targets[pkg] == nil {
+			targets[pkg] = map[string]any{}
+		}
+		for _, ex := range r.examples {
+			key := "e" + strconv.Itoa(len(cases))
+			targets[pkg][key] = map[string]any{"value": ex.value, "path": pointer(r.argument)}
+			cases = append(cases, exampleCase{rule: r, ex: ex, pkg: pkg, key: key})
+		}
+	}
+	if len(cases) == 0 {
 		return 0
 	}
-	decide, ok := prepared[pkg]
-	if !ok {
-		var err error
-		switch {
-		case ev == nil:
-			err = fmt.Errorf("no rule evaluator is configured to check them")
-		default:
-			decide, err = ev(out.Modules["generated/"+pkg+".rego"], pkg)
-		}
-		if err != nil {
-			c.add(r.at.file, r.at.line, r.at.path, "rule %q: its examples cannot be decided: %s", r.id, oneLine(err.Error()))
-			return 0
-		}
-		prepared[pkg] = decide
+	verdicts, err := ev(modules, targets)
+	if err != nil {
+		r := cases[0].rule
+		c.add(r.at.file, r.at.line, r.at.path, "rule examples cannot be decided: %s", oneLine(err.Error()))
+		return 0
 	}
-	ptr := pointer(r.argument)
 	held := 0
-	for _, ex := range r.examples {
-		vs, err := decide(ex.value, ptr)
+	for _, k := range cases {
+		r, ex := k.rule, k.ex
+		vs, ok := verdicts[k.pkg][k.key]
 		switch {
-		case err != nil:
-			c.add(ex.at.file, ex.at.line, ex.at.path, "rule %q: example %s could not be decided: %s", r.id, exampleText(ex.value), oneLine(err.Error()))
+		case !ok:
+			c.add(ex.at.file, ex.at.line, ex.at.path, "rule %q: example %s got no verdict", r.id, exampleText(ex.value))
 		case ex.valid && len(vs) > 0:
 			c.add(ex.at.file, ex.at.line, ex.at.path, "rule %q: example %s is listed as valid, but the rule refuses it (%s)", r.id, exampleText(ex.value), violationsText(vs))
 		case !ex.valid && len(vs) == 0:
@@ -83,9 +106,10 @@ func exampleText(v any) string {
 
 // violationsText names each violation by its keyword, expected value and
 // place: "minimum 1 at /head; pattern \"^/workspace/\" at /path".
-func violationsText(vs []map[string]any) string {
+func violationsText(vs []any) string {
 	parts := make([]string, 0, len(vs))
-	for _, v := range vs {
+	for _, x := range vs {
+		v, _ := x.(map[string]any)
 		constraint, _ := v["constraint"].(string)
 		if constraint == "" {
 			constraint = "a constraint"

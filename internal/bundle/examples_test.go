@@ -12,7 +12,7 @@ import (
 
 // realRules loads with the real schema compiler and rule evaluator, as the
 // SDK does.
-var realRules = bundle.LoadOptions{SchemaCompiler: schemarego.Compile, RuleEvaluator: schemarego.Evaluator}
+var realRules = bundle.LoadOptions{SchemaCompiler: schemarego.Compile, RuleEvaluator: schemarego.Evaluate}
 
 const examplesConfig = `version: 1
 servers:

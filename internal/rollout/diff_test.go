@@ -19,7 +19,7 @@ func asWritten(t *testing.T, dir, name, yaml string) rollout.Snapshot {
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := bundle.Load(bundle.LoadOptions{Paths: []string{path}, Env: []string{}, SchemaCompiler: schemarego.Compile, RuleEvaluator: schemarego.Evaluator})
+	c, err := bundle.Load(bundle.LoadOptions{Paths: []string{path}, Env: []string{}, SchemaCompiler: schemarego.Compile, RuleEvaluator: schemarego.Evaluate})
 	if err != nil {
 		t.Fatal(err)
 	}
