@@ -23,8 +23,10 @@ Commands:
   approvals list the asks waiting for a person:
                                     mcpx-policy approvals
   approve  answer one:              mcpx-policy approve ID (--sha256 S | --decline)
-  diff     what a config change does: mcpx-policy diff [--catalog F] OLD.yaml NEW.yaml
-  replay   decide recorded calls again: mcpx-policy replay --config F [--against F] CALL.json|DIR…
+  diff     what a config change does to each tool:
+                                    mcpx-policy diff [--catalog F] OLD.yaml NEW.yaml
+  replay   decide recorded calls (serve/proxy --record) again:
+                                    mcpx-policy replay --config F [--against F…] CALL.json|DIR…
   bundle   write an OPA bundle:     mcpx-policy bundle --config F (-o bundle.tar.gz | --dir D)
   serve    the HTTP decision service: mcpx-policy serve --config F [--addr 127.0.0.1:8181]
   proxy    gate an MCP server:      mcpx-policy proxy --config F --server NAME -- CMD ARGS…
