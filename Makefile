@@ -53,8 +53,10 @@ lint:
 	$(GO) vet ./...
 	$(OPA) fmt -l rego/ && $(OPA) check --strict rego/
 
-## demo: evaluate the bundled example calls and print each decision
+## demo: check the example config (its rule examples must all hold), then
+## evaluate the bundled example calls and print each decision
 demo: build
+	@$(BIN) check --config examples/mcpx-policy.yaml
 	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
 	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
 

@@ -31,6 +31,14 @@ type CallDocument struct {
 	// Approval is the id of an approval request for this exact call: the
 	// decision uses it once (Engine.DecideApproved). Optional.
 	Approval string `json:"approval,omitempty"`
+	// Time, Decision and Redacted are what a recording adds (serve and
+	// proxy --record, docs/rollout.md): when the call was decided, how,
+	// and the JSON Pointers of the arguments redacted before it was
+	// written. Deciding the call ignores them; `mcpx-policy replay`
+	// compares its decision with Decision.
+	Time     string            `json:"time,omitempty"`
+	Decision *RecordedDecision `json:"decision,omitempty"`
+	Redacted []string          `json:"redacted,omitempty"`
 }
 
 // Call is the document's call without its tool, which ResolveTool reads.
@@ -94,15 +102,23 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // the server and tool name when they could be read, for the deny. Safe for
 // concurrent use.
 func (e *Engine) DecodeCall(raw []byte) (call Call, approval string, err error) {
+	call, doc, err := e.DecodeDocument(raw)
+	return call, doc.Approval, err
+}
+
+// DecodeDocument is DecodeCall that also returns the whole document: a
+// recorded call's Time, Decision and Redacted, for replay. On a strict
+// decoding error the document is empty.
+func (e *Engine) DecodeDocument(raw []byte) (Call, CallDocument, error) {
 	var doc CallDocument
 	if err := strictjson.UnmarshalKnown(raw, &doc); err != nil {
-		return Call{}, "", err
+		return Call{}, CallDocument{}, err
 	}
-	call = doc.Call()
+	call := doc.Call()
 	t, err := e.ResolveTool(doc.Server, doc.Tool)
 	call.Tool = t
 	if err != nil {
-		return call, doc.Approval, &ToolError{Err: err}
+		return call, doc, &ToolError{Err: err}
 	}
-	return call, doc.Approval, nil
+	return call, doc, nil
 }

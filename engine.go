@@ -134,6 +134,7 @@ func compileConfig(opts Options) (*bundle.Compiled, error) {
 		Set:            opts.Set,
 		Catalog:        opts.Catalog,
 		SchemaCompiler: schemarego.Compile,
+		RuleEvaluator:  schemarego.Evaluate,
 	})
 }
 

@@ -23,7 +23,9 @@ Decides each call and prints the decision. A call file is
 {"server", "tool", "args", "surface"?, "principal"?, "mode"?} where "tool" is
 an MCP Tool object (name, annotations, inputSchema) or a tool name looked up
 in --catalog. It is read strictly: a duplicate key, a field name in another
-case ("Args") or anything after the object is an input error.
+case ("Args") or anything after the object is an input error. A recorded
+call (serve or proxy --record) is a call file too: its "time", "decision"
+and "redacted" are left aside (mcpx-policy replay compares with them).
 
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json

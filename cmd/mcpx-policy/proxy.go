@@ -28,7 +28,9 @@ import (
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
                          [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
                          [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
-                         [--log-level info] -- CMD ARGS…
+                         [--log-level info]
+                         [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
+                          [--record-max-age 168h]] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
@@ -44,7 +46,9 @@ the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
 'mcpx-policy writes clear NAME'. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
-stderr; stdout is the client's.
+stderr; stdout is the client's. --record DIR writes every tools/call with
+the policy's decision to DIR for 'mcpx-policy replay', as serve --record
+does (mcpx-policy serve -h).
 
 NAME must be a server of the config (servers.NAME): a proxy for a server
 the config does not name would apply none of its rules. --pool-only runs
@@ -72,6 +76,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
+	record := addRecordFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -125,7 +130,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
 	}
 	reloadOnChange(ctx, eng, configs, logger)
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger, Commands: cmds}
+	onDecision, err := record.open(eng, logger)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)

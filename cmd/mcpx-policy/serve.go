@@ -23,6 +23,8 @@ import (
 const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
                          [--max-body 1048576] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
+                          [--record-max-age 168h]]
 
 Serves decisions over HTTP (docs/service.md):
   POST /v1/decide          a call document in, the decision document out; an ask
@@ -47,9 +49,18 @@ SIGINT or SIGTERM drains in-flight requests and exits. POST bodies need
 Content-Type: application/json; a browser request from another origin is
 refused.
 
+--record DIR writes every decided call to DIR (made 0700; files 0600), one
+call document each with its decision and time, for 'mcpx-policy replay'.
+Arguments named by --record-redact — a JSON Pointer (/env/TOKEN), a key
+name at any depth (content), @secrets for every key the secret table names
+(token, password, api_key, …; the default) or @none — are written as
+"[REDACTED]". Past --record-max-age, or to stay under --record-max-bytes,
+the oldest records are removed (docs/rollout.md).
+
   mcpx-policy serve --config /etc/mcpx-policy/config.yaml
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
   curl -s -H 'Content-Type: application/json' localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
+  mcpx-policy serve --config mcpx-policy.yaml --record /var/lib/mcpx-policy/record --record-redact @secrets --record-redact /content
 `
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +76,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	maxBody := fs.Int64("max-body", server.DefaultMaxBody, "largest request body in bytes")
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
+	record := addRecordFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, serveUsage, err)
 	}
@@ -115,6 +127,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
+	onDecision, err := record.open(eng, logger)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fail(stderr, err, "")
@@ -123,7 +139,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
 	srv := &http.Server{
-		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout, Metrics: met}),
+		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout,
+			Metrics: met, OnDecision: onDecision}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out

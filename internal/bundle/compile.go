@@ -48,6 +48,9 @@ type Compiled struct {
 	// Ledger is where the unknown-outcome ledger lives (the ledger
 	// section; the file store by default). The Revision does not cover it.
 	Ledger LedgerConfig
+	// Examples is how many rule examples were decided as their rules
+	// list them (all of them: one that is not is a load error).
+	Examples int
 
 	pool       scope
 	servers    map[string]*scope
@@ -55,7 +58,7 @@ type Compiled struct {
 }
 
 // compile merges the layers and builds the compiled policy; problems go to c.
-func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
+func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
 	out := &Compiled{Modules: map[string]string{}, servers: map[string]*scope{}}
 
 	// The global modes are layered through viper: defaults, then each
@@ -104,7 +107,7 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 		}
 	}
 
-	rules := out.compileRules(sc, c)
+	rules := out.compileRules(sc, ev, c)
 	servers := map[string]any{}
 	for _, name := range out.serverList {
 		sc := out.servers[name]
@@ -281,8 +284,9 @@ type compiledSchema struct {
 }
 
 // compileRules checks rule ids, compiles each distinct schema once and
-// returns data.mcpx.config.rules.
-func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]any {
+// returns data.mcpx.config.rules. It decides every rule's examples with ev
+// (checkExamples) and counts those that hold in out.Examples.
+func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collector) map[string]any {
 	all := append([]*ruleDef{}, out.pool.rules...)
 	for _, name := range out.serverList {
 		all = append(all, out.servers[name].rules...)
@@ -290,6 +294,8 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 	rules := map[string]any{}
 	first := map[string]*ruleDef{}
 	done := map[string]*compiledSchema{}
+	pkgs := map[string]string{} // rule id -> its package, for the examples
+	var checked []*ruleDef
 	for _, r := range all {
 		if f, dup := first[r.id]; dup {
 			c.add(r.at.file, r.at.line, r.at.path, "duplicate rule id %q (first defined at %s, %s); rule ids are unique across the whole config", r.id, f.at, f.at.path)
@@ -311,6 +317,8 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			c.add(r.schemaAt.file, schemaErrorLine(r, cs.err), r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
 			continue
 		}
+		pkgs[r.id] = pkg
+		checked = append(checked, r)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a
@@ -326,6 +334,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			"package":     pkg,
 		}
 	}
+	out.Examples = out.checkExamples(checked, pkgs, ev, c)
 	return rules
 }
 

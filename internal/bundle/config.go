@@ -63,6 +63,16 @@ type ruleDef struct {
 	schema      any
 	schemaAt    origin     // the rule's schema: key
 	schemaNode  *yaml.Node // the schema's value, to place errors inside it
+	examples    []ruleExample
+}
+
+// ruleExample is one of a rule's examples: a value the rule must accept
+// (valid) or refuse, an argument's value for a per-argument rule, else a
+// whole arguments object.
+type ruleExample struct {
+	valid bool
+	value any
+	at    origin
 }
 
 // scope is what the pool or one server holds in one layer (and, merged, in
@@ -120,9 +130,12 @@ var (
 	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
 	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
 	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
-	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema"}
+	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	uaKeys     = []string{"tools", "mode"}
 )
+
+// exampleKeys are the keys of a rule's examples.
+var exampleKeys = []string{"valid", "invalid"}
 
 // fileParser reads one YAML file into a layer, reporting errors with the
 // file's name and the node's line.

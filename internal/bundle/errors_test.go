@@ -35,7 +35,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown rule key",
 			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r\n      tools: [t]\n      schema: {}\n      descripton: x\nversion: 1\n"},
-			want:  []string{`main.yaml:6: pool.argumentRules[0].descripton: unknown key "descripton", did you mean "description"? (valid keys: argument, description, id, required, schema, tools)`},
+			want:  []string{`main.yaml:6: pool.argumentRules[0].descripton: unknown key "descripton", did you mean "description"? (valid keys: argument, description, examples, id, required, schema, tools)`},
 		},
 		{
 			name:  "duplicate key",

@@ -36,6 +36,10 @@ type LoadOptions struct {
 	// SchemaCompiler compiles argument-rule schemas. Nil makes every
 	// argument rule a load error.
 	SchemaCompiler SchemaCompiler
+	// RuleEvaluator decides rule examples with the generated code. Nil
+	// makes every rule that has examples a load error (an example is
+	// never skipped).
+	RuleEvaluator RuleEvaluator
 }
 
 // EnvPrefix starts every environment variable the configuration reads.
@@ -82,7 +86,7 @@ func Load(opts LoadOptions) (*Compiled, error) {
 			}
 		}
 	}
-	compiled := compile(layers, opts.SchemaCompiler, c)
+	compiled := compile(layers, opts.SchemaCompiler, opts.RuleEvaluator, c)
 	resolveLedger(layers, env, c, compiled)
 	if err := c.err(); err != nil {
 		return nil, err

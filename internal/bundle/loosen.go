@@ -9,9 +9,45 @@ import (
 // highest: write modes deny > ask > allow, unknown-arguments modes
 // reject > warn > off, confirmDestructive true > false.
 var strictness = map[string]map[string]int{
-	"write": {"allow": 0, "ask": 1, "deny": 2},
-	"ua":    {"off": 0, "warn": 1, "reject": 2},
-	"bool":  {"false": 0, "true": 1},
+	KindWrite:       {"allow": 0, "ask": 1, "deny": 2},
+	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
+	KindBool:        {"false": 0, "true": 1},
+}
+
+// The kinds of setting whose values have a strictness order, for
+// CompareStrictness.
+const (
+	// KindWrite is a write mode (policy.write, writePolicy): deny > ask > allow.
+	KindWrite = "write"
+	// KindUnknownArgs is an unknown-arguments mode: reject > warn > off.
+	KindUnknownArgs = "ua"
+	// KindBool is a flag whose true is the stricter value
+	// (confirmDestructive): "true" > "false".
+	KindBool = "bool"
+)
+
+// CompareStrictness compares two values of one kind of setting in the
+// order the loader warns by: 1 when to is stricter than from (a
+// tightening), -1 when it is less strict (a loosening), 0 when they are
+// as strict. ok is false when the kind or either value is not one the
+// order knows. Safe for concurrent use.
+func CompareStrictness(kind, from, to string) (cmp int, ok bool) {
+	order, ok := strictness[kind]
+	if !ok {
+		return 0, false
+	}
+	a, okA := order[from]
+	b, okB := order[to]
+	if !okA || !okB {
+		return 0, false
+	}
+	switch {
+	case b > a:
+		return 1, true
+	case b < a:
+		return -1, true
+	}
+	return 0, true
 }
 
 // inForce is a setting's value before a layer, and where it came from.

@@ -70,6 +70,9 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
 	}
 	s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+	if s.opts.OnDecision != nil && listed {
+		s.opts.OnDecision(call, d)
+	}
 	hidden := d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool
 	if hidden || !listed {
 		// A hidden tool and a tool the server does not list get the same

@@ -61,6 +61,10 @@ type Options struct {
 	// Logger receives what the proxy does (decisions, warnings, unknown
 	// outcomes); nil discards.
 	Logger *slog.Logger
+	// OnDecision, when set, is given every tools/call of a tool the
+	// server lists (a hidden one too) and the policy's decision, before an
+	// ask is put to the person (proxy --record).
+	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
 }
 
 // ownIDPrefix starts the ids of requests the proxy itself makes (its own

@@ -58,6 +58,10 @@ type Options struct {
 	// Metrics, when set, is served on GET /metrics (health.go); the
 	// Engine reports into it through mcpxpolicy.Options.Observer.
 	Metrics *metrics.Metrics
+	// OnDecision, when set, is given every call POST /v1/decide decided
+	// and its decision (serve --record); not a call decided with an
+	// approval, whose ask it was given when first asked.
+	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -213,6 +217,9 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
 	}
 	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+	if h.opts.OnDecision != nil && approvalID == "" {
+		h.opts.OnDecision(call, d)
+	}
 	resp := h.putOnHold(call, d)
 	rendered, err := render.Render(call.Surface, call, d)
 	if resp.Approval != nil {
