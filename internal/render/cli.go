@@ -14,9 +14,18 @@ import (
 // tool is one line with mcpx's HiddenTool text and nothing else. The text
 // ends with a newline. `--format json` does not use it: it prints the
 // redacted decision document.
+//
+// In shadow mode (docs/check-order.md#shadow-mode) a call the policy
+// refused but shadow mode let through reads "allow CALL: shadow mode let it
+// through", then "enforced: " and the text of the policy's own decision; a
+// deny that holds in shadow mode too says so under its reasons.
 func CLI(d decision.Decision) string {
 	d = Redact(d, nil)
 	var b strings.Builder
+	if d.Relaxed() {
+		fmt.Fprintf(&b, "allow %s: shadow mode let it through\n  enforced: %s", callName(d.Call), CLI(d.Enforced()))
+		return b.String()
+	}
 	first := d.First()
 	if d.Outcome != decision.Allow && first.Code == decision.HiddenTool {
 		fmt.Fprintf(&b, "deny %s: %s (HiddenTool)\n", callName(d.Call), hiddenMessage(d.Call.Server, d.Call.Tool))
@@ -47,6 +56,9 @@ func CLI(d decision.Decision) string {
 	}
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, "  warning %s: %s\n", w.Code, w.Message)
+	}
+	if d.Shadow != nil && outcome != decision.Allow {
+		fmt.Fprintf(&b, "  shadow mode: %s holds in shadow mode too\n", first.Code)
 	}
 	if d.Call.SHA256 != "" {
 		fmt.Fprintf(&b, "  call sha256: %s\n", d.Call.SHA256)
