@@ -69,7 +69,8 @@ func fromTerm(v ast.Value) (decision.Decision, error) {
 
 // check applies Parse's checks to a decoded decision. A shadow member
 // (shadow mode) is checked as the decision is, and may differ from the
-// outcome only as shadow mode does: an allow with no reason in its place.
+// outcome only as shadow mode does: a less severe outcome in its place
+// (an ask, or an allow with no reason).
 func check(d decision.Decision) (decision.Decision, error) {
 	if err := checkVerdict(d.Outcome, d.Reasons); err != nil {
 		return decision.Decision{}, fmt.Errorf("decision: %w", err)
@@ -89,8 +90,8 @@ func check(d decision.Decision) (decision.Decision, error) {
 		if err := checkVerdict(sh.Outcome, sh.Reasons); err != nil {
 			return decision.Decision{}, fmt.Errorf("decision: shadow: %w", err)
 		}
-		if sh.Outcome != d.Outcome && (d.Outcome != decision.Allow || len(d.Reasons) > 0) {
-			return decision.Decision{}, fmt.Errorf("decision: shadow: outcome %s under shadow %s; shadow mode only relaxes to an allow with no reason", d.Outcome, sh.Outcome)
+		if sh.Outcome != d.Outcome && (d.Outcome.Severity() >= sh.Outcome.Severity() || d.Outcome == decision.Allow && len(d.Reasons) > 0) {
+			return decision.Decision{}, fmt.Errorf("decision: shadow: outcome %s under shadow %s; shadow mode only relaxes (to an ask, or an allow with no reason)", d.Outcome, sh.Outcome)
 		}
 		if sh.Reasons == nil {
 			sh.Reasons = []decision.Reason{}

@@ -9,8 +9,9 @@ import (
 
 // TestShadowMemberIsChecked: a decision's shadow member is read and checked
 // as the decision is, and it may differ from the outcome only the way
-// shadow mode relaxes (an allow with no reason in place of a deny or an
-// ask); anything else is an error, which the engine turns into a deny.
+// shadow mode relaxes (an ask in place of a deny, an allow with no reason
+// in place of either); anything else is an error, which the engine turns
+// into a deny.
 func TestShadowMemberIsChecked(t *testing.T) {
 	t.Parallel()
 	good := []string{
@@ -18,6 +19,7 @@ func TestShadowMemberIsChecked(t *testing.T) {
 		`{"outcome": "allow", "reasons": [], "shadow": {"outcome": "ask", "step": "write_mode", "reasons": [{"code": "WriteNeedsConfirmation"}]}}`,
 		`{"outcome": "deny", "reasons": [{"code": "HiddenTool"}], "shadow": {"outcome": "deny", "step": "hidden", "reasons": [{"code": "HiddenTool"}]}}`,
 		`{"outcome": "allow", "reasons": [], "shadow": {"outcome": "allow", "step": ""}}`,
+		`{"outcome": "ask", "step": "pin", "reasons": [{"code": "OverrideAsk"}], "shadow": {"outcome": "deny", "step": "argument_rules", "reasons": [{"code": "OverrideAsk"}, {"code": "ArgumentRuleViolation"}]}}`,
 	}
 	for _, doc := range good {
 		d, err := Parse([]byte(doc))
@@ -33,8 +35,9 @@ func TestShadowMemberIsChecked(t *testing.T) {
 		`{"outcome": "allow", "reasons": [], "shadow": {"outcome": "deny", "reasons": []}}`:                                                        "shadow: deny without a reason",
 		`{"outcome": "allow", "reasons": [], "shadow": {"outcome": "sometimes", "reasons": []}}`:                                                   "shadow: unknown outcome",
 		`{"outcome": "allow", "reasons": [], "shadow": {"outcome": "deny", "reasons": [{"code": "NoSuchCode"}]}}`:                                  "shadow: unknown reason code",
-		`{"outcome": "ask", "reasons": [{"code": "WriteNeedsConfirmation"}], "shadow": {"outcome": "deny", "reasons": [{"code": "WriteDenied"}]}}`: "only relaxes to an allow",
-		`{"outcome": "allow", "reasons": [{"code": "WriteDenied"}], "shadow": {"outcome": "deny", "reasons": [{"code": "WriteDenied"}]}}`:          "only relaxes to an allow",
+		`{"outcome": "deny", "reasons": [{"code": "WriteDenied"}], "shadow": {"outcome": "ask", "reasons": [{"code": "WriteNeedsConfirmation"}]}}`: "only relaxes",
+		`{"outcome": "ask", "reasons": [{"code": "WriteNeedsConfirmation"}], "shadow": {"outcome": "allow", "reasons": []}}`:                       "only relaxes",
+		`{"outcome": "allow", "reasons": [{"code": "WriteDenied"}], "shadow": {"outcome": "deny", "reasons": [{"code": "WriteDenied"}]}}`:          "only relaxes",
 		`{"outcome": "allow", "reasons": [], "shadow": "deny"}`:                                                                                    "shadow",
 	}
 	for doc, want := range bad {

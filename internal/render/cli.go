@@ -18,11 +18,12 @@ import (
 // In shadow mode (docs/check-order.md#shadow-mode) a call the policy
 // refused but shadow mode let through reads "allow CALL: shadow mode let it
 // through", then "enforced: " and the text of the policy's own decision; a
-// deny that holds in shadow mode too says so under its reasons.
+// refusal that holds in shadow mode says so under its reasons, and what
+// the policy decided when that was more.
 func CLI(d decision.Decision) string {
 	d = Redact(d, nil)
 	var b strings.Builder
-	if d.Relaxed() {
+	if d.Relaxed() && d.Outcome == decision.Allow {
 		fmt.Fprintf(&b, "allow %s: shadow mode let it through\n  enforced: %s", callName(d.Call), CLI(d.Enforced()))
 		return b.String()
 	}
@@ -57,7 +58,12 @@ func CLI(d decision.Decision) string {
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, "  warning %s: %s\n", w.Code, w.Message)
 	}
-	if d.Shadow != nil && outcome != decision.Allow {
+	switch {
+	case d.Shadow == nil || outcome == decision.Allow:
+	case d.Relaxed():
+		e := d.Enforced().First()
+		fmt.Fprintf(&b, "  shadow mode: only the reasons above hold; enforced, the policy's %s would stand (%s, step %s)\n", d.Shadow.Outcome, e.Code, d.Shadow.Step)
+	default:
 		fmt.Fprintf(&b, "  shadow mode: %s holds in shadow mode too\n", first.Code)
 	}
 	if d.Call.SHA256 != "" {

@@ -112,6 +112,16 @@ func TestCLIShadow(t *testing.T) {
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("CLI:\n%s\nwant it to start with\n%s", got, want)
 	}
+	// A deny relaxed to the ask a binding reason keeps (a changed pinned
+	// definition's; any ask renders alike).
+	keep := reason(decision.OverrideAsk, "fs.write_file: confirm")
+	rule := reason(decision.ArgumentRuleViolation, "fs.write_file: /path is outside")
+	toAsk := decision.Decision{Outcome: decision.Ask, Step: keep.Step, Reasons: []decision.Reason{keep}, Call: ref(t, call),
+		Shadow: &decision.Shadow{Outcome: decision.Deny, Step: rule.Step, Reasons: []decision.Reason{keep, rule}}}
+	if got := render.CLI(toAsk); !strings.HasPrefix(got, "ask fs.write_file") ||
+		!strings.Contains(got, "  shadow mode: only the reasons above hold; enforced, the policy's deny would stand (ArgumentRuleViolation, step argument_rules)\n") {
+		t.Errorf("CLI of a deny relaxed to an ask:\n%s", got)
+	}
 	pending := reason(decision.UnknownOutcomePending, "fs.write_file: an earlier write's outcome is unknown")
 	held := decision.Decision{Outcome: decision.Deny, Step: decision.StepLedger, Reasons: []decision.Reason{pending}, Call: ref(t, call),
 		Shadow: &decision.Shadow{Outcome: decision.Deny, Step: decision.StepLedger, Reasons: []decision.Reason{pending}}}

@@ -39,13 +39,20 @@ _mode(server) := m if {
 # METADATA
 # title: document
 # description: |
-#   The decision d as a server in shadow mode answers it: d with its outcome,
-#   step and reasons copied under "shadow" (the decision as it would be),
-#   and, unless d is an allow or has a binding reason, the outcome allow with
-#   no reason. Warnings, write, destructive and call are kept: the call runs,
-#   a write is recorded in the ledger, ignored arguments get their rider.
+#   The decision d as a server in shadow mode answers it, with d's outcome,
+#   step and reasons copied under "shadow" (the decision as it would be
+#   enforced). An allow, and a decision whose deciding step has a binding
+#   reason, stand as they are. Otherwise the relaxable reasons go: what
+#   binding reasons remain can only be asks (a binding deny comes before
+#   every relaxable one in the check order, so it would have decided), and
+#   the call is an ask on them; with none, an allow with no reason.
+#   Warnings, write, destructive and call are kept: the call runs, a write
+#   is recorded in the ledger, ignored arguments get their rider.
 document(d) := object.union(d, {"shadow": _would_be(d)}) if {
 	_holds(d)
+} else := object.union(d, {"outcome": "ask", "step": kept[0].step, "reasons": kept, "shadow": _would_be(d)}) if {
+	kept := [r | some r in d.reasons; r.code in binding]
+	count(kept) > 0
 } else := object.union(d, {"outcome": "allow", "step": "", "reasons": [], "shadow": _would_be(d)})
 
 _holds(d) if d.outcome == "allow"
@@ -53,6 +60,7 @@ _holds(d) if d.outcome == "allow"
 _holds(d) if {
 	some r in d.reasons
 	r.code in binding
+	r.step == d.step
 }
 
 _would_be(d) := {"outcome": d.outcome, "step": d.step, "reasons": d.reasons}

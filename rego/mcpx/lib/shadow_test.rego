@@ -126,15 +126,31 @@ test_policy_error_is_binding if {
 	d.shadow.outcome == "deny"
 }
 
+_pin_doc(outcome, step, reasons) := {
+	"outcome": outcome, "step": step, "reasons": reasons,
+	"warnings": [], "write": true, "destructive": true, "call": {"server": "fs", "tool": "t", "sha256": ""},
+}
+
+_changed := {"code": "ToolDefinitionChanged", "step": "pin", "message": "changed"}
+
+_rule := {"code": "ArgumentRuleViolation", "step": "argument_rules", "message": "outside"}
+
+_write_ask := {"code": "WriteNeedsConfirmation", "step": "write_mode", "message": "ask"}
+
+# A changed pinned definition holds, deny or ask; when it asks and a
+# relaxable step denies, the call is an ask on the pin alone.
 test_tool_definition_changed_is_binding if {
-	d := shadow.document({
-		"outcome": "deny", "step": "pinned",
-		"reasons": [{"code": "ToolDefinitionChanged", "step": "pinned", "message": "m"}, {"code": "WriteNeedsConfirmation", "step": "write_mode", "message": "m"}],
-		"warnings": [], "write": true, "destructive": true, "call": {"server": "fs", "tool": "t", "sha256": ""},
-	})
-	d.outcome == "deny"
-	d.step == "pinned"
-	count(d.reasons) == 2
+	deny := _pin_doc("deny", "pin", [_changed, _rule])
+	shadow.document(deny) == object.union(deny, {"shadow": {"outcome": "deny", "step": "pin", "reasons": [_changed, _rule]}})
+	ask := _pin_doc("ask", "pin", [_changed, _write_ask])
+	shadow.document(ask).outcome == "ask"
+	shadow.document(ask).reasons == [_changed, _write_ask]
+	mixed := _pin_doc("deny", "argument_rules", [_changed, _rule, _write_ask])
+	d := shadow.document(mixed)
+	d.outcome == "ask"
+	d.step == "pin"
+	d.reasons == [_changed]
+	d.shadow == {"outcome": "deny", "step": "argument_rules", "reasons": [_changed, _rule, _write_ask]}
 }
 
 # A server that enforces is answered exactly as before: no "shadow" member.
