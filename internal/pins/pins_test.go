@@ -135,7 +135,6 @@ func TestFileHoldsNoDefinition(t *testing.T) {
 	}
 }
 
-
 // TestUnusableFileIsNeverOverwritten: a corrupt or newer file fails See,
 // Accept and List with an *UnreadableError and stays as it was.
 func TestUnusableFileIsNeverOverwritten(t *testing.T) {
