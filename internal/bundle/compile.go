@@ -22,6 +22,9 @@ const (
 	DefaultWrite              = "ask"
 	DefaultConfirmDestructive = false
 	DefaultUnknownArgs        = "warn"
+	// DefaultPinTools is the pinTools mode of a server and pool that set
+	// none: tool definitions are not pinned.
+	DefaultPinTools = "off"
 )
 
 // Compiled is a loaded configuration, ready for OPA. It is read-only once
@@ -159,12 +162,28 @@ func scopeData(s *scope) map[string]any {
 	for _, u := range s.ua {
 		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
 	}
-	return map[string]any{
+	d := map[string]any{
 		"hidden":           hidden.data(),
 		"writeTools":       writes.data(),
 		"rules":            rules.data(),
 		"unknownArgsTools": ua,
 	}
+	if s.pinTools != nil {
+		d["pinTools"] = s.pinTools.value
+	}
+	return d
+}
+
+// PinMode is the pinTools mode of server: its own, else the pool's, else
+// DefaultPinTools (off).
+func (c *Compiled) PinMode(server string) string {
+	if sc, ok := c.servers[server]; ok && sc.pinTools != nil {
+		return sc.pinTools.value
+	}
+	if c.pool.pinTools != nil {
+		return c.pool.pinTools.value
+	}
+	return DefaultPinTools
 }
 
 // patternSet builds a PS of ADR 0001: exact names in an object, globs and
