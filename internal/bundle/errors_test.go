@@ -30,7 +30,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown server key without a near one",
 			files: map[string]string{"main.yaml": "servers:\n  fs:\n    colour: red\nversion: 1\n"},
-			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, exemptArgs, hiddenTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
+			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, exemptArgs, hiddenTools, pinTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
 		},
 		{
 			name:  "unknown rule key",
@@ -218,7 +218,7 @@ func TestLoadErrors(t *testing.T) {
 			name:  "unknown env setting",
 			files: map[string]string{"main.yaml": "version: 1\n"},
 			opts:  bundle.LoadOptions{Env: []string{"MCPX_POLICY_POLICY_WIRTE=deny"}},
-			want:  []string{`env $MCPX_POLICY_POLICY_WIRTE: unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY or _UNKNOWNARGS)`},
+			want:  []string{`env $MCPX_POLICY_POLICY_WIRTE: unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS or _PINTOOLS)`},
 		},
 		{
 			name:  "env for an unconfigured server",
@@ -231,7 +231,7 @@ func TestLoadErrors(t *testing.T) {
 			files: map[string]string{"main.yaml": "version: 1\n"},
 			opts:  bundle.LoadOptions{Set: map[string]string{"policy.confirmDestructive": "perhaps", "policy.colour": "red"}},
 			want: []string{
-				`flags: policy.colour: unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, servers.<name>.writePolicy and servers.<name>.unknownArgs)`,
+				`flags: policy.colour: unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs and servers.<name>.pinTools)`,
 				`flags: policy.confirmDestructive: want true or false, got "perhaps"`,
 			},
 		},

@@ -28,7 +28,8 @@ type LoadOptions struct {
 	Env []string
 	// Set holds flag-level overrides, the highest layer, by config path:
 	// policy.write, policy.confirmDestructive, policy.unknownArgs,
-	// servers.<name>.writePolicy, servers.<name>.unknownArgs.
+	// pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs,
+	// servers.<name>.pinTools.
 	Set map[string]string
 	// Catalog is an optional tool catalog file (see LoadCatalog). With it,
 	// Load adds CheckCatalog's warnings to Compiled.Warnings.
@@ -159,8 +160,10 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 			l.confirmDestructive = scalarSetting(c, src, "policy.confirmDestructive", "bool", v)
 		case rest == "POLICY_UNKNOWNARGS":
 			l.unknownArgs = scalarSetting(c, src, "policy.unknownArgs", "ua", v)
-		case strings.HasPrefix(rest, "POLICY_"):
-			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY or _UNKNOWNARGS)")
+		case rest == "POOL_PINTOOLS":
+			l.pool.pinTools = scalarSetting(c, src, "pool.pinTools", "pin", v)
+		case strings.HasPrefix(rest, "POLICY_"), strings.HasPrefix(rest, "POOL_"):
+			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS or _PINTOOLS)")
 		case strings.HasPrefix(rest, "SERVERS_"):
 			body := strings.TrimPrefix(rest, "SERVERS_")
 			var key, kind string
@@ -169,8 +172,10 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 				body, key, kind = strings.TrimSuffix(body, "_WRITEPOLICY"), "writePolicy", "write"
 			case strings.HasSuffix(body, "_UNKNOWNARGS"):
 				body, key, kind = strings.TrimSuffix(body, "_UNKNOWNARGS"), "unknownArgs", "ua"
+			case strings.HasSuffix(body, "_PINTOOLS"):
+				body, key, kind = strings.TrimSuffix(body, "_PINTOOLS"), "pinTools", "pin"
 			default:
-				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY or _UNKNOWNARGS)")
+				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY, _UNKNOWNARGS or _PINTOOLS)")
 				continue
 			}
 			match := servers[body]
@@ -184,10 +189,13 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 			}
 			s := l.server(match[0])
 			set := scalarSetting(c, src, "servers."+match[0]+"."+key, kind, v)
-			if key == "writePolicy" {
+			switch key {
+			case "writePolicy":
 				s.writePolicy = set
-			} else {
+			case "unknownArgs":
 				s.unknownArgs = set
+			default:
+				s.pinTools = set
 			}
 		}
 	}
@@ -239,8 +247,13 @@ func setLayer(set map[string]string, c *collector) *layer {
 		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".unknownargs") && len(k) > len("servers..unknownArgs"):
 			name := k[len("servers.") : len(k)-len(".unknownArgs")]
 			l.server(name).unknownArgs = scalarSetting(c, "flags", "servers."+name+".unknownArgs", "ua", v)
+		case strings.EqualFold(k, "pool.pinTools"):
+			l.pool.pinTools = scalarSetting(c, "flags", "pool.pinTools", "pin", v)
+		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".pintools") && len(k) > len("servers..pinTools"):
+			name := k[len("servers.") : len(k)-len(".pinTools")]
+			l.server(name).pinTools = scalarSetting(c, "flags", "servers."+name+".pinTools", "pin", v)
 		default:
-			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, servers.<name>.writePolicy and servers.<name>.unknownArgs)")
+			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs and servers.<name>.pinTools)")
 		}
 	}
 	return l
@@ -261,6 +274,11 @@ func scalarSetting(c *collector, src, path, kind, v string) *setting {
 			return &setting{value: n, at: at}
 		}
 		c.add(src, 0, path, "%s", badUA(v))
+	case "pin":
+		if n, ok := normalizePin(v); ok {
+			return &setting{value: n, at: at}
+		}
+		c.add(src, 0, path, "%s", badPin(v))
 	case "bool":
 		if b, err := strconv.ParseBool(v); err == nil {
 			return &setting{value: strconv.FormatBool(b), at: at}

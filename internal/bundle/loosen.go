@@ -12,6 +12,7 @@ var strictness = map[string]map[string]int{
 	KindWrite:       {"allow": 0, "ask": 1, "deny": 2},
 	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
 	KindBool:        {"false": 0, "true": 1},
+	KindPin:         {"off": 0, "ask": 1, "deny": 2},
 }
 
 // The kinds of setting whose values have a strictness order, for
@@ -24,6 +25,8 @@ const (
 	// KindBool is a flag whose true is the stricter value
 	// (confirmDestructive): "true" > "false".
 	KindBool = "bool"
+	// KindPin is a pinTools mode: deny > ask > off.
+	KindPin = "pin"
 )
 
 // CompareStrictness compares two values of one kind of setting in the
@@ -74,6 +77,10 @@ func loosened(layers []*layer) []Warning {
 	}
 	serverWrite := map[string]inForce{}
 	serverUA := map[string]inForce{}
+	// pinTools: a server's own mode replaces the pool's, which replaces
+	// the default.
+	poolPin := inForce{DefaultPinTools, "default"}
+	serverPin := map[string]inForce{}
 	var ws []Warning
 	check := func(path, kind string, before inForce, after *setting) {
 		if after == nil || strictness[kind][after.value] >= strictness[kind][before.value] {
@@ -118,9 +125,15 @@ func loosened(layers []*layer) []Warning {
 			check("policy.unknownArgs", "ua", global["unknownArgs"], l.unknownArgs)
 			check("policy.confirmDestructive", "bool", global["confirmDestructive"], l.confirmDestructive)
 			checkEntries(l.pool.ua, poolUA, func(src string) string { return src }, strictestUA())
+			check("pool.pinTools", KindPin, poolPin, l.pool.pinTools)
 			for _, s := range l.servers {
 				check("servers."+s.name+".writePolicy", "write", effective(serverWrite, s.name, "write"), s.writePolicy)
 				check("servers."+s.name+".unknownArgs", "ua", effective(serverUA, s.name, "unknownArgs"), s.unknownArgs)
+				pinBefore, ok := serverPin[s.name]
+				if !ok {
+					pinBefore = poolPin
+				}
+				check("servers."+s.name+".pinTools", KindPin, pinBefore, s.pinTools)
 				name := s.name
 				checkEntries(s.ua, serverToolUA, func(src string) string { return name + "\x00" + src }, effective(serverUA, s.name, "unknownArgs"))
 			}
@@ -142,7 +155,13 @@ func loosened(layers []*layer) []Warning {
 		if l.confirmDestructive != nil {
 			global["confirmDestructive"] = held(l.confirmDestructive)
 		}
+		if l.pool.pinTools != nil {
+			poolPin = held(l.pool.pinTools)
+		}
 		for _, s := range l.servers {
+			if s.pinTools != nil {
+				serverPin[s.name] = held(s.pinTools)
+			}
 			if s.writePolicy != nil {
 				serverWrite[s.name] = held(s.writePolicy)
 			}
