@@ -72,9 +72,12 @@ func (e *Engine) ResolveTool(server string, raw json.RawMessage) (Tool, error) {
 
 // ParseTool reads an MCP Tool from JSON strictly (docs/proxy.md, "Strict
 // decoding"): a duplicate key anywhere, a key that differs from "name",
-// "annotations", "inputSchema" or a hint's name only by case, a hint that
-// is not a boolean, invalid UTF-8 or trailing data is an error. Fields the
-// policy does not read (title, description, outputSchema, _meta…) pass.
+// "description", "annotations", "inputSchema", "outputSchema" or a hint's
+// name only by case, a hint that
+// is not a boolean, invalid UTF-8 or trailing data is an error; so is a
+// description that is not a string or an outputSchema that is not an
+// object (a pinned definition covers both: ToolSHA256). Fields the policy
+// does not read (title, _meta…) pass.
 // Numbers in the inputSchema stay exact (json.Number).
 func ParseTool(raw []byte) (Tool, error) {
 	var t Tool

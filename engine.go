@@ -13,6 +13,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/pins"
 	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/rego"
 )
@@ -70,6 +71,7 @@ type Engine struct {
 	opts      Options
 	ledger    ledger.Store
 	ledgerCfg bundle.LedgerConfig // the ledger section it opened
+	pins      *pins.Store
 	cur       atomic.Pointer[revision]
 	mu        sync.Mutex // serializes Reload
 
@@ -105,7 +107,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, approvals: apv}
+	ps, err := pins.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	e := &Engine{opts: opts, approvals: apv, pins: ps}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
@@ -210,8 +216,13 @@ func (e *Engine) Warnings() []string {
 
 // Decide judges one call. Annotations in call.Tool must come from the
 // server's own tools/list. The server's unknown-outcome entries are read
-// from the ledger and fed to the policy. Decide always returns a decision;
-// when it also returns an error, the decision is a deny.
+// from the ledger and fed to the policy. When the server pins tool
+// definitions (pinTools), call.Tool is compared with its pin in the state
+// dir — a tool seen first is pinned (durably, before Decide returns) — and
+// while its definition differs from the pinned one, the call is judged
+// with the stricter of the pinned and the current annotations
+// (docs/proxy.md#pinned-tool-definitions). Decide always returns a
+// decision; when it also returns an error, the decision is a deny.
 //
 // Every decision has a deadline: ctx's own, else Options.DecideTimeout
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
@@ -237,7 +248,9 @@ func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
 		defer cancel()
 	}
 	ctx = engine.WithBudget(ctx, limit)
-	d, err := e.cur.Load().engine.Decide(ctx, call, e.ledgerView(call.Server))
+	rev := e.cur.Load()
+	led, call := e.stateView(rev.compiled, call)
+	d, err := rev.engine.Decide(ctx, call, led)
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
 	}

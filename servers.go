@@ -58,3 +58,14 @@ func catalogWarnings(c *bundle.Compiled, catalogPath string) []string {
 	}
 	return out
 }
+
+// ArgumentRule is one argument rule that applies to a tool, as the config
+// wrote it: what `proxy --publish-rules` adds to the tool's inputSchema.
+type ArgumentRule = bundle.RuleInfo
+
+// ArgumentRules lists the argument rules of the current config that apply
+// to tool on server (the pool's and the server's). The schemas are shared:
+// copy one before changing it. Safe for concurrent use.
+func (e *Engine) ArgumentRules(server, tool string) []ArgumentRule {
+	return e.cur.Load().compiled.RulesFor(server, tool)
+}

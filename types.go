@@ -59,6 +59,7 @@ const (
 	LedgerUnreadable             = decision.LedgerUnreadable
 	ConfirmationUnavailable      = decision.ConfirmationUnavailable
 	ConfirmationDeclined         = decision.ConfirmationDeclined
+	ToolDefinitionChanged        = decision.ToolDefinitionChanged
 )
 
 // CallSHA256 is the hex SHA-256 of the RFC 8785 canonical call

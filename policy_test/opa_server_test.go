@@ -144,6 +144,7 @@ type equivCase struct {
 	name   string
 	layers []string // config files after examples/mcpx-policy.yaml
 	ledger string   // ledger file for the state dir, "" for none
+	pins   string   // pins file for the state dir, "" for none
 	calls  []string
 	sign   bool
 	// evalError: the policy fails at evaluation; the engine denies with
@@ -208,6 +209,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 		{name: "destructive-floor", layers: []string{cr + "destructive-floor.yaml"}, calls: all},
 		{name: "overrides", layers: []string{cr + "overrides.yaml"}, calls: all},
 		{name: "malformed-override", layers: []string{cr + "malformed-override.yaml"}, calls: all},
+		{name: "pins-changed", layers: []string{cr + "pin-tools.yaml"}, pins: cr + "pins-changed.json", calls: all},
 		{name: "policy-error", layers: []string{cr + "policy-error.yaml"}, calls: []string{"../examples/calls/2-write-asks.json"}, evalError: true},
 		{name: "shadow", layers: []string{cr + "shadow.yaml"}, calls: all},
 		{name: "shadow-ledger-pending", ledger: cr + "ledger-pending.json", layers: []string{cr + "shadow.yaml"}, calls: all},
@@ -225,7 +227,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 			mcpxpolicy.HiddenTool, mcpxpolicy.UnknownOutcomePending, mcpxpolicy.LedgerUnreadable, mcpxpolicy.UnknownArguments,
 			mcpxpolicy.IgnoredArguments, mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.WriteDenied, mcpxpolicy.WriteNeedsConfirmation,
 			mcpxpolicy.DestructiveNeedsConfirmation, mcpxpolicy.OverrideDeny, mcpxpolicy.OverrideAsk, mcpxpolicy.InvalidInput,
-			mcpxpolicy.PolicyError,
+			mcpxpolicy.PolicyError, mcpxpolicy.ToolDefinitionChanged,
 		} {
 			if !seen[info] {
 				t.Errorf("the corpus never produced %s: add a call that does", info)
@@ -242,12 +244,15 @@ func TestStockOPAEquivalence(t *testing.T) {
 			if err := os.MkdirAll(state, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if c.ledger != "" {
-				b, err := os.ReadFile(c.ledger)
+			for name, from := range map[string]string{"ledger.json": c.ledger, "pins.json": c.pins} {
+				if from == "" {
+					continue
+				}
+				b, err := os.ReadFile(from)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(state, "ledger.json"), b, 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(state, name), b, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}

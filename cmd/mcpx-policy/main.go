@@ -20,6 +20,8 @@ Commands:
   check    validate a config:       mcpx-policy check --config F [--catalog F]
   writes   list or clear unknown-outcome writes:
                                     mcpx-policy writes [clear SERVER [--id ID]]
+  pins     list or accept pinned tool definitions:
+                                    mcpx-policy pins [accept SERVER TOOL [--sha256 S]]
   approvals list the asks waiting for a person:
                                     mcpx-policy approvals
   approve  answer one:              mcpx-policy approve ID (--sha256 S | --decline)
@@ -51,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCheck(args[1:], stdout, stderr)
 	case "writes":
 		return runWrites(args[1:], stdout, stderr)
+	case "pins":
+		return runPins(args[1:], stdout, stderr)
 	case "approvals":
 		return runApprovals(args[1:], stdout, stderr)
 	case "approve":

@@ -27,6 +27,7 @@ import (
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
                          [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
+                         [--publish-rules]
                          [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
                          [--log-level info]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
@@ -35,7 +36,10 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
 which also serves /healthz, /readyz and Prometheus /metrics).
-Every message passes through, except: tools/list drops hidden tools;
+Every message passes through, except: tools/list drops hidden tools, and
+tools whose definition changed since it was pinned (pinTools) until
+'mcpx-policy pins accept'; with --publish-rules it adds the argument rules
+that apply to each tool to its inputSchema (docs/proxy.md);
 tools/call is decided first — a deny or a hidden tool is answered by the
 proxy; an ask is put to the person as an input_required result (MCP
 2026-07-28 clients) or an elicitation/create form (older ones), held as
@@ -72,6 +76,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	listen := fs.String("listen", "", "serve Streamable HTTP on this address instead of stdio")
 	closed := fs.Bool("publish-closed-schemas", false, "stamp additionalProperties: false into tools/list schemas that take no position")
+	publishRules := fs.Bool("publish-rules", false, "add the argument rules that apply to each tool to the inputSchema tools/list returns")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
@@ -134,7 +139,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)

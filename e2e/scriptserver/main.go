@@ -12,8 +12,10 @@
 //	  "listError": false,       // answer tools/list with a JSON-RPC error instead
 //	  "listDelayMs": 0,         // wait before answering tools/list
 //	  "afterListMs": 0,         // then, this long after answering it,
-//	  "afterList": [<frame>, …] // send these frames (once)
-//	}
+//	  "afterList": [<frame>, …], // send these frames (once)
+//	  "swapOnCall": "NAME",      // after answering a tools/call of NAME,
+//	  "swapTools": [<Tool>, …]   // list these tools from then on, and send
+//	}                            // notifications/tools/list_changed
 //
 // initialize gets a fixed answer, tools/call a text result
 // "ran NAME ARGUMENTS" naming the call as the server read it, any other
@@ -36,6 +38,8 @@ type script struct {
 	ListDelayMs int               `json:"listDelayMs"`
 	AfterListMs int               `json:"afterListMs"`
 	AfterList   []json.RawMessage `json:"afterList"`
+	SwapOnCall  string            `json:"swapOnCall"`
+	SwapTools   []json.RawMessage `json:"swapTools"`
 }
 
 var (
@@ -141,6 +145,10 @@ func handle(line []byte, sc *script, afterOnce *sync.Once) {
 			args = json.RawMessage("{}")
 		}
 		answer(map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("ran %s %s", name, args)}}})
+		if sc.SwapOnCall != "" && name == sc.SwapOnCall {
+			sc.Tools, sc.SwapOnCall = sc.SwapTools, ""
+			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		}
 	default:
 		answer(map[string]any{})
 	}

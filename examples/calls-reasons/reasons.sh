@@ -12,7 +12,8 @@ bin=${1:-mcpx-policy}
 ex=examples
 cr=$ex/calls-reasons
 tmp=${TMPDIR:-/tmp}
-mkdir -p "$tmp/mcpx-demo-empty" "$tmp/mcpx-demo-pending" "$tmp/mcpx-demo-corrupt"
+mkdir -p "$tmp/mcpx-demo-empty" "$tmp/mcpx-demo-pending" "$tmp/mcpx-demo-corrupt" "$tmp/mcpx-demo-pins"
+cp $cr/pins-changed.json "$tmp/mcpx-demo-pins/pins.json"
 cp $cr/ledger-pending.json "$tmp/mcpx-demo-pending/ledger.json"
 cp $cr/ledger-corrupt.json "$tmp/mcpx-demo-corrupt/ledger.json"
 
@@ -28,6 +29,7 @@ while IFS='|' read -r code layer state call; do
 		echo "exit status $?"
 	done
 done <<TABLE
+ToolDefinitionChanged|$cr/pin-tools.yaml|mcpx-demo-pins|$ex/calls/2-write-asks.json
 HiddenTool|-|mcpx-demo-empty|$ex/calls/4-hidden-tool.json
 UnknownOutcomePending|-|mcpx-demo-pending|$ex/calls/2-write-asks.json
 LedgerUnreadable|-|mcpx-demo-corrupt|$ex/calls/2-write-asks.json

@@ -23,6 +23,9 @@ const (
 	DefaultConfirmDestructive = false
 	DefaultUnknownArgs        = "warn"
 	DefaultEnforce            = EnforceOn
+	// DefaultPinTools is the pinTools mode of a server and pool that set
+	// none: tool definitions are not pinned.
+	DefaultPinTools = "off"
 )
 
 // The enforcement modes (policy.enforce, servers.NAME.enforce). Under
@@ -181,12 +184,28 @@ func scopeData(s *scope) map[string]any {
 	for _, u := range s.ua {
 		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
 	}
-	return map[string]any{
+	d := map[string]any{
 		"hidden":           hidden.data(),
 		"writeTools":       writes.data(),
 		"rules":            rules.data(),
 		"unknownArgsTools": ua,
 	}
+	if s.pinTools != nil {
+		d["pinTools"] = s.pinTools.value
+	}
+	return d
+}
+
+// PinMode is the pinTools mode of server: its own, else the pool's, else
+// DefaultPinTools (off).
+func (c *Compiled) PinMode(server string) string {
+	if sc, ok := c.servers[server]; ok && sc.pinTools != nil {
+		return sc.pinTools.value
+	}
+	if c.pool.pinTools != nil {
+		return c.pool.pinTools.value
+	}
+	return DefaultPinTools
 }
 
 // patternSet builds a PS of ADR 0001: exact names in an object, globs and
@@ -415,4 +434,52 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// RuleInfo is one argument rule as the config wrote it, for publishing it
+// to clients (proxy --publish-rules).
+type RuleInfo struct {
+	ID, Description string
+	// Origin is the rule's file:line.
+	Origin string
+	// Argument is the key path of a per-argument rule (a name, or a JSON
+	// Pointer's unescaped tokens); nil for a rule on the whole arguments.
+	Argument []string
+	// Required: the argument must be present.
+	Required bool
+	// Schema is the rule's JSON Schema (JSON values, numbers as
+	// json.Number); shared, not to be modified.
+	Schema any
+}
+
+// RulesFor lists the argument rules that apply to tool on server — the
+// pool's, then the server's, each once, in the order the config layers
+// wrote them — as the policy matches them.
+func (c *Compiled) RulesFor(server, tool string) []RuleInfo {
+	var out []RuleInfo
+	seen := map[string]bool{}
+	scopes := []*scope{&c.pool}
+	if sc, ok := c.servers[server]; ok {
+		scopes = append(scopes, sc)
+	}
+	for _, sc := range scopes {
+		for _, r := range sc.rules {
+			if seen[r.id] {
+				continue
+			}
+			for _, p := range r.tools {
+				if p.pat.Match(tool) {
+					seen[r.id] = true
+					var arg []string
+					if len(r.argument) > 0 {
+						arg = r.argument
+					}
+					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: r.at.String(),
+						Argument: arg, Required: r.required, Schema: r.schema})
+					break
+				}
+			}
+		}
+	}
+	return out
 }

@@ -83,9 +83,13 @@ type scope struct {
 	rules      []*ruleDef
 	ua         []uaRef
 	exemptArgs []string
+	pinTools   *setting // the pinTools mode, nil when unset
 }
 
 func (s *scope) add(o scope) {
+	if o.pinTools != nil {
+		s.pinTools = o.pinTools
+	}
 	s.hidden = append(s.hidden, o.hidden...)
 	s.writeTools = append(s.writeTools, o.writeTools...)
 	s.rules = append(s.rules, o.rules...)
@@ -130,8 +134,8 @@ func (l *layer) server(name string) *serverLayer {
 var (
 	topKeys    = []string{"version", "policy", "pool", "servers", "ledger"}
 	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
-	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
-	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools"}
+	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
+	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
 	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	uaKeys     = []string{"tools", "mode"}
 )
@@ -354,12 +358,18 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
 		case "unknownArgsTools":
 			sc.ua = append(sc.ua, p.uaTools(e.value, kp)...)
+		case "pinTools":
+			sc.pinTools = p.pinMode(e.value, kp)
 		}
 	}
 }
 
 func (p *fileParser) writeMode(n *yaml.Node, path string) *setting {
 	return p.mode(n, path, "ask, allow or deny", normalizeWrite, badWrite)
+}
+
+func (p *fileParser) pinMode(n *yaml.Node, path string) *setting {
+	return p.mode(n, path, "ask, deny or off", normalizePin, badPin)
 }
 
 func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
@@ -439,6 +449,26 @@ func normalizeUA(s string) (string, bool) {
 
 func badUA(s string) string {
 	return fmt.Sprintf("unknown mode %q (want warn, reject or off; off is also spelled 0, false or no)", s)
+}
+
+// normalizePin maps a pinTools mode to ask, deny or off; off is also
+// spelled 0, false or no, as for unknownArgs.
+func normalizePin(s string) (string, bool) {
+	switch s {
+	case "ask", "deny", "off":
+		return s, true
+	case "0":
+		return "off", true
+	}
+	switch strings.ToLower(s) {
+	case "false", "no", "off":
+		return "off", true
+	}
+	return "", false
+}
+
+func badPin(s string) string {
+	return fmt.Sprintf("unknown mode %q (want ask, deny or off; off is also spelled 0, false or no)", s)
 }
 
 // strings reads a list of non-empty strings; null is the empty list.

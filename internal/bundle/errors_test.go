@@ -30,7 +30,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown server key without a near one",
 			files: map[string]string{"main.yaml": "servers:\n  fs:\n    colour: red\nversion: 1\n"},
-			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, enforce, exemptArgs, hiddenTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
+			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, enforce, exemptArgs, hiddenTools, pinTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
 		},
 		{
 			name:  "unknown rule key",
@@ -237,7 +237,7 @@ func TestLoadErrors(t *testing.T) {
 			name:  "unknown env setting",
 			files: map[string]string{"main.yaml": "version: 1\n"},
 			opts:  bundle.LoadOptions{Env: []string{"MCPX_POLICY_POLICY_WIRTE=deny"}},
-			want:  []string{`env $MCPX_POLICY_POLICY_WIRTE: unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS or _ENFORCE)`},
+			want:  []string{`env $MCPX_POLICY_POLICY_WIRTE: unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)`},
 		},
 		{
 			name:  "env for an unconfigured server",
@@ -250,7 +250,7 @@ func TestLoadErrors(t *testing.T) {
 			files: map[string]string{"main.yaml": "version: 1\n"},
 			opts:  bundle.LoadOptions{Set: map[string]string{"policy.confirmDestructive": "perhaps", "policy.colour": "red"}},
 			want: []string{
-				`flags: policy.colour: unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, servers.<name>.writePolicy, servers.<name>.unknownArgs and servers.<name>.enforce)`,
+				`flags: policy.colour: unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs, servers.<name>.enforce and servers.<name>.pinTools)`,
 				`flags: policy.confirmDestructive: want true or false, got "perhaps"`,
 			},
 		},

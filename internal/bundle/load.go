@@ -28,8 +28,9 @@ type LoadOptions struct {
 	Env []string
 	// Set holds flag-level overrides, the highest layer, by config path:
 	// policy.write, policy.confirmDestructive, policy.unknownArgs,
-	// policy.enforce, servers.<name>.writePolicy,
-	// servers.<name>.unknownArgs, servers.<name>.enforce.
+	// policy.enforce, pool.pinTools, servers.<name>.writePolicy,
+	// servers.<name>.unknownArgs, servers.<name>.enforce,
+	// servers.<name>.pinTools.
 	Set map[string]string
 	// Catalog is an optional tool catalog file (see LoadCatalog). With it,
 	// Load adds CheckCatalog's warnings to Compiled.Warnings.
@@ -163,8 +164,10 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 			l.unknownArgs = scalarSetting(c, src, "policy.unknownArgs", "ua", v)
 		case rest == "POLICY_ENFORCE":
 			l.enforce = scalarSetting(c, src, "policy.enforce", "enforce", v)
-		case strings.HasPrefix(rest, "POLICY_"):
-			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS or _ENFORCE)")
+		case rest == "POOL_PINTOOLS":
+			l.pool.pinTools = scalarSetting(c, src, "pool.pinTools", "pin", v)
+		case strings.HasPrefix(rest, "POLICY_"), strings.HasPrefix(rest, "POOL_"):
+			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)")
 		case strings.HasPrefix(rest, "SERVERS_"):
 			body := strings.TrimPrefix(rest, "SERVERS_")
 			var key, kind string
@@ -175,8 +178,10 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 				body, key, kind = strings.TrimSuffix(body, "_UNKNOWNARGS"), "unknownArgs", "ua"
 			case strings.HasSuffix(body, "_ENFORCE"):
 				body, key, kind = strings.TrimSuffix(body, "_ENFORCE"), "enforce", "enforce"
+			case strings.HasSuffix(body, "_PINTOOLS"):
+				body, key, kind = strings.TrimSuffix(body, "_PINTOOLS"), "pinTools", "pin"
 			default:
-				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY, _UNKNOWNARGS or _ENFORCE)")
+				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)")
 				continue
 			}
 			match := servers[body]
@@ -195,8 +200,10 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 				s.writePolicy = set
 			case "unknownArgs":
 				s.unknownArgs = set
-			default:
+			case "enforce":
 				s.enforce = set
+			default:
+				s.pinTools = set
 			}
 		}
 	}
@@ -253,8 +260,13 @@ func setLayer(set map[string]string, c *collector) *layer {
 		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".enforce") && len(k) > len("servers..enforce"):
 			name := k[len("servers.") : len(k)-len(".enforce")]
 			l.server(name).enforce = scalarSetting(c, "flags", "servers."+name+".enforce", "enforce", v)
+		case strings.EqualFold(k, "pool.pinTools"):
+			l.pool.pinTools = scalarSetting(c, "flags", "pool.pinTools", "pin", v)
+		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".pintools") && len(k) > len("servers..pinTools"):
+			name := k[len("servers.") : len(k)-len(".pinTools")]
+			l.server(name).pinTools = scalarSetting(c, "flags", "servers."+name+".pinTools", "pin", v)
 		default:
-			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, servers.<name>.writePolicy, servers.<name>.unknownArgs and servers.<name>.enforce)")
+			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs, servers.<name>.enforce and servers.<name>.pinTools)")
 		}
 	}
 	return l
@@ -280,6 +292,11 @@ func scalarSetting(c *collector, src, path, kind, v string) *setting {
 			return &setting{value: n, at: at}
 		}
 		c.add(src, 0, path, "%s", badEnforce(v))
+	case "pin":
+		if n, ok := normalizePin(v); ok {
+			return &setting{value: n, at: at}
+		}
+		c.add(src, 0, path, "%s", badPin(v))
 	case "bool":
 		if b, err := strconv.ParseBool(v); err == nil {
 			return &setting{value: strconv.FormatBool(b), at: at}

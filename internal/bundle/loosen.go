@@ -14,6 +14,7 @@ var strictness = map[string]map[string]int{
 	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
 	KindBool:        {"false": 0, "true": 1},
 	KindEnforce:     {EnforceShadow: 0, EnforceOn: 1},
+	KindPin:         {"off": 0, "ask": 1, "deny": 2},
 }
 
 // The kinds of setting whose values have a strictness order, for
@@ -30,6 +31,8 @@ const (
 	// enforce): enforce > shadow, since shadow lets a call the policy
 	// refuses go ahead.
 	KindEnforce = "enforce"
+	// KindPin is a pinTools mode: deny > ask > off.
+	KindPin = "pin"
 )
 
 // CompareStrictness compares two values of one kind of setting in the
@@ -82,6 +85,10 @@ func loosened(layers []*layer) []Warning {
 	serverWrite := map[string]inForce{}
 	serverUA := map[string]inForce{}
 	serverEnforce := map[string]inForce{}
+	// pinTools: a server's own mode replaces the pool's, which replaces
+	// the default.
+	poolPin := inForce{DefaultPinTools, "default"}
+	serverPin := map[string]inForce{}
 	var ws []Warning
 	check := func(path, kind string, before inForce, after *setting) {
 		if after == nil || strictness[kind][after.value] >= strictness[kind][before.value] {
@@ -127,10 +134,16 @@ func loosened(layers []*layer) []Warning {
 			check("policy.confirmDestructive", "bool", global["confirmDestructive"], l.confirmDestructive)
 			check("policy.enforce", KindEnforce, global["enforce"], l.enforce)
 			checkEntries(l.pool.ua, poolUA, func(src string) string { return src }, strictestUA())
+			check("pool.pinTools", KindPin, poolPin, l.pool.pinTools)
 			for _, s := range l.servers {
 				check("servers."+s.name+".writePolicy", "write", effective(serverWrite, s.name, "write"), s.writePolicy)
 				check("servers."+s.name+".unknownArgs", "ua", effective(serverUA, s.name, "unknownArgs"), s.unknownArgs)
 				check("servers."+s.name+".enforce", KindEnforce, effective(serverEnforce, s.name, "enforce"), s.enforce)
+				pinBefore, ok := serverPin[s.name]
+				if !ok {
+					pinBefore = poolPin
+				}
+				check("servers."+s.name+".pinTools", KindPin, pinBefore, s.pinTools)
 				name := s.name
 				checkEntries(s.ua, serverToolUA, func(src string) string { return name + "\x00" + src }, effective(serverUA, s.name, "unknownArgs"))
 			}
@@ -155,7 +168,13 @@ func loosened(layers []*layer) []Warning {
 		if l.enforce != nil {
 			global["enforce"] = held(l.enforce)
 		}
+		if l.pool.pinTools != nil {
+			poolPin = held(l.pool.pinTools)
+		}
 		for _, s := range l.servers {
+			if s.pinTools != nil {
+				serverPin[s.name] = held(s.pinTools)
+			}
 			if s.writePolicy != nil {
 				serverWrite[s.name] = held(s.writePolicy)
 			}

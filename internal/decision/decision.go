@@ -33,7 +33,10 @@ type Step string
 // The steps of the fixed check order (SPEC §1.1), plus StepInput for
 // malformed input and evaluation failures.
 const (
-	StepNone             Step = ""
+	StepNone Step = ""
+	// StepPin is the pinned-definition check, before step 1 (off unless
+	// pinTools is set; docs/check-order.md).
+	StepPin              Step = "pin"
 	StepHidden           Step = "hidden"
 	StepLedger           Step = "ledger"
 	StepUnknownArgs      Step = "unknown_args"

@@ -2,8 +2,9 @@
 // MCP client connection to an MCP server connection (transports of the
 // official MCP Go SDK) and forwards every JSON-RPC message unchanged, except
 // that it
-//   - drops hidden tools from tools/list (and, optionally, publishes closed
-//     input schemas);
+//   - drops hidden tools from tools/list, and tools whose definition changed
+//     since it was pinned (and, optionally, publishes closed input schemas
+//     and the argument rules);
 //   - keeps the server's own tool list as the catalog the policy classifies
 //     calls with, and re-checks the config against it when the server
 //     announces notifications/tools/list_changed;
@@ -51,6 +52,10 @@ type Options struct {
 	// PublishClosedSchemas stamps additionalProperties: false into the
 	// input schemas tools/list returns wherever a schema took no position.
 	PublishClosedSchemas bool
+	// PublishRules adds the argument rules that apply to a tool to the
+	// inputSchema tools/list returns (publishRules); a rule that cannot be
+	// placed exactly is left out and logged.
+	PublishRules bool
 	// CallTimeout bounds how long a write waits for the server's answer;
 	// past it the write's outcome is unknown. 0 means no bound.
 	CallTimeout time.Duration

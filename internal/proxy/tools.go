@@ -201,7 +201,7 @@ func (s *session) listTools(ctx context.Context) error {
 		}
 		cursor = *page.NextCursor
 	}
-	s.storeTools(all)
+	s.storeOwnList(all)
 	return nil
 }
 
@@ -212,6 +212,25 @@ func (s *session) storeTools(raws []json.RawMessage) {
 	for _, r := range refused {
 		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
 	}
+	s.storeList(tools, kept)
+}
+
+// storeOwnList is storeTools for the proxy's own tools/list, which no
+// client sees: each tool is screened as a listing would (which pins a tool
+// seen first and records a changed definition for acceptance, when the
+// server pins them).
+func (s *session) storeOwnList(raws []json.RawMessage) {
+	tools, kept, refused := readTools(raws)
+	for _, r := range refused {
+		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
+	}
+	for _, t := range tools {
+		s.listed(t)
+	}
+	s.storeList(tools, kept)
+}
+
+func (s *session) storeList(tools []mcpxpolicy.Tool, kept []json.RawMessage) {
 	if !s.cat.set(tools, kept, s.opts.Engine.Revision()) {
 		return
 	}
@@ -246,8 +265,9 @@ func (s *session) recheck() {
 }
 
 // filterToolsList drops from a tools/list answer the tools the policy
-// hides and those the proxy cannot read (readTools) and, with
-// PublishClosedSchemas, closes the input schemas. A complete answer (no
+// hides, those whose definition is not the pinned one, and those the proxy
+// cannot read (readTools) and, with PublishClosedSchemas, closes the input
+// schemas, with PublishRules adds the argument rules to them. A complete answer (no
 // cursor asked, none given) also becomes the catalog. Everything else in
 // the answer is kept as the server sent it. A result that does not decode
 // strictly is an error: it is never passed on unfiltered.
@@ -269,7 +289,7 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.
 	}
 	kept := make([]json.RawMessage, 0, len(tools))
 	for i, t := range tools {
-		if s.hidden(t) {
+		if !s.listed(t) {
 			continue
 		}
 		raw := raws[i]
@@ -277,6 +297,9 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.
 			if closed, err := closeTool(raw); err == nil {
 				raw = closed
 			}
+		}
+		if s.opts.PublishRules {
+			raw = s.withRules(t.Name, raw)
 		}
 		kept = append(kept, raw)
 	}
@@ -292,11 +315,42 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.
 	return &jsonrpc.Response{ID: m.ID, Result: result}, nil
 }
 
-// hidden asks the policy whether a tool is hidden: step 1 of every
-// decision, so the list and the gate never disagree.
-func (s *session) hidden(t mcpxpolicy.Tool) bool {
+// listed asks the policy whether a tool may be listed: not when it is
+// hidden (step 1), nor when its definition is not the pinned one (the pin
+// check, ToolDefinitionChanged, whether it denies or asks), so the list and
+// the gate never disagree. Deciding it pins a tool seen first, when the
+// server pins tool definitions.
+func (s *session) listed(t mcpxpolicy.Tool) bool {
 	d, _ := s.opts.Engine.Decide(s.ctx, mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: t, Args: map[string]any{}})
-	return d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool
+	if d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool {
+		return false
+	}
+	for _, r := range d.Reasons {
+		if r.Code == mcpxpolicy.ToolDefinitionChanged {
+			s.log.Warn("tool left out of tools/list: its definition is not the pinned one", "tool", t.Name, "why", r.Message)
+			return false
+		}
+	}
+	return true
+}
+
+// withRules is raw with the argument rules of tool name in its inputSchema
+// (publishRules); each rule that cannot be placed is logged. On error the
+// tool is listed as the server sent it.
+func (s *session) withRules(name string, raw json.RawMessage) json.RawMessage {
+	rules := s.opts.Engine.ArgumentRules(s.opts.Server, name)
+	if len(rules) == 0 {
+		return raw
+	}
+	out, left, err := publishRules(raw, rules)
+	if err != nil {
+		s.log.Warn("the argument rules cannot be added to the tool's inputSchema; listed as the server sent it", "tool", name, "err", err)
+		return raw
+	}
+	for _, l := range left {
+		s.log.Warn("argument rule left out of the published inputSchema", "tool", name, "rule", l.rule, "why", l.why)
+	}
+	return out
 }
 
 // closeTool stamps additionalProperties: false into a tool's inputSchema

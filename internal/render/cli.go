@@ -54,6 +54,11 @@ func CLI(d decision.Decision) string {
 				fmt.Fprintf(&b, "    clear with: %s\n", c)
 			}
 		}
+		if r.Code == decision.ToolDefinitionChanged {
+			if c := stringIn(r.Details, "accept"); c != "" {
+				fmt.Fprintf(&b, "    accept with: %s\n", c)
+			}
+		}
 	}
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, "  warning %s: %s\n", w.Code, w.Message)

@@ -31,6 +31,20 @@ func (c Commands) WritesClear(server, id string) string {
 	return s + c.stateDir()
 }
 
+// PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
+// [--state-dir D]`, quoted as WritesClear is; sha256 "" leaves --sha256
+// out.
+func (c Commands) PinsAccept(server, tool, sha256 string) string {
+	s := "mcpx-policy pins accept " + shellQuote(server) + " " + shellQuote(tool)
+	if sha256 != "" {
+		s += " --sha256 " + shellQuote(sha256)
+	}
+	return s + c.stateDir()
+}
+
+// Pins is `mcpx-policy pins [--state-dir D]`.
+func (c Commands) Pins() string { return "mcpx-policy pins" + c.stateDir() }
+
 // Writes is `mcpx-policy writes [--state-dir D]`.
 func (c Commands) Writes() string { return "mcpx-policy writes" + c.stateDir() }
 
@@ -50,15 +64,26 @@ func (c Commands) stateDir() string {
 	return " --state-dir " + shellQuote(c.StateDir)
 }
 
-// respell replaces the clear command the policy names in an
-// UnknownOutcomePending reason (details "clear", quoted in its message)
-// with WritesClear, so that it carries the state dir. d is not modified.
+// respell replaces the commands the policy names — the clear command of
+// an UnknownOutcomePending reason (details "clear"), the accept command of
+// a ToolDefinitionChanged one (details "accept"), each quoted in its
+// message — with WritesClear and PinsAccept, so that they carry the state
+// dir. d is not modified.
 func (c Commands) respell(d decision.Decision) decision.Decision {
-	ours := c.WritesClear(d.Call.Server, "")
 	copied := false
 	for i, r := range d.Reasons {
-		policy, _ := r.Details["clear"].(string)
-		if r.Code != decision.UnknownOutcomePending || policy == "" || policy == ours {
+		var key, ours string
+		switch r.Code {
+		case decision.UnknownOutcomePending:
+			key, ours = "clear", c.WritesClear(d.Call.Server, "")
+		case decision.ToolDefinitionChanged:
+			sum, _ := r.Details["sha256"].(string)
+			key, ours = "accept", c.PinsAccept(d.Call.Server, d.Call.Tool, sum)
+		default:
+			continue
+		}
+		policy, _ := r.Details[key].(string)
+		if policy == "" || policy == ours {
 			continue
 		}
 		if !copied {
@@ -66,7 +91,7 @@ func (c Commands) respell(d decision.Decision) decision.Decision {
 			copied = true
 		}
 		r.Details = maps.Clone(r.Details)
-		r.Details["clear"] = ours
+		r.Details[key] = ours
 		r.Message = strings.ReplaceAll(r.Message, policy, ours)
 		d.Reasons[i] = r
 	}

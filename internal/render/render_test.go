@@ -19,7 +19,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 	want := map[decision.Code]int{
 		decision.HiddenTool: 400, decision.UnknownArguments: 400, decision.ArgumentRuleViolation: 400,
 		decision.InvalidInput: 400, decision.WriteDenied: 403, decision.OverrideDeny: 403,
-		decision.ConfirmationDeclined: 403, decision.UnknownOutcomePending: 409,
+		decision.ConfirmationDeclined: 403, decision.UnknownOutcomePending: 409, decision.ToolDefinitionChanged: 409,
 		decision.ConfirmationUnavailable: 428, decision.WriteNeedsConfirmation: 428,
 		decision.DestructiveNeedsConfirmation: 428, decision.OverrideAsk: 428,
 		decision.LedgerUnreadable: 503, decision.PolicyError: 500, decision.IgnoredArguments: 200,
@@ -52,6 +52,9 @@ func TestStatusOfFailsClosed(t *testing.T) {
 		{"deny decided by a warning code", decision.Decision{Outcome: decision.Deny,
 			Reasons: []decision.Reason{{Code: decision.IgnoredArguments}}}, 500},
 		{"ledger", decision.Denied(decision.CallRef{}, decision.LedgerUnreadable, "x"), 503},
+		{"pin deny", decision.Denied(decision.CallRef{}, decision.ToolDefinitionChanged, "x"), 409},
+		{"pin ask", decision.Decision{Outcome: decision.Ask, Reasons: []decision.Reason{{Code: decision.ToolDefinitionChanged}}}, 428},
+		{"ask without reasons", decision.Decision{Outcome: decision.Ask}, 500},
 	}
 	for _, c := range cases {
 		if got := render.StatusOf(c.d); got != c.want {
@@ -427,6 +430,35 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 	}
 	if d.Reasons[0].Violations[0].Value != "hunter2-Correct-Horse" {
 		t.Error("Redact modified its input")
+	}
+}
+
+// TestMCPForSpellsTheAcceptCommand: the accept command a
+// ToolDefinitionChanged refusal names — in its message and details.accept —
+// carries the proxy's state dir, quoted, so it runs as printed.
+func TestMCPForSpellsTheAcceptCommand(t *testing.T) {
+	t.Parallel()
+	sum := strings.Repeat("ab", 32)
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	policy := "mcpx-policy pins accept fs write_file --sha256 " + sum
+	r := reason(decision.ToolDefinitionChanged, "fs.write_file: the tool's definition changed since it was pinned (description changed; pinned sha256 000000000000, now ababababab); refused until an operator reviews the change and accepts it with: "+policy)
+	r.Details = map[string]any{"accept": policy, "sha256": sum}
+	d := deny(t, call, true, r)
+	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state dir"})
+	want := policy + " --state-dir '/srv/state dir'"
+	text := a.Result.Content[0].Text
+	if !strings.Contains(text, want) || strings.Contains(strings.ReplaceAll(text, want, ""), "pins accept") {
+		t.Errorf("text does not name %q everywhere:\n%s", want, text)
+	}
+	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+	if got.Details["accept"] != want || !strings.Contains(got.Message, want) {
+		t.Errorf("_meta decision: %+v", got)
+	}
+	if d.Reasons[0].Details["accept"] != policy {
+		t.Error("the caller's decision was changed")
+	}
+	if got := (render.Commands{StateDir: "/s"}).PinsAccept("my server", "it's", ""); got != `mcpx-policy pins accept 'my server' 'it'\''s' --state-dir /s` {
+		t.Errorf("PinsAccept quoting: %s", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package server is the HTTP decision service behind `mcpx-policy serve`:
 // POST /v1/decide, GET /v1/writes, POST /v1/writes/clear, the approval
-// routes under /v1/approvals, the AuthZEN access evaluation API, and the
+// routes under /v1/approvals, GET /v1/pins and POST /v1/pins/accept, the
+// AuthZEN access evaluation API, and the
 // probes GET /healthz, GET /readyz and GET /metrics over one
 // *mcpxpolicy.Engine. It renders nothing itself: decisions come from the
 // engine and HTTP bodies from internal/render.
@@ -98,6 +99,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc(EvaluationPath, only(http.MethodPost, h.evaluation))
 	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
 	h.approvalRoutes()
+	h.pinRoutes()
 	addProbes(h.mux, eng, opts.Metrics)
 	return h
 }

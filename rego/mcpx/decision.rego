@@ -18,6 +18,7 @@ import data.mcpx.steps.destructive
 import data.mcpx.steps.hidden
 import data.mcpx.steps.ledger
 import data.mcpx.steps.overrides
+import data.mcpx.steps.pin
 import data.mcpx.steps.rules
 import data.mcpx.steps.unknown_args
 import data.mcpx.steps.write_mode
@@ -61,12 +62,12 @@ _decision := {
 	"destructive": call.destructive,
 	"call": _call,
 } if {
-	count(req.problems) == 0
+	count(_input_problems) == 0
 	count(_config_problems) == 0
 	not hidden.hidden
 	count(rules.problems) == 0
-} else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if {
-	count(req.problems) > 0
+} else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(_input_problems))])) if {
+	count(_input_problems) > 0
 } else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
 	count(_config_problems) > 0
 } else := {
@@ -88,7 +89,11 @@ _decision := {
 # else is decided. Every step reads the tool's facts; if they could not be
 # computed the steps would see their defaults (not hidden, not a write, no
 # rules), so that is a PolicyError too, never a pass.
-_config_problems := config.problems | {"the config's facts for this tool could not be computed" | not config.facts}
+_config_problems := (config.problems | pin.config_problems) | {"the config's facts for this tool could not be computed" | not config.facts}
+
+# _input_problems make the input malformed: the call's, and with pinning on
+# its pin's.
+_input_problems := req.problems | pin.problems
 
 _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call_sha256}
 
@@ -96,13 +101,13 @@ _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call
 # asks, so the first reason of the deciding step is the one that decided.
 # Each step's findings name their step.
 _reasons := [r |
-	some findings in [ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask]
+	some findings in [pin.deny, pin.ask, ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask]
 	some r in findings
 ]
 
 # _denies are the deny reasons, in check order.
 _denies := [r |
-	some findings in [ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
+	some findings in [pin.deny, ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
 	some r in findings
 ]
 
