@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,74 @@ func TestE2EShadowScripted(t *testing.T) {
 	}
 	if ran := s.executed(t); len(ran) != 0 {
 		t.Errorf("the server ran %q; want nothing", ran)
+	}
+}
+
+// TestE2EShadowPinnedDefinitions: in shadow mode a would-be WriteDenied
+// write runs, but once the server changes its tools (pinTools) the changed
+// ones are hidden from tools/list and refused with ToolDefinitionChanged —
+// the server never gets them — and under pinTools: ask a person is still
+// asked before a changed tool runs.
+func TestE2EShadowPinnedDefinitions(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, _, record, changed := pinSession(t, ctx, "version: 1\npolicy: {write: deny, enforce: shadow}\nservers:\n  script:\n    pinTools: deny\n", false)
+
+	res := call(t, ctx, cs, "write_doc", map[string]any{"id": "a", "text": "x"})
+	if outcome, codes, ok := shadowMeta(res.Meta); res.IsError || !ok || outcome != "deny" || len(codes) != 1 || codes[0] != "WriteDenied" {
+		t.Fatalf("write_doc before the change: %s %v; want it run, the WriteDenied beside it", text(res), res.Meta)
+	}
+	call(t, ctx, cs, "status", map[string]any{}) // the server changes its tools now
+	awaitListChanged(t, changed)
+	if got := listedNames(t, ctx, cs); !slices.Equal(got, []string{"status"}) {
+		t.Fatalf("tools/list after the change: %v; want the changed tools hidden in shadow mode too", got)
+	}
+	for _, tool := range []string{"read_doc", "write_doc"} {
+		if res := call(t, ctx, cs, tool, map[string]any{"id": "a", "text": "y"}); refusal(res) != "ToolDefinitionChanged" {
+			t.Errorf("%s after the change: %s; want ToolDefinitionChanged", tool, text(res))
+		}
+	}
+	if n, m := calls(t, record, "read_doc"), calls(t, record, "write_doc"); n != 0 || m != 1 {
+		t.Errorf("the server got %d read_doc and %d write_doc calls; want 0 and the 1 before the change", n, m)
+	}
+
+	// pinTools: ask — the changed read_doc is put to the person first.
+	asked := make(chan string, 4)
+	g := newGate(t, "script", "version: 1\npolicy: {enforce: shadow}\nservers:\n  script:\n    pinTools: ask\n")
+	server := goServer(t, "../e2e/scriptserver")
+	dir := t.TempDir()
+	script, record2 := filepath.Join(dir, "script.json"), filepath.Join(dir, "record.jsonl")
+	if err := os.WriteFile(script, []byte(pinScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed2 := make(chan struct{}, 1)
+	cs2 := connect(t, ctx, g.command(t, server, script, record2), &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed2 <- struct{}{}:
+			default:
+			}
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		},
+	})
+	if res := call(t, ctx, cs2, "read_doc", map[string]any{"id": "a"}); res.IsError || len(asked) != 0 {
+		t.Fatalf("read_doc before the change: %s (asked %d times)", text(res), len(asked))
+	}
+	call(t, ctx, cs2, "status", map[string]any{})
+	awaitListChanged(t, changed2)
+	if res := call(t, ctx, cs2, "read_doc", map[string]any{"id": "b"}); res.IsError || !strings.HasPrefix(text(res), "ran read_doc") {
+		t.Fatalf("the confirmed changed read_doc: %s", text(res))
+	}
+	select {
+	case msg := <-asked:
+		if !strings.Contains(msg, "read_doc") {
+			t.Errorf("the person was asked %q", msg)
+		}
+	default:
+		t.Error("the changed read_doc ran without asking the person")
 	}
 }

@@ -161,3 +161,30 @@ test_enforcing_server_has_no_shadow if {
 	not d.shadow
 	d.outcome == "deny"
 }
+
+_pin_changed := {"status": "changed", "pinned_sha256": "1111111111111111111111111111111111111111111111111111111111111111", "sha256": "2222222222222222222222222222222222222222222222222222222222222222", "changed": ["description"]}
+
+_pinned_fs(mode) := json.patch(_shadowed("enforce"), [{"op": "add", "path": "/servers/fs/pinTools", "value": mode}])
+
+_changed_write(path) := object.union(
+	testdata.call("fs", object.union(testdata.write_file, {"pin": _pin_changed}), {"path": path, "content": "x"}),
+	{"mode": "ask"},
+)
+
+# Through the pin step: a changed definition denies under pinTools deny and
+# asks under ask, in shadow mode too; beside a rule's deny, the ask on the
+# pin alone.
+test_pin_step_holds_in_shadow if {
+	denied := _decide(_changed_write("/workspace/a"), _pinned_fs("deny"))
+	denied.outcome == "deny"
+	denied.reasons[0].code == "ToolDefinitionChanged"
+	asked := _decide(_changed_write("/workspace/a"), _pinned_fs("ask"))
+	asked.outcome == "ask"
+	asked.step == "pin"
+	[r.code | some r in asked.reasons] == ["ToolDefinitionChanged", "WriteNeedsConfirmation"]
+	both := _decide(_changed_write("/etc/passwd"), _pinned_fs("ask"))
+	both.outcome == "ask"
+	[r.code | some r in both.reasons] == ["ToolDefinitionChanged"]
+	both.shadow.outcome == "deny"
+	both.shadow.step == "argument_rules"
+}
