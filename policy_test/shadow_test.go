@@ -228,6 +228,39 @@ func TestShadowSDK(t *testing.T) {
 		}
 	})
 
+	t.Run("a changed pinned definition still asks", func(t *testing.T) {
+		cfg := strings.Replace(shadowConfig, "    unknownArgs: reject\n", "    unknownArgs: reject\n    pinTools: ask\n", 1)
+		eng, _, _ := shadowEngine(t, cfg, nil)
+		inside := fsCall(writeFile, map[string]any{"path": "/workspace/a", "content": "x"})
+		outside := fsCall(writeFile, map[string]any{"path": "/etc/passwd", "content": "x"})
+		decide(t, eng, inside) // first sight: pinned
+		inside.Tool.Description, outside.Tool.Description = "Changed.", "Changed."
+		d := decide(t, eng, inside)
+		if d.Outcome != mcpxpolicy.Ask || d.First().Code != mcpxpolicy.ToolDefinitionChanged || d.Relaxed() {
+			t.Fatalf("decision %+v; want the policy's own ask", d)
+		}
+		if u := mcpxpolicy.ConfirmationUnavailableDecision(d); u.Outcome != mcpxpolicy.Deny || u.Relaxed() {
+			t.Errorf("no one to ask: %+v; want a deny, not relaxed", u)
+		}
+		req, err := eng.RequestApproval(inside, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Approvals().Approve(req.ID, req.SHA256); err != nil {
+			t.Fatal(err)
+		}
+		a, err := eng.DecideApproved(ctx, inside, req.ID)
+		if err != nil || a.Outcome != mcpxpolicy.Allow || a.Relaxed() || a.Enforced().Outcome != mcpxpolicy.Allow {
+			t.Errorf("approved: %+v, %v; want the allow, enforced an allow too (the approval answers the ask either way)", a, err)
+		}
+		// Beside a rule's deny, shadow mode relaxes the deny to the pin's ask.
+		d = decide(t, eng, outside)
+		if d.Outcome != mcpxpolicy.Ask || !d.Relaxed() || d.Enforced().Outcome != mcpxpolicy.Deny ||
+			!sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.ToolDefinitionChanged}) {
+			t.Errorf("decision %+v; want an ask on the pin alone, the deny under Shadow", d)
+		}
+	})
+
 	t.Run("a policy that cannot decide denies", func(t *testing.T) {
 		eng, rec2, _ := shadowEngine(t, strings.Replace(shadowConfig, "  enforce: shadow\n", "  enforce: shadow\n  overrides: [broken/]\n", 1), map[string]string{
 			"broken/owner.rego": "package mcpx.overrides\n\n_owner := \"a\" if input.server == \"fs\"\n\n_owner := \"b\" if startswith(input.tool.name, \"write_\")\n\ndeny contains {\"code\": \"Unowned\", \"message\": \"no owner\"} if not _owner\n",

@@ -78,11 +78,13 @@ type Shadow struct {
 	Reasons []Reason `json:"reasons"`
 }
 
-// Relaxed reports whether shadow mode let the call go ahead against the
-// policy: the server is in shadow mode and its policy decided otherwise
-// than Outcome (a deny or an ask, now an allow).
+// Relaxed reports whether shadow mode let the call go further than the
+// policy would: the server is in shadow mode and its policy's outcome is
+// more severe than Outcome (a deny now an ask or an allow, an ask now an
+// allow). A surface that turns an ask into a deny (no one to ask, a "no")
+// makes it stricter, never relaxed.
 func (d Decision) Relaxed() bool {
-	return d.Shadow != nil && d.Shadow.Outcome != d.Outcome
+	return d.Shadow != nil && d.Shadow.Outcome.Severity() > d.Outcome.Severity()
 }
 
 // Enforced returns the decision as it would be if the server enforced:
