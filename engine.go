@@ -238,6 +238,25 @@ func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
 	return e.decide(ctx, call)
 }
 
+// Listable reports whether server's tool t may be shown to a client in a
+// tool list: not when it is hidden (step 1), nor when its definition is not
+// the one pinned (ToolDefinitionChanged, whether the pin denies or asks);
+// why is the pin's reason then. It judges the tool, not a call: observers
+// (Options.Observer) are not told. Like Decide, it pins a tool seen first
+// when the server pins tool definitions. Safe for concurrent use.
+func (e *Engine) Listable(ctx context.Context, server string, t Tool) (ok bool, why string) {
+	d, _ := e.decide(ctx, Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
+	if d.Outcome == Deny && d.First().Code == HiddenTool {
+		return false, ""
+	}
+	for _, r := range d.Reasons {
+		if r.Code == ToolDefinitionChanged {
+			return false, r.Message
+		}
+	}
+	return true, ""
+}
+
 func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {

@@ -321,17 +321,11 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.
 // the gate never disagree. Deciding it pins a tool seen first, when the
 // server pins tool definitions.
 func (s *session) listed(t mcpxpolicy.Tool) bool {
-	d, _ := s.opts.Engine.Decide(s.ctx, mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: t, Args: map[string]any{}})
-	if d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool {
-		return false
+	ok, why := s.opts.Engine.Listable(s.ctx, s.opts.Server, t)
+	if !ok && why != "" {
+		s.log.Warn("tool left out of tools/list: its definition is not the pinned one", "tool", t.Name, "why", why)
 	}
-	for _, r := range d.Reasons {
-		if r.Code == mcpxpolicy.ToolDefinitionChanged {
-			s.log.Warn("tool left out of tools/list: its definition is not the pinned one", "tool", t.Name, "why", r.Message)
-			return false
-		}
-	}
-	return true
+	return ok
 }
 
 // withRules is raw with the argument rules of tool name in its inputSchema
