@@ -279,7 +279,10 @@ func approvalBinding(call Call, p AskPrompt) (string, error) {
 // approval request id was made for and the request is approved and
 // unexpired, uses the approval — once, in every process sharing the state
 // dir — and returns that ask as an allow (its reasons kept, so the log
-// shows what was confirmed).
+// shows what was confirmed). In shadow mode an ask the policy made itself
+// (a binding one) is answered the same way enforced, so Shadow becomes
+// that allow too; an ask shadow mode relaxed from a deny keeps the deny
+// under Shadow (Decision.Relaxed).
 //
 // It never loosens anything else: a call that is now a deny stays a deny,
 // an allow stays an allow, and in both cases the approval is spent (it was
@@ -325,6 +328,11 @@ func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Deci
 	}
 	d.Outcome = Allow
 	d.Step = decision.StepNone
+	if d.Shadow != nil && d.Shadow.Outcome == Ask {
+		// Shadow mode, an ask it kept (a binding one): enforced, the
+		// approval would answer it just the same.
+		d.Shadow = &decision.Shadow{Outcome: Allow, Step: decision.StepNone, Reasons: d.Reasons}
+	}
 	return d, nil
 }
 

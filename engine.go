@@ -231,7 +231,8 @@ func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
 	if obs := e.opts.Observer; obs != nil {
 		start := time.Now()
 		d, err := e.decide(ctx, call)
-		obs.Decided(d.Outcome, decidingCode(&d), time.Since(start), err)
+		enforced := d.Enforced()
+		obs.Decided(enforced.Outcome, decidingCode(&enforced), d.Relaxed(), time.Since(start), err)
 		return d, err
 	}
 	return e.decide(ctx, call)

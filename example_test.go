@@ -168,6 +168,31 @@ func ExampleEngine_Reload() {
 	// true true
 }
 
+// Try a policy on live traffic before it bites: with the server in shadow
+// mode (enforce: shadow) every call is decided as usual, and a daemon acts
+// on Outcome — an allow for what the policy would deny or ask, unless a
+// reason is one shadow mode never relaxes. Enforced is the decision as it
+// would be enforced, for the daemon's log.
+func ExampleDecision_Enforced() {
+	eng, done := exampleEngine(exampleConfig + "    enforce: shadow\n")
+	defer done()
+
+	for _, tool := range []string{"write_file", "move_file"} {
+		t := writeFile
+		t.Name = tool
+		d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{
+			Server: "fs",
+			Tool:   t,
+			Args:   map[string]any{"path": "/etc/passwd", "content": "hello"},
+		})
+		e := d.Enforced()
+		fmt.Printf("%s: act on %s; the policy decided %s (%s); relaxed: %v\n", tool, d.Outcome, e.Outcome, e.First().Code, d.Relaxed())
+	}
+	// Output:
+	// write_file: act on allow; the policy decided deny (ArgumentRuleViolation); relaxed: true
+	// move_file: act on deny; the policy decided deny (HiddenTool); relaxed: false
+}
+
 // Pin tool definitions (pinTools): a tool is pinned the first time it is
 // decided; a changed definition is refused until an operator accepts the
 // one the reason names.

@@ -7,10 +7,13 @@ import "time"
 // the Decide or Reload they report, so they must be quick and safe for
 // concurrent use.
 type Observer interface {
-	// Decided is called once per Decide with the decision's outcome, its
-	// deciding reason code ("" for an allow), the time Decide took, and
-	// the error Decide returns with it (nil when the policy decided).
-	Decided(outcome Outcome, code Code, elapsed time.Duration, err error)
+	// Decided is called once per Decide with the policy's own outcome and
+	// deciding reason code ("" for an allow) — for a server in shadow mode
+	// the decision as it would be enforced (Decision.Enforced) —, whether
+	// shadow mode let the call go ahead against that outcome
+	// (Decision.Relaxed), the time Decide took, and the error Decide
+	// returns with it (nil when the policy decided).
+	Decided(outcome Outcome, code Code, shadow bool, elapsed time.Duration, err error)
 	// Reloaded is called once per Reload with its error: nil when the new
 	// policy is in use, else the old one stays.
 	Reloaded(err error)

@@ -66,7 +66,7 @@ func TestProxyListenProbesAndMetrics(t *testing.T) {
 	}
 	_, m := get("/metrics")
 	for _, want := range []string{
-		`mcpx_policy_decisions_total{code="none",outcome="allow"} 2`,
+		`mcpx_policy_decisions_total{code="none",outcome="allow",shadow="false"} 2`,
 		`mcpx_policy_upstream_call_duration_seconds_count{result="result"} 1`,
 		`mcpx_policy_upstream_call_duration_seconds_count{result="lost"} 1`,
 		`mcpx_policy_upstream_calls_in_flight 0`,

@@ -42,9 +42,17 @@ that approval, which turns this exact ask into an allow, once
 Each decision may take --decide-timeout; one that runs out of time is a
 PolicyError deny.
 
-Exit status: 0 allow, 1 error (usage, config, input — an InvalidInput
-decision included), 2 deny, 3 ask; with several calls, the most severe (an
-error beats a deny, a deny an ask).
+A server in shadow mode (enforce: shadow) has its calls decided as usual,
+but a deny or an ask lets the call go ahead: the outcome is allow and the
+policy's own decision is printed beside it ("shadow" in json, "enforced:"
+in text). The exit status follows the outcome, what every surface acts
+on; a hidden tool, a pending or unreadable ledger, invalid input and a
+policy error deny in shadow mode too (docs/check-order.md#shadow-mode).
+
+Exit status: 0 allow (one shadow mode let through included), 1 error
+(usage, config, input — an InvalidInput decision included), 2 deny, 3 ask;
+with several calls, the most severe (an error beats a deny, a deny an
+ask).
 `
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -199,7 +207,11 @@ func printDecision(stdout, stderr io.Writer, format, path string, call mcpxpolic
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "%s: %s\n%s\n", path, d.Outcome, text)
+	if d.Relaxed() {
+		fmt.Fprintf(stderr, "%s: %s (shadow mode; enforced: %s)\n%s\n", path, d.Outcome, d.Shadow.Outcome, text)
+	} else {
+		fmt.Fprintf(stderr, "%s: %s\n%s\n", path, d.Outcome, text)
+	}
 	if hold != nil {
 		fmt.Fprint(stderr, hold.text())
 	}

@@ -22,9 +22,19 @@ const (
 	DefaultWrite              = "ask"
 	DefaultConfirmDestructive = false
 	DefaultUnknownArgs        = "warn"
+	DefaultEnforce            = EnforceOn
 	// DefaultPinTools is the pinTools mode of a server and pool that set
 	// none: tool definitions are not pinned.
 	DefaultPinTools = "off"
+)
+
+// The enforcement modes (policy.enforce, servers.NAME.enforce). Under
+// EnforceShadow every call is decided as usual, but a deny or an ask the
+// policy may relax is answered as an allow that carries the decision it
+// replaced (docs/check-order.md#shadow-mode).
+const (
+	EnforceOn     = "enforce"
+	EnforceShadow = "shadow"
 )
 
 // Compiled is a loaded configuration, ready for OPA. It is read-only once
@@ -70,10 +80,12 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 	v.SetDefault("policy.write", DefaultWrite)
 	v.SetDefault("policy.confirmDestructive", DefaultConfirmDestructive)
 	v.SetDefault("policy.unknownArgs", DefaultUnknownArgs)
+	v.SetDefault("policy.enforce", DefaultEnforce)
 	var exempt []string
 	var overrides []overrideRef
 	serverWrite := map[string]string{}
 	serverUA := map[string]string{}
+	serverEnforce := map[string]string{}
 	for _, l := range layers {
 		m := map[string]any{}
 		if l.write != nil {
@@ -84,6 +96,9 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 		}
 		if l.unknownArgs != nil {
 			m["unknownArgs"] = l.unknownArgs.value
+		}
+		if l.enforce != nil {
+			m["enforce"] = l.enforce.value
 		}
 		if len(m) > 0 {
 			if err := v.MergeConfigMap(map[string]any{"policy": m}); err != nil {
@@ -107,6 +122,9 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 			if s.unknownArgs != nil {
 				serverUA[s.name] = s.unknownArgs.value
 			}
+			if s.enforce != nil {
+				serverEnforce[s.name] = s.enforce.value
+			}
 		}
 	}
 
@@ -122,12 +140,16 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 		if u, ok := serverUA[name]; ok {
 			d["unknownArgs"] = u
 		}
+		if e, ok := serverEnforce[name]; ok {
+			d["enforce"] = e
+		}
 		servers[name] = d
 	}
 	config := map[string]any{
 		"write":              v.GetString("policy.write"),
 		"confirmDestructive": v.GetBool("policy.confirmDestructive"),
 		"unknownArgs":        v.GetString("policy.unknownArgs"),
+		"enforce":            v.GetString("policy.enforce"),
 		"exemptArgs":         uniqueStrings(exempt),
 		"pool":               scopeData(&out.pool),
 		"servers":            servers,

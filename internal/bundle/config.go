@@ -101,6 +101,7 @@ type serverLayer struct {
 	name        string
 	writePolicy *setting
 	unknownArgs *setting
+	enforce     *setting
 	scope
 }
 
@@ -110,6 +111,7 @@ type layer struct {
 	write              *setting
 	confirmDestructive *setting
 	unknownArgs        *setting
+	enforce            *setting
 	exemptArgs         []string
 	overrides          []overrideRef
 	pool               scope
@@ -131,9 +133,9 @@ func (l *layer) server(name string) *serverLayer {
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
 	topKeys    = []string{"version", "policy", "pool", "servers", "ledger"}
-	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
+	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
 	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
-	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
+	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
 	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	uaKeys     = []string{"tools", "mode"}
 )
@@ -298,6 +300,8 @@ func (p *fileParser) policy(n *yaml.Node, l *layer) {
 			l.confirmDestructive = p.boolean(e.value, path)
 		case "unknownArgs":
 			l.unknownArgs = p.uaMode(e.value, path)
+		case "enforce":
+			l.enforce = p.enforceMode(e.value, path)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, path, "argument names") {
 				l.exemptArgs = append(l.exemptArgs, s.Value)
@@ -340,6 +344,8 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 			srv.writePolicy = p.writeMode(e.value, kp)
 		case "unknownArgs":
 			srv.unknownArgs = p.uaMode(e.value, kp)
+		case "enforce":
+			srv.enforce = p.enforceMode(e.value, kp)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, kp, "argument names") {
 				sc.exemptArgs = append(sc.exemptArgs, s.Value)
@@ -368,6 +374,10 @@ func (p *fileParser) pinMode(n *yaml.Node, path string) *setting {
 
 func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
 	return p.mode(n, path, "warn, reject or off", normalizeUA, badUA)
+}
+
+func (p *fileParser) enforceMode(n *yaml.Node, path string) *setting {
+	return p.mode(n, path, "enforce or shadow", normalizeEnforce, badEnforce)
 }
 
 // mode reads one mode scalar: normalize maps its spellings to the canonical
@@ -405,6 +415,20 @@ func normalizeWrite(s string) (string, bool) {
 
 func badWrite(s string) string {
 	return fmt.Sprintf("unknown mode %q (want ask, allow or deny)", s)
+}
+
+// normalizeEnforce accepts the enforcement modes: enforce (the default:
+// decisions bite) and shadow (docs/check-order.md#shadow-mode).
+func normalizeEnforce(s string) (string, bool) {
+	switch s {
+	case EnforceOn, EnforceShadow:
+		return s, true
+	}
+	return "", false
+}
+
+func badEnforce(s string) string {
+	return fmt.Sprintf("unknown mode %q (want enforce or shadow)", s)
 }
 
 // normalizeUA maps an unknown-arguments mode to warn, reject or off; off

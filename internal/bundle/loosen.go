@@ -7,11 +7,13 @@ import (
 
 // strictness orders the values of each kind of mode setting, the strictest
 // highest: write modes deny > ask > allow, unknown-arguments modes
-// reject > warn > off, confirmDestructive true > false.
+// reject > warn > off, confirmDestructive true > false, enforcement
+// modes enforce > shadow.
 var strictness = map[string]map[string]int{
 	KindWrite:       {"allow": 0, "ask": 1, "deny": 2},
 	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
 	KindBool:        {"false": 0, "true": 1},
+	KindEnforce:     {EnforceShadow: 0, EnforceOn: 1},
 	KindPin:         {"off": 0, "ask": 1, "deny": 2},
 }
 
@@ -25,6 +27,10 @@ const (
 	// KindBool is a flag whose true is the stricter value
 	// (confirmDestructive): "true" > "false".
 	KindBool = "bool"
+	// KindEnforce is an enforcement mode (policy.enforce, a server's
+	// enforce): enforce > shadow, since shadow lets a call the policy
+	// refuses go ahead.
+	KindEnforce = "enforce"
 	// KindPin is a pinTools mode: deny > ask > off.
 	KindPin = "pin"
 )
@@ -74,9 +80,11 @@ func loosened(layers []*layer) []Warning {
 		"write":              {DefaultWrite, "default"},
 		"unknownArgs":        {DefaultUnknownArgs, "default"},
 		"confirmDestructive": {strconv.FormatBool(DefaultConfirmDestructive), "default"},
+		"enforce":            {DefaultEnforce, "default"},
 	}
 	serverWrite := map[string]inForce{}
 	serverUA := map[string]inForce{}
+	serverEnforce := map[string]inForce{}
 	// pinTools: a server's own mode replaces the pool's, which replaces
 	// the default.
 	poolPin := inForce{DefaultPinTools, "default"}
@@ -124,11 +132,13 @@ func loosened(layers []*layer) []Warning {
 			check("policy.write", "write", global["write"], l.write)
 			check("policy.unknownArgs", "ua", global["unknownArgs"], l.unknownArgs)
 			check("policy.confirmDestructive", "bool", global["confirmDestructive"], l.confirmDestructive)
+			check("policy.enforce", KindEnforce, global["enforce"], l.enforce)
 			checkEntries(l.pool.ua, poolUA, func(src string) string { return src }, strictestUA())
 			check("pool.pinTools", KindPin, poolPin, l.pool.pinTools)
 			for _, s := range l.servers {
 				check("servers."+s.name+".writePolicy", "write", effective(serverWrite, s.name, "write"), s.writePolicy)
 				check("servers."+s.name+".unknownArgs", "ua", effective(serverUA, s.name, "unknownArgs"), s.unknownArgs)
+				check("servers."+s.name+".enforce", KindEnforce, effective(serverEnforce, s.name, "enforce"), s.enforce)
 				pinBefore, ok := serverPin[s.name]
 				if !ok {
 					pinBefore = poolPin
@@ -155,6 +165,9 @@ func loosened(layers []*layer) []Warning {
 		if l.confirmDestructive != nil {
 			global["confirmDestructive"] = held(l.confirmDestructive)
 		}
+		if l.enforce != nil {
+			global["enforce"] = held(l.enforce)
+		}
 		if l.pool.pinTools != nil {
 			poolPin = held(l.pool.pinTools)
 		}
@@ -167,6 +180,9 @@ func loosened(layers []*layer) []Warning {
 			}
 			if s.unknownArgs != nil {
 				serverUA[s.name] = held(s.unknownArgs)
+			}
+			if s.enforce != nil {
+				serverEnforce[s.name] = held(s.enforce)
 			}
 		}
 	}

@@ -234,6 +234,11 @@ func (c *decisionCache) put(k cacheKey, d decision.Decision) {
 func cloneDecision(d decision.Decision) decision.Decision {
 	d.Reasons = cloneReasons(d.Reasons)
 	d.Warnings = cloneReasons(d.Warnings)
+	if d.Shadow != nil {
+		sh := *d.Shadow
+		sh.Reasons = cloneReasons(sh.Reasons)
+		d.Shadow = &sh
+	}
 	return d
 }
 

@@ -1,6 +1,6 @@
 // Package metrics is what `serve` and `proxy --listen` expose on /metrics,
 // in the Prometheus text format (docs/service.md#metrics): decisions by
-// outcome and code, decision latency, evaluation errors, config reloads and
+// outcome, code and shadow, decision latency, evaluation errors, config reloads and
 // the revision in use, unknown-outcome entries pending per server,
 // approvals pending, and the proxy's upstream calls.
 //
@@ -59,7 +59,7 @@ type Options struct {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	decisions [3][]prometheus.Counter // [outcome severity][code index]
+	decisions [2][3][]prometheus.Counter // [shadow][outcome severity][code index]
 	latency   prometheus.Histogram
 	evalErrs  prometheus.Counter
 	reloads   [2]prometheus.Counter // ok, failed
@@ -88,18 +88,23 @@ func New(opts Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	dec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "decisions_total",
-		Help: "Decisions made, by outcome (allow, ask, deny) and deciding reason code (none for an allow).",
-	}, []string{"outcome", "code"})
+		Help: "Decisions made, by the policy's outcome (allow, ask, deny), deciding reason code (none for an allow) and shadow (true: the server is in shadow mode and the call went ahead despite this outcome).",
+	}, []string{"outcome", "code", "shadow"})
 	codes := make([]string, 0, len(decision.Codes)+2)
 	codes = append(codes, NoCode)
 	for _, c := range decision.Codes {
 		codes = append(codes, string(c.Code))
 	}
 	codes = append(codes, "other")
-	for i, o := range outcomes {
-		m.decisions[i] = make([]prometheus.Counter, len(codes))
-		for j, c := range codes {
-			m.decisions[i][j] = dec.WithLabelValues(string(o), c)
+	for s, shadow := range []string{"false", "true"} {
+		for i, o := range outcomes {
+			if s == 1 && o == decision.Allow {
+				continue // shadow mode only lets through what the policy refused
+			}
+			m.decisions[s][i] = make([]prometheus.Counter, len(codes))
+			for j, c := range codes {
+				m.decisions[s][i][j] = dec.WithLabelValues(string(o), c, shadow)
+			}
 		}
 	}
 	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -175,9 +180,10 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
-// Decided counts one decision: its outcome, its deciding code ("" for an
-// allow), how long it took and whether its evaluation failed.
-func (m *Metrics) Decided(outcome decision.Outcome, code decision.Code, elapsed time.Duration, err error) {
+// Decided counts one decision: the policy's outcome, its deciding code
+// ("" for an allow), whether shadow mode let the call go ahead despite
+// that outcome, how long it took and whether its evaluation failed.
+func (m *Metrics) Decided(outcome decision.Outcome, code decision.Code, shadow bool, elapsed time.Duration, err error) {
 	col := 0
 	if code != "" {
 		var ok bool
@@ -185,7 +191,11 @@ func (m *Metrics) Decided(outcome decision.Outcome, code decision.Code, elapsed 
 			col = len(decision.Codes) + 1
 		}
 	}
-	m.decisions[outcome.Severity()][col].Inc()
+	s := 0
+	if shadow && outcome != decision.Allow {
+		s = 1
+	}
+	m.decisions[s][outcome.Severity()][col].Inc()
 	m.latency.Observe(elapsed.Seconds())
 	if err != nil {
 		m.evalErrs.Inc()

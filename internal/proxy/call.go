@@ -69,7 +69,14 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
 	}
-	s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+	if d.Relaxed() {
+		// Shadow mode: the call goes ahead; the log and the result's
+		// _meta say what the policy decided.
+		e := d.Enforced()
+		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "shadow", e.Outcome, "code", e.First().Code, "sha256", d.Call.SHA256)
+	} else {
+		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+	}
 	if s.opts.OnDecision != nil && listed {
 		s.opts.OnDecision(call, d)
 	}
@@ -109,6 +116,9 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return
 	}
 	p := &pending{method: "tools/call", call: params.Name, ignored: render.Ignored(d)}
+	if d.Relaxed() {
+		p.shadow = &d
+	}
 	if len(p.ignored) > 0 {
 		p.outputSchema = s.cat.outputSchema(params.Name)
 	}

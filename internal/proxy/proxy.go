@@ -118,6 +118,9 @@ type pending struct {
 	complete bool                 // tools/list without a cursor
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
+	// shadow is the decision of a call shadow mode let through: its
+	// result carries the enforced decision in _meta (render.AddShadow).
+	shadow *mcpxpolicy.Decision
 	// outputSchema is the tool's, as listed when the call was decided: the
 	// rider goes into structuredContent only where it admits it.
 	outputSchema json.RawMessage
@@ -412,6 +415,9 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
 			}
 		}
+		if p.shadow != nil {
+			m = &jsonrpc.Response{ID: m.ID, Result: s.withShadow(m.Result, p)}
+		}
 	}
 	s.reply(m)
 }
@@ -521,7 +527,26 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	s.replyResult(id, render.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands))
+	result := render.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands)
+	if p.shadow != nil {
+		if raw, err := json.Marshal(result); err == nil {
+			s.reply(&jsonrpc.Response{ID: id, Result: s.withShadow(raw, p)})
+			return
+		}
+	}
+	s.replyResult(id, result)
+}
+
+// withShadow adds to the result of a call shadow mode let through the
+// decision it would have had (render.AddShadow); a result it cannot add
+// to (not a JSON object) goes as it is, and the log says so.
+func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage {
+	r, err := render.AddShadow(result, *p.shadow)
+	if err != nil {
+		s.log.Warn("shadow decision not added to the result", "tool", p.call, "err", err)
+		return result
+	}
+	return r
 }
 
 func (s *session) recordUnknown(p *pending, cause string) string {

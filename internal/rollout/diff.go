@@ -128,7 +128,7 @@ func (d Diff) Count() (loosening, tightening, changed int) {
 // here is marked loosening or tightening, any other as changed. A new
 // setting of the config shows up in the diff the day it is compiled into
 // data.mcpx.config, and gets its direction by being named here.
-var settingKinds = map[string]string{}
+var settingKinds = map[string]string{"enforce": bundle.KindEnforce}
 
 // Compare compares two configs. With a catalog (both Snapshots hold
 // Tools) it compares every catalog tool's facts, and the servers the

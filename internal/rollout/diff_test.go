@@ -119,6 +119,11 @@ servers:
 				"policy: tightening confirmDestructive false -> true",
 			},
 		},
+		{
+			name: "shadow mode, for the policy and back to enforce for a server",
+			new:  strings.Replace(base, "  unknownArgs: warn\n", "  unknownArgs: warn\n  enforce: shadow\n", 1) + "    enforce: enforce\n",
+			want: []string{"server fs: changed setting enforce: null -> \"enforce\"", "policy: loosening setting enforce: \"enforce\" -> \"shadow\""},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,12 +109,15 @@ type EvaluationResponse struct {
 
 // AZDecisionContext says why a decision is false: the outcome (deny or
 // ask), the deciding reason code, and every reason's message, redacted.
-// Error is set for an evaluation of a batch that could not be read.
+// Error is set for an evaluation of a batch that could not be read. For a
+// true decision that shadow mode let through it is the allow with Shadow,
+// the policy's own outcome, code and messages.
 type AZDecisionContext struct {
 	Outcome mcpxpolicy.Outcome `json:"outcome"`
 	Code    mcpxpolicy.Code    `json:"code"`
 	Reasons []string           `json:"reasons"`
 	Error   *AZError           `json:"error,omitempty"`
+	Shadow  *AZDecisionContext `json:"shadow,omitempty"`
 }
 
 // AZError is the error of one evaluation of a batch.
@@ -235,15 +238,23 @@ func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResp
 // answer renders a decision as AuthZEN does: true for an allow; false with
 // the outcome, code and redacted reason messages for a deny or an ask.
 func answer(call mcpxpolicy.Call, d mcpxpolicy.Decision) EvaluationResponse {
+	if d.Relaxed() {
+		return EvaluationResponse{Decision: true, Context: &AZDecisionContext{Outcome: mcpxpolicy.Allow, Reasons: []string{},
+			Shadow: azContext(mcpxpolicy.Redact(call, d).Enforced())}}
+	}
 	if d.Outcome == mcpxpolicy.Allow {
 		return EvaluationResponse{Decision: true}
 	}
-	d = mcpxpolicy.Redact(call, d)
+	return EvaluationResponse{Decision: false, Context: azContext(mcpxpolicy.Redact(call, d))}
+}
+
+// azContext is the context of a redacted deny or ask.
+func azContext(d mcpxpolicy.Decision) *AZDecisionContext {
 	c := &AZDecisionContext{Outcome: d.Outcome, Code: d.First().Code, Reasons: make([]string, 0, len(d.Reasons))}
 	for _, rs := range d.Reasons {
 		c.Reasons = append(c.Reasons, rs.Message)
 	}
-	return EvaluationResponse{Decision: false, Context: c}
+	return c
 }
 
 // complete checks that the 4-tuple has what a decision needs.

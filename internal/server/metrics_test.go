@@ -121,14 +121,14 @@ func TestMetricsAfterAScriptedRun(t *testing.T) {
 		labels []string
 		value  float64
 	}{
-		{"mcpx_policy_decisions_total", []string{"code=none", "outcome=allow"}, 2},
-		{"mcpx_policy_decisions_total", []string{"code=ArgumentRuleViolation", "outcome=deny"}, 1},
-		{"mcpx_policy_decisions_total", []string{"code=HiddenTool", "outcome=deny"}, 1},
-		{"mcpx_policy_decisions_total", []string{"code=WriteNeedsConfirmation", "outcome=ask"}, 1},
-		{"mcpx_policy_decisions_total", []string{"code=InvalidInput", "outcome=deny"}, 1},
-		{"mcpx_policy_decisions_total", []string{"code=UnknownOutcomePending", "outcome=deny"}, 1},
-		{"mcpx_policy_decisions_total", []string{"code=PolicyError", "outcome=deny"}, 1},
-		{"mcpx_policy_decisions_total", []string{"code=WriteDenied", "outcome=deny"}, 0},
+		{"mcpx_policy_decisions_total", []string{"code=none", "outcome=allow", "shadow=false"}, 2},
+		{"mcpx_policy_decisions_total", []string{"code=ArgumentRuleViolation", "outcome=deny", "shadow=false"}, 1},
+		{"mcpx_policy_decisions_total", []string{"code=HiddenTool", "outcome=deny", "shadow=false"}, 1},
+		{"mcpx_policy_decisions_total", []string{"code=WriteNeedsConfirmation", "outcome=ask", "shadow=false"}, 1},
+		{"mcpx_policy_decisions_total", []string{"code=InvalidInput", "outcome=deny", "shadow=false"}, 1},
+		{"mcpx_policy_decisions_total", []string{"code=UnknownOutcomePending", "outcome=deny", "shadow=false"}, 1},
+		{"mcpx_policy_decisions_total", []string{"code=PolicyError", "outcome=deny", "shadow=false"}, 1},
+		{"mcpx_policy_decisions_total", []string{"code=WriteDenied", "outcome=deny", "shadow=false"}, 0},
 		{"mcpx_policy_decision_duration_seconds", nil, 8},
 		{"mcpx_policy_decision_errors_total", nil, 1},
 		{"mcpx_policy_config_reloads_total", []string{"result=ok"}, 1},

@@ -241,7 +241,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 // call it could not read): the Engine counts its own.
 func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
 	if h.opts.Metrics != nil {
-		h.opts.Metrics.Decided(d.Outcome, d.First().Code, elapsed, nil)
+		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
 	}
 }
 

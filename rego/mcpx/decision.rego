@@ -13,6 +13,7 @@ package mcpx
 import data.mcpx.lib.call
 import data.mcpx.lib.config
 import data.mcpx.lib.req
+import data.mcpx.lib.shadow
 import data.mcpx.steps.destructive
 import data.mcpx.steps.hidden
 import data.mcpx.steps.ledger
@@ -40,12 +41,19 @@ default decision := {
 	"call": {"server": "", "tool": ""},
 }
 
+# A server in shadow mode answers with its decision kept under "shadow"
+# and, unless a reason is binding, an allow (lib.shadow). Should no
+# document result, the default above denies.
+decision := shadow.document(d) if {
+	d := _decision
+	shadow.on(input.server)
+} else := _decision
+
 # The common case first: a valid call to a visible tool whose rules are
 # usable is decided by the steps' findings. Otherwise the first that
 # applies decides: invalid input, an unusable config, a hidden tool
-# (nothing else is evaluated or reported), unusable rules. Should no
-# document result, the default above denies.
-decision := {
+# (nothing else is evaluated or reported), unusable rules.
+_decision := {
 	"outcome": _verdict.outcome,
 	"step": _verdict.step,
 	"reasons": _reasons,
