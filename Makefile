@@ -4,17 +4,27 @@ OPA       := $(GO) tool opa
 COVERAGE  ?= 90
 BIN       := bin/mcpx-policy
 
-.PHONY: all build test test-go test-rego lint demo bench fuzz clean
+.PHONY: all build install test test-go test-rego lint demo bench fuzz clean
 
 all: build
 
+# The first build downloads the modules and compiles OPA: minutes, not
+# seconds (README.md); -v lists each package as it compiles.
 build:
-	$(GO) build -o $(BIN) ./cmd/mcpx-policy
+	@echo "== go build -o $(BIN) (the first build compiles OPA and takes minutes; -v lists the packages)"
+	$(GO) build -v -o $(BIN) ./cmd/mcpx-policy
+
+## install: mcpx-policy into $(go env GOBIN), else $(go env GOPATH)/bin
+install:
+	@echo "== go install ./cmd/mcpx-policy (the first build compiles OPA and takes minutes; -v lists the packages)"
+	$(GO) install -v ./cmd/mcpx-policy
+	@echo "installed $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})/mcpx-policy"
 
 ## test: every test — Rego (coverage gate, fmt, strict check) and Go
 test: test-rego test-go
 
 test-rego:
+	@echo "== go tool opa (its first use compiles OPA and takes minutes)"; $(OPA) version > /dev/null
 	@echo "== opa fmt"; test -z "$$($(OPA) fmt -l rego/)" || { $(OPA) fmt -l rego/; echo "rego/ is not opa-fmt formatted: run 'go tool opa fmt -w rego/'"; exit 1; }
 	@echo "== opa check --strict"; $(OPA) check --strict rego/
 	@echo "== opa test"; $(OPA) test rego/ --fail-on-empty
@@ -26,17 +36,27 @@ e2e/node_modules: e2e/package.json e2e/package-lock.json
 	npm ci --prefix e2e --no-audit --no-fund
 	@touch $@
 
+# The PostgreSQL ledger tests need a server (internal/ledger/pgledger/pgtest):
+# with MCPX_POLICY_TEST_PG_DSN unset, a throwaway cluster runs for the tests
+# (.ci/postgres.sh; apt-get install postgresql provides it). Outside CI,
+# MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
 test-go: e2e/node_modules
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	@if [ -n "$$MCPX_POLICY_TEST_PG_DSN" ]; then \
+	  echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
+	else \
+	  .ci/postgres.sh run -- $(GO) test -count=1 ./...; \
+	fi
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(OPA) fmt -l rego/ && $(OPA) check --strict rego/
 
-## demo: evaluate the bundled example calls and print each decision
+## demo: check the example config (its rule examples must all hold), then
+## evaluate the bundled example calls and print each decision
 demo: build
+	@$(BIN) check --config examples/mcpx-policy.yaml
 	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
 	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
 

@@ -1,12 +1,12 @@
 package mcpxpolicy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 func catalogTool(cat *bundle.Catalog, server, name string) (Tool, bool) {
@@ -28,6 +28,17 @@ type CallDocument struct {
 	Surface   string          `json:"surface,omitempty"`
 	Principal *Principal      `json:"principal,omitempty"`
 	Mode      string          `json:"mode,omitempty"`
+	// Approval is the id of an approval request for this exact call: the
+	// decision uses it once (Engine.DecideApproved). Optional.
+	Approval string `json:"approval,omitempty"`
+	// Time, Decision and Redacted are what a recording adds (serve and
+	// proxy --record, docs/rollout.md): when the call was decided, how,
+	// and the JSON Pointers of the arguments redacted before it was
+	// written. Deciding the call ignores them; `mcpx-policy replay`
+	// compares its decision with Decision.
+	Time     string            `json:"time,omitempty"`
+	Decision *RecordedDecision `json:"decision,omitempty"`
+	Redacted []string          `json:"redacted,omitempty"`
 }
 
 // Call is the document's call without its tool, which ResolveTool reads.
@@ -59,12 +70,58 @@ func (e *Engine) ResolveTool(server string, raw json.RawMessage) (Tool, error) {
 	}
 }
 
-// ParseTool reads an MCP Tool from JSON, keeping numbers in its inputSchema
-// exact.
+// ParseTool reads an MCP Tool from JSON strictly (docs/proxy.md, "Strict
+// decoding"): a duplicate key anywhere, a key that differs from "name",
+// "description", "annotations", "inputSchema", "outputSchema" or a hint's
+// name only by case, a hint that
+// is not a boolean, invalid UTF-8 or trailing data is an error; so is a
+// description that is not a string or an outputSchema that is not an
+// object (a pinned definition covers both: ToolSHA256). Fields the policy
+// does not read (title, _meta…) pass.
+// Numbers in the inputSchema stay exact (json.Number).
 func ParseTool(raw []byte) (Tool, error) {
 	var t Tool
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	err := dec.Decode(&t)
+	err := strictjson.Unmarshal(raw, &t)
 	return t, err
+}
+
+// ToolError is the error DecodeCall returns when the document's "tool" is
+// missing, not in the catalog, or neither a name nor an MCP Tool; adapters
+// add their own hint to it.
+type ToolError struct{ Err error }
+
+func (e *ToolError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// DecodeCall reads a call document — the call file of `mcpx-policy eval`,
+// the body of serve's POST /v1/decide — strictly: exact key names (a case
+// variant of a field is refused, as is any field CallDocument does not
+// have), no duplicate key anywhere (the arguments included), valid UTF-8,
+// nothing after the object; numbers stay as written. The tool is resolved
+// with ResolveTool (a *ToolError when that fails). approval is the
+// document's "approval" ("" when absent). On error the returned call holds
+// the server and tool name when they could be read, for the deny. Safe for
+// concurrent use.
+func (e *Engine) DecodeCall(raw []byte) (call Call, approval string, err error) {
+	call, doc, err := e.DecodeDocument(raw)
+	return call, doc.Approval, err
+}
+
+// DecodeDocument is DecodeCall that also returns the whole document: a
+// recorded call's Time, Decision and Redacted, for replay. On a strict
+// decoding error the document is empty.
+func (e *Engine) DecodeDocument(raw []byte) (Call, CallDocument, error) {
+	var doc CallDocument
+	if err := strictjson.UnmarshalKnown(raw, &doc); err != nil {
+		return Call{}, CallDocument{}, err
+	}
+	call := doc.Call()
+	t, err := e.ResolveTool(doc.Server, doc.Tool)
+	call.Tool = t
+	if err != nil {
+		return call, doc, &ToolError{Err: err}
+	}
+	return call, doc, nil
 }

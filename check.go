@@ -10,8 +10,12 @@ import (
 
 // Summary describes a valid config.
 type Summary struct {
-	Servers  int
-	Rules    int
+	Servers int
+	Rules   int
+	// Examples is how many rule examples hold (every one of them does in
+	// a config that loads: a rule that disagrees with one of its examples
+	// is a config error).
+	Examples int
 	Warnings []string
 	Revision string
 }
@@ -30,10 +34,11 @@ func Check(opts Options) (Summary, error) {
 	cfg, _ := compiled.Data["config"].(map[string]any)
 	servers, _ := cfg["servers"].(map[string]any)
 	rules, _ := cfg["rules"].(map[string]any)
-	s := Summary{Servers: len(servers), Rules: len(rules), Revision: compiled.Revision}
+	s := Summary{Servers: len(servers), Rules: len(rules), Examples: compiled.Examples, Revision: compiled.Revision}
 	for _, w := range compiled.Warnings {
 		s.Warnings = append(s.Warnings, w.String())
 	}
+	s.Warnings = append(s.Warnings, catalogWarnings(compiled, opts.Catalog)...)
 	sort.Strings(s.Warnings)
 	return s, nil
 }

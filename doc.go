@@ -7,6 +7,9 @@
 // every tool call from any number of goroutines, renders the decision for
 // the surface that asked, tracks writes through the ledger's dispatch
 // lifecycle (BeginWrite), and swaps in a new config atomically (Reload).
+// An ask completes through an approval request (RequestApproval), a
+// person's answer (Approvals) and a decision with the approval
+// (DecideApproved).
 //
 // A deny is a value, not an error: Decide always returns a Decision, and
 // whenever it also returns an error the Decision is a deny (fail closed).

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/pins"
 	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/rego"
 )
@@ -31,8 +32,9 @@ type Options struct {
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the unknown-outcome ledger lives; "" means
-	// DefaultStateDir().
+	// StateDir is where the approval requests live, and the
+	// unknown-outcome ledger when the config keeps it in a file (the
+	// default); "" means DefaultStateDir().
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -40,6 +42,16 @@ type Options struct {
 	// PolicyError deny, returned with an error that errors.Is matches to
 	// context.DeadlineExceeded.
 	DecideTimeout time.Duration
+	// Observer, when set, is told of every decision and every reload
+	// (metrics); nil observes nothing.
+	Observer Observer
+	// ApprovalTTL is how long an approval request (RequestApproval) lives,
+	// answered or not; 0 (or less) means DefaultApprovalTTL.
+	ApprovalTTL time.Duration
+	// MaxApprovals caps the live approval requests of the state dir; a
+	// request beyond it fails with ErrApprovalsFull. 0 (or less) means
+	// DefaultMaxApprovals.
+	MaxApprovals int
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -56,10 +68,14 @@ func DefaultStateDir() (string, error) { return ledger.DefaultStateDir() }
 // prepared policy atomically, so a Decide sees either the old or the new
 // config, never a mix.
 type Engine struct {
-	opts   Options
-	ledger *ledger.Ledger
-	cur    atomic.Pointer[revision]
-	mu     sync.Mutex // serializes Reload
+	opts      Options
+	ledger    ledger.Store
+	ledgerCfg bundle.LedgerConfig // the ledger section it opened
+	pins      *pins.Store
+	cur       atomic.Pointer[revision]
+	mu        sync.Mutex // serializes Reload
+
+	approvals *Approvals
 }
 
 type revision struct {
@@ -73,7 +89,9 @@ type ConfigError = bundle.ConfigError
 // New loads the config and the ledger and prepares the policy. A bad config
 // is an error listing every problem with its file and line (errors.As finds
 // each *ConfigError); an unreadable ledger is not an error here: it makes
-// every write deny with LedgerUnreadable until it reads again.
+// every write deny with LedgerUnreadable until it reads again. The ledger
+// is the file in Options.StateDir, or the PostgreSQL database the
+// config's ledger section names (docs/ledger.md); Close releases it.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(opts.ConfigPaths) == 0 {
 		return nil, errors.New("mcpxpolicy: no config file given")
@@ -85,18 +103,33 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
 		}
 	}
-	led, err := ledger.Open(dir)
+	apv, err := openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := pins.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	e := &Engine{opts: opts, ledger: led}
+	e := &Engine{opts: opts, approvals: apv, pins: ps}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
 	}
+	led, err := openStore(rev.compiled.Ledger, dir)
+	if err != nil {
+		return nil, err
+	}
+	e.ledger, e.ledgerCfg = led, rev.compiled.Ledger
 	e.cur.Store(rev)
 	return e, nil
 }
+
+// Close releases the ledger's connections (the PostgreSQL store's; the
+// file store holds nothing to release). Writes of this Engine still in
+// flight read as a dead process's from then on. Decide and the ledger
+// methods must not be used after it.
+func (e *Engine) Close() error { return e.ledger.Close() }
 
 // Compile loads and compiles a config without preparing it: what `check`
 // and `bundle` need.
@@ -107,6 +140,7 @@ func compileConfig(opts Options) (*bundle.Compiled, error) {
 		Set:            opts.Set,
 		Catalog:        opts.Catalog,
 		SchemaCompiler: schemarego.Compile,
+		RuleEvaluator:  schemarego.Evaluate,
 	})
 }
 
@@ -143,16 +177,22 @@ func Policy(c *bundle.Compiled) engine.Policy {
 
 // Reload loads the config files again and swaps the new policy in. When the
 // new config fails to load, the Engine keeps deciding with the old one and
-// the error is returned.
+// the error is returned; so it does when the new config names another
+// ledger (a store is opened once, by New).
 func (e *Engine) Reload(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rev, err := e.load(ctx)
-	if err != nil {
-		return err
+	if err == nil && !sameLedger(rev.compiled.Ledger, e.ledgerCfg) {
+		err = fmt.Errorf("mcpxpolicy: the ledger section changed (now store %s, from %s): restart to use another ledger; still deciding with the old policy", rev.compiled.Ledger.Store, orDefault(rev.compiled.Ledger.Source))
 	}
-	e.cur.Store(rev)
-	return nil
+	if err == nil {
+		e.cur.Store(rev)
+	}
+	if e.opts.Observer != nil {
+		e.opts.Observer.Reloaded(err)
+	}
+	return err
 }
 
 // Revision identifies the config the Engine decides with: a hex SHA-256 of
@@ -163,25 +203,61 @@ func (e *Engine) Revision() string { return e.cur.Load().compiled.Revision }
 // "file:line: path: message": each setting a later layer (another config
 // file, conf.d, MCPX_POLICY_* or Options.Set) made less strict, with the
 // value and origin it replaced (docs/configuration.md), and with a catalog
-// each rule or pattern that matches no tool.
+// each rule or pattern that matches no tool and each of its servers the
+// config does not configure.
 func (e *Engine) Warnings() []string {
-	ws := e.cur.Load().compiled.Warnings
-	out := make([]string, len(ws))
-	for i, w := range ws {
+	c := e.cur.Load().compiled
+	out := make([]string, len(c.Warnings))
+	for i, w := range c.Warnings {
 		out[i] = w.String()
 	}
-	return out
+	return append(out, catalogWarnings(c, e.opts.Catalog)...)
 }
 
 // Decide judges one call. Annotations in call.Tool must come from the
 // server's own tools/list. The server's unknown-outcome entries are read
-// from the ledger and fed to the policy. Decide always returns a decision;
-// when it also returns an error, the decision is a deny.
+// from the ledger and fed to the policy. When the server pins tool
+// definitions (pinTools), call.Tool is compared with its pin in the state
+// dir — a tool seen first is pinned (durably, before Decide returns) — and
+// while its definition differs from the pinned one, the call is judged
+// with the stricter of the pinned and the current annotations
+// (docs/proxy.md#pinned-tool-definitions). Decide always returns a
+// decision; when it also returns an error, the decision is a deny.
 //
 // Every decision has a deadline: ctx's own, else Options.DecideTimeout
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
 func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+	if obs := e.opts.Observer; obs != nil {
+		start := time.Now()
+		d, err := e.decide(ctx, call)
+		enforced := d.Enforced()
+		obs.Decided(enforced.Outcome, decidingCode(&enforced), d.Relaxed(), time.Since(start), err)
+		return d, err
+	}
+	return e.decide(ctx, call)
+}
+
+// Listable reports whether server's tool t may be shown to a client in a
+// tool list: not when it is hidden (step 1), nor when its definition is not
+// the one pinned (ToolDefinitionChanged, whether the pin denies or asks);
+// why is the pin's reason then. It judges the tool, not a call: observers
+// (Options.Observer) are not told. Like Decide, it pins a tool seen first
+// when the server pins tool definitions. Safe for concurrent use.
+func (e *Engine) Listable(ctx context.Context, server string, t Tool) (ok bool, why string) {
+	d, _ := e.decide(ctx, Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
+	if d.Outcome == Deny && d.First().Code == HiddenTool {
+		return false, ""
+	}
+	for _, r := range d.Reasons {
+		if r.Code == ToolDefinitionChanged {
+			return false, r.Message
+		}
+	}
+	return true, ""
+}
+
+func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl)
@@ -191,7 +267,9 @@ func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
 		defer cancel()
 	}
 	ctx = engine.WithBudget(ctx, limit)
-	d, err := e.cur.Load().engine.Decide(ctx, call, e.ledgerView(call.Server))
+	rev := e.cur.Load()
+	led, call := e.stateView(rev.compiled, call)
+	d, err := rev.engine.Decide(ctx, call, led)
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
 	}
@@ -220,4 +298,11 @@ func (e *Engine) ToolFromCatalog(server, name string) (Tool, bool) {
 // engine at all (for example a config that never loaded).
 func Denied(server, tool string, code Code, message string) Decision {
 	return decision.Denied(decision.CallRef{Server: server, Tool: tool}, code, message)
+}
+
+func orDefault(source string) string {
+	if source == "" {
+		return "the default"
+	}
+	return source
 }

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
 // OPAInput returns, as JSON, the exact input document Decide evaluates for
-// call (SPEC §1.2): the server's ledger entries as read now, and
+// call (SPEC §1.2): the server's ledger entries as read now, the tool's
+// pin status (input.tool.pin, when the server pins tool definitions: the
+// tool is compared with its pin, and pinned when seen first, as Decide
+// does), and
 // "call_sha256", the SHA-256 of the RFC 8785 canonical call that the policy
 // echoes in decision.call.sha256 (left out when the arguments have no
 // canonical form, a number beyond a double's range: the policy then denies
@@ -18,11 +22,20 @@ import (
 // this config's bundle (docs/fleet.md); that server answers the decision
 // Decide gives. Safe for concurrent use.
 func (e *Engine) OPAInput(call Call) ([]byte, error) {
-	b, err := engine.InputJSON(call, e.ledgerView(call.Server))
+	led, call := e.stateView(e.cur.Load().compiled, call)
+	b, err := engine.InputJSON(call, led)
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}
 	return b, nil
+}
+
+// stateView is what the policy reads from the state dir for call (the
+// ledger's view, the tool's pin) and the call as it judges it (pinView).
+func (e *Engine) stateView(c *bundle.Compiled, call Call) (*engine.Ledger, Call) {
+	led := e.ledgerView(call.Server)
+	led.Pin, call = e.pinView(c, call)
+	return led, call
 }
 
 // ledgerView is what the policy sees of server's unknown-outcome entries:
@@ -38,6 +51,8 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 		led.Unreadable = "written by a newer mcpx-policy; an operator runs 'mcpx-policy writes' to see why"
 	case errors.Is(err, ledger.ErrUnsafe):
 		led.Unreadable = "not trusted: other users may write the state directory or a ledger file; an operator runs 'mcpx-policy writes' to see what to fix"
+	case err != nil && e.ledgerCfg.Store == bundle.StorePostgres:
+		led.Unreadable = "the ledger database does not answer or cannot be used; an operator runs 'mcpx-policy writes --config …' to see why"
 	case err != nil:
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:

@@ -13,8 +13,14 @@ type (
 	Annotations = decision.Annotations
 	// Principal is who the call is made for (read by operator overrides).
 	Principal = decision.Principal
-	// Decision is the decision document of SPEC §1.3.
+	// Decision is the decision document of SPEC §1.3. Outcome is what
+	// to act on; for a server in shadow mode Shadow holds the policy's own
+	// decision (docs/check-order.md#shadow-mode).
 	Decision = decision.Decision
+	// Shadow is the decision of a server in shadow mode as it would be
+	// enforced: Decision.Enforced returns it whole, Decision.Relaxed says
+	// whether shadow mode let the call go ahead against it.
+	Shadow = decision.Shadow
 	// Reason is one finding with its code, step and message.
 	Reason = decision.Reason
 	// Violation is one failed argument-rule constraint.
@@ -53,6 +59,7 @@ const (
 	LedgerUnreadable             = decision.LedgerUnreadable
 	ConfirmationUnavailable      = decision.ConfirmationUnavailable
 	ConfirmationDeclined         = decision.ConfirmationDeclined
+	ToolDefinitionChanged        = decision.ToolDefinitionChanged
 )
 
 // CallSHA256 is the hex SHA-256 of the RFC 8785 canonical call

@@ -1,6 +1,8 @@
 package mcpxpolicy
 
 import (
+	"errors"
+
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -11,7 +13,7 @@ import (
 // transport failed, the server exited, the call timed out or was cancelled
 // after the bytes went out) or Abort (the bytes never went out). Its
 // methods are safe for concurrent use; the first ending wins.
-type Dispatch struct{ d *ledger.Dispatch }
+type Dispatch struct{ d ledger.Write }
 
 // ID is the ledger id the write gets if its outcome turns out unknown.
 func (d *Dispatch) ID() string { return d.d.ID() }
@@ -24,7 +26,8 @@ func (d *Dispatch) Settle() error { return d.d.Settle() }
 
 // Unknown ends the dispatch with a lost answer: the write becomes an
 // unknown-outcome entry and further writes to the server are denied, in
-// every process sharing the state dir, until an operator clears it. cause
+// every process sharing the ledger (the state dir, or the database), until
+// an operator clears it. cause
 // says what happened ("timeout", …). If the ledger cannot be written at
 // that moment (disk full) it returns the error, and the write blocks all
 // the same while the entry is saved in the background
@@ -40,7 +43,7 @@ func (d *Dispatch) Abort() error { return d.d.Abort() }
 // must not be sent. If the process dies mid-call, the marker becomes an
 // unknown-outcome entry at the next start (RecoverWrites).
 func (e *Engine) BeginWrite(call Call) (*Dispatch, error) {
-	d, err := e.ledger.Begin(call.Server, call.Tool.Name, call.Args, call.Surface)
+	d, err := e.ledger.BeginWrite(call.Server, call.Tool.Name, call.Args, call.Surface)
 	if err != nil {
 		return nil, err
 	}
@@ -71,3 +74,18 @@ func (e *Engine) UnknownWrites() ([]UnknownWrite, error) {
 func (e *Engine) ClearWrites(server, id, reason string) ([]UnknownWrite, error) {
 	return e.ledger.Clear(server, id, reason)
 }
+
+// Ready reports whether the Engine can decide writes: a policy is loaded
+// and the unknown-outcome ledger reads. The error says what is wrong; a
+// ledger that does not read makes every write deny meanwhile
+// (LedgerUnreadable). Safe for concurrent use.
+func (e *Engine) Ready() error {
+	if e.cur.Load() == nil {
+		return errors.New("mcpxpolicy: no policy loaded")
+	}
+	return e.ledger.Check()
+}
+
+// PendingWrites counts the unknown-outcome entries per server, as the
+// metrics report them. Safe for concurrent use.
+func (e *Engine) PendingWrites() (map[string]int, error) { return e.ledger.Counts() }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"testing"
@@ -68,6 +69,22 @@ func TestCLI(t *testing.T) {
 				if got != want {
 					ts.Fatalf("mcpx-policy exited %d, want %d", got, want)
 				}
+			},
+			// grab NAME REGEXP sets $NAME to the first group of REGEXP's
+			// first match (multi-line) in the last command's stdout, then
+			// stderr: an id the CLI printed, for the next commands.
+			"grab": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: grab NAME REGEXP")
+				}
+				re := regexp.MustCompile("(?m)" + args[1])
+				for _, name := range []string{"stdout", "stderr"} {
+					if m := re.FindStringSubmatch(ts.ReadFile(name)); len(m) > 1 {
+						ts.Setenv(args[0], m[1])
+						return
+					}
+				}
+				ts.Fatalf("grab: no match for %q", args[1])
 			},
 		},
 		Condition: func(cond string) (bool, error) {

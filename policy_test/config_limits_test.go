@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -131,30 +130,11 @@ func TestServeSurvivesHostileReloads(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeLoopbackAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &syncBuffer{}
-	cmd := capped(t, ctx, "serve", "--config", conf, "--addr", addr, "--state-dir", filepath.Join(dir, "state"), "--decision-log", "off")
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-		if t.Failed() {
-			t.Logf("serve stderr:\n%.4000s", stderr.String())
-		}
-	})
-	base := "http://" + addr
+	srv := startServe(t, capped(t, ctx, "serve", "--config", conf, "--addr", addr, "--state-dir", filepath.Join(dir, "state"), "--decision-log", "off"), addr)
+	base, stderr, exited := srv.base, srv.stderr, srv.exited
 	health := func() (string, error) {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {
@@ -164,14 +144,9 @@ func TestServeSurvivesHostileReloads(t *testing.T) {
 		var h struct{ Revision string }
 		return h.Revision, json.NewDecoder(resp.Body).Decode(&h)
 	}
-	var first string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if first, err = health(); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not answer within 30s: %v", err)
-		}
+	first, err := health()
+	if err != nil {
+		t.Fatal(err)
 	}
 	decideWrite := func() string {
 		body := `{"server":"fs","tool":{"name":"write_file","annotations":{"readOnlyHint":false}},"args":{},"mode":"allow"}`

@@ -172,7 +172,7 @@ func TestProxyStopsARunawayDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate(t, "notes", string(b), "--decide-timeout", "1s")
+	g := newGate(t, "notes", string(b), "--decide-timeout", "1s", "--pool-only") // a pool-only policy
 	// the config's overrides/ is relative to its folder: put it beside
 	if err := os.CopyFS(filepath.Join(filepath.Dir(g.config), "overrides"), os.DirFS(filepath.Join(filepath.Dir(config), "overrides"))); err != nil {
 		t.Fatal(err)
@@ -200,26 +200,7 @@ func TestServeDecideTimeout(t *testing.T) {
 	defer cancel()
 	cmd := underLimits(t, exec.CommandContext(ctx, filepath.Join(binDir, "mcpx-policy"), "serve", "--config", config, "--state-dir", state, "--addr", addr, "--decision-log", "off", "--decide-timeout", "1s"))
 	cmd.Env = cleanEnv()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve stderr:\n%.4000s", stderr)
-		}
-	})
-	base := "http://" + addr
-	for ctx.Err() == nil {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	base := startServe(t, cmd, addr).base
 	body, err := os.ReadFile(call)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The end-to-end tests run real MCP servers from npm (e2e/package.json,
@@ -71,6 +72,7 @@ func (s *syncBuffer) String() string {
 type gate struct {
 	config, state, server string
 	flags                 []string
+	stderr                *syncBuffer // the stderr of the last command
 }
 
 func newGate(t testing.TB, server, config string, flags ...string) *gate {
@@ -93,6 +95,7 @@ func (g *gate) command(t testing.TB, serverCmd ...string) *exec.Cmd {
 	cmd.Env = cleanEnv()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
+	g.stderr = stderr
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("proxy stderr:\n%s", stderr)
@@ -131,14 +134,56 @@ func connect(t testing.TB, ctx context.Context, cmd *exec.Cmd, opts *mcp.ClientO
 	return cs
 }
 
-// call calls a tool and fails the test on a protocol error.
+// call calls a tool and fails the test on a protocol error. Like the
+// TypeScript SDK's client (the Go SDK's does not), it validates a result's
+// structuredContent against the outputSchema the tool is listed with, and
+// fails the test as that client would fail the call.
 func call(t testing.TB, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", name, err)
 	}
+	if res.StructuredContent != nil {
+		if err := validOutput(ctx, cs, name, res.StructuredContent); err != nil {
+			t.Fatalf("tools/call %s: structured content does not match the tool's output schema (a validating client shows this error instead of the result): %v", name, err)
+		}
+	}
 	return res
+}
+
+// validOutput validates structuredContent against the outputSchema of tool
+// name as the session lists it (none: anything goes).
+func validOutput(ctx context.Context, cs *mcp.ClientSession, name string, structured any) error {
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name != name || tool.OutputSchema == nil {
+			continue
+		}
+		schema, _ := json.Marshal(tool.OutputSchema)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+		if err != nil {
+			return err
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("output.json", doc); err != nil {
+			return err
+		}
+		s, err := c.Compile("output.json")
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(structured)
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		return s.Validate(v)
+	}
+	return nil
 }
 
 // text is a result's text content, joined.
@@ -153,12 +198,12 @@ func text(res *mcp.CallToolResult) string {
 }
 
 // refusal returns the code of the first reason of a proxy refusal (from
-// structuredContent), or "" when res is not one.
+// _meta["mcpx-policy/decision"]), or "" when res is not one.
 func refusal(res *mcp.CallToolResult) string {
-	if !res.IsError || res.StructuredContent == nil {
+	if !res.IsError || res.Meta["mcpx-policy/decision"] == nil {
 		return ""
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	b, _ := json.Marshal(res.Meta["mcpx-policy/decision"])
 	var d struct {
 		Reasons []struct {
 			Code string `json:"code"`

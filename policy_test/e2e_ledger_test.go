@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 const exitConfig = `version: 1
 policy:
   write: allow
+servers:
+  notes: {}
 `
 
 // TestE2EServerExitsAfterWrite: a server that dies on receiving a write
@@ -28,8 +31,11 @@ func TestE2EServerExitsAfterWrite(t *testing.T) {
 
 	cs := connect(t, ctx, g.command(t, server), nil)
 	res := call(t, ctx, cs, "write_note", map[string]any{"text": "x"})
-	if !res.IsError || !strings.Contains(text(res), "Outcome unknown") || !strings.Contains(text(res), "mcpx-policy writes clear notes --id ") {
+	if !res.IsError || !strings.Contains(text(res), "Outcome unknown") || !strings.Contains(printed(text(res)), "mcpx-policy writes clear notes --id ") {
 		t.Fatalf("answer to the write that killed the server = %q; want the unknown outcome", text(res))
+	}
+	if cmd := printed(text(res)); !strings.HasSuffix(cmd, " --state-dir "+g.state) {
+		t.Fatalf("the clear command %q does not name the proxy's state dir", cmd)
 	}
 	cs.Close()
 
@@ -45,7 +51,8 @@ func TestE2EServerExitsAfterWrite(t *testing.T) {
 	}
 
 	cs = connect(t, ctx, g.command(t, server), nil)
-	if res := call(t, ctx, cs, "write_note", map[string]any{"text": "again"}); refusal(res) != "UnknownOutcomePending" {
+	res = call(t, ctx, cs, "write_note", map[string]any{"text": "again"})
+	if refusal(res) != "UnknownOutcomePending" {
 		t.Fatalf("a write in a new session = %q; want UnknownOutcomePending", text(res))
 	}
 	if res := call(t, ctx, cs, "read_note", map[string]any{}); res.IsError || text(res) != "note" {
@@ -53,9 +60,15 @@ func TestE2EServerExitsAfterWrite(t *testing.T) {
 	}
 	cs.Close()
 
-	out, err := exec.Command(filepath.Join(binDir, "mcpx-policy"), "writes", "clear", "notes", "--state-dir", g.state, "--reason", "e2e").CombinedOutput()
-	if err != nil {
-		t.Fatalf("writes clear: %v\n%s", err, out)
+	// The command the refusal prints runs as printed: from another
+	// directory, in a shell without MCPX_POLICY_STATE_DIR.
+	clear := printed(text(res))
+	sh := exec.Command("sh", "-c", clear+" --reason e2e")
+	sh.Dir = t.TempDir()
+	sh.Env = append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := sh.CombinedOutput()
+	if err != nil || !strings.Contains(clear, "--state-dir") {
+		t.Fatalf("the printed command %q: %v\n%s", clear, err, out)
 	}
 	if w := writes(); strings.Contains(w, "write_note") {
 		t.Fatalf("entry still listed after the clear:\n%s", w)
@@ -65,6 +78,16 @@ func TestE2EServerExitsAfterWrite(t *testing.T) {
 	if res := call(t, ctx, cs, "write_note", map[string]any{"text": "after clear"}); !strings.Contains(text(res), "Outcome unknown") {
 		t.Fatalf("a write after the clear = %q; want it forwarded", text(res))
 	}
+}
+
+// printed is the first command a result's text quotes in backticks.
+func printed(text string) string {
+	_, after, ok := strings.Cut(text, "`")
+	cmd, _, ok2 := strings.Cut(after, "`")
+	if !ok || !ok2 {
+		return ""
+	}
+	return cmd
 }
 
 // TestE2EStreamableHTTP drives the proxy over Streamable HTTP (--listen).

@@ -18,6 +18,8 @@ const transparentConfig = `version: 1
 policy:
   write: allow
   unknownArgs: off
+servers:
+  fs: {}
 `
 
 // session runs a scripted filesystem session and returns every answer as

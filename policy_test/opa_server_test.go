@@ -144,6 +144,7 @@ type equivCase struct {
 	name   string
 	layers []string // config files after examples/mcpx-policy.yaml
 	ledger string   // ledger file for the state dir, "" for none
+	pins   string   // pins file for the state dir, "" for none
 	calls  []string
 	sign   bool
 	// evalError: the policy fails at evaluation; the engine denies with
@@ -187,7 +188,9 @@ func manyEntries(t *testing.T, n int) string {
 // requires the whole decision — outcome, step, every reason with its
 // message and details, warnings, write, destructive, call with sha256 — to
 // equal the embedded engine's. The corpus is the example calls plus, for
-// each decided reason code, the config and call of examples/calls-reasons.
+// each decided reason code, the config and call of examples/calls-reasons;
+// and with fs in shadow mode, where the decision carries the policy's own
+// under "shadow" on both.
 func TestStockOPAEquivalence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts stock OPA servers")
@@ -206,7 +209,11 @@ func TestStockOPAEquivalence(t *testing.T) {
 		{name: "destructive-floor", layers: []string{cr + "destructive-floor.yaml"}, calls: all},
 		{name: "overrides", layers: []string{cr + "overrides.yaml"}, calls: all},
 		{name: "malformed-override", layers: []string{cr + "malformed-override.yaml"}, calls: all},
+		{name: "pins-changed", layers: []string{cr + "pin-tools.yaml"}, pins: cr + "pins-changed.json", calls: all},
 		{name: "policy-error", layers: []string{cr + "policy-error.yaml"}, calls: []string{"../examples/calls/2-write-asks.json"}, evalError: true},
+		{name: "shadow", layers: []string{cr + "shadow.yaml"}, calls: all},
+		{name: "shadow-ledger-pending", ledger: cr + "ledger-pending.json", layers: []string{cr + "shadow.yaml"}, calls: all},
+		{name: "shadow-ledger-corrupt", ledger: cr + "ledger-corrupt.json", layers: []string{cr + "shadow.yaml", cr + "write-deny.yaml"}, calls: all},
 	}
 	seen := map[mcpxpolicy.Code]bool{}
 	done := make(chan map[mcpxpolicy.Code]bool, len(cases))
@@ -220,7 +227,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 			mcpxpolicy.HiddenTool, mcpxpolicy.UnknownOutcomePending, mcpxpolicy.LedgerUnreadable, mcpxpolicy.UnknownArguments,
 			mcpxpolicy.IgnoredArguments, mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.WriteDenied, mcpxpolicy.WriteNeedsConfirmation,
 			mcpxpolicy.DestructiveNeedsConfirmation, mcpxpolicy.OverrideDeny, mcpxpolicy.OverrideAsk, mcpxpolicy.InvalidInput,
-			mcpxpolicy.PolicyError,
+			mcpxpolicy.PolicyError, mcpxpolicy.ToolDefinitionChanged,
 		} {
 			if !seen[info] {
 				t.Errorf("the corpus never produced %s: add a call that does", info)
@@ -237,12 +244,15 @@ func TestStockOPAEquivalence(t *testing.T) {
 			if err := os.MkdirAll(state, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if c.ledger != "" {
-				b, err := os.ReadFile(c.ledger)
+			for name, from := range map[string]string{"ledger.json": c.ledger, "pins.json": c.pins} {
+				if from == "" {
+					continue
+				}
+				b, err := os.ReadFile(from)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(state, "ledger.json"), b, 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(state, name), b, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -275,16 +285,23 @@ func TestStockOPAEquivalence(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := opaServer(t, tarball, extra...)
+			relaxed := 0
 			for _, path := range c.calls {
 				call := readCallFile(t, path)
-				compareOne(t, eng, base, filepath.Base(path), call, c.evalError, got)
+				if d := compareOne(t, eng, base, filepath.Base(path), call, c.evalError, got); d.Relaxed() {
+					relaxed++
+				}
+			}
+			if strings.HasPrefix(c.name, "shadow") != (relaxed > 0) {
+				t.Errorf("%d decisions relaxed by shadow mode; want some exactly when fs is in shadow mode", relaxed)
 			}
 		})
 	}
 }
 
-// compareOne decides call both ways and compares the whole decision.
-func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call mcpxpolicy.Call, evalError bool, seen map[mcpxpolicy.Code]bool) {
+// compareOne decides call both ways, compares the whole decision and
+// returns the engine's.
+func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call mcpxpolicy.Call, evalError bool, seen map[mcpxpolicy.Code]bool) mcpxpolicy.Decision {
 	t.Helper()
 	want, derr := eng.Decide(context.Background(), call)
 	for _, r := range append(append([]mcpxpolicy.Reason{}, want.Reasons...), want.Warnings...) {
@@ -299,7 +316,7 @@ func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call mc
 		if derr == nil || want.First().Code != mcpxpolicy.PolicyError || status == http.StatusOK {
 			t.Errorf("%s: want an engine PolicyError and an OPA error status; got engine %v (%v), OPA %d %s", name, want.First().Code, derr, status, raw)
 		}
-		return
+		return want
 	}
 	if status != http.StatusOK || len(result) == 0 {
 		t.Fatalf("%s: opa answered %d %s", name, status, raw)
@@ -319,6 +336,7 @@ func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call mc
 	if want.Call.SHA256 == "" {
 		t.Errorf("%s: the decision has no call sha256", name)
 	}
+	return want
 }
 
 // TestStockOPAEquivalenceWorkload runs a slice of the M reference workload

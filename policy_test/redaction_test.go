@@ -205,30 +205,9 @@ func TestRedactionServe(t *testing.T) {
 	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "serve", "--config", filepath.Join(dir, "mcpx-policy.yaml"),
 		"--state-dir", filepath.Join(dir, "state"), "--addr", addr, "--decision-log", logPath)
 	cmd.Env = cleanEnv()
-	stderr := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = io.Discard, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not answer /healthz: %v\n%s", err, stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	cmd.Stdout = io.Discard
+	srv := startServe(t, cmd, addr)
+	base := srv.base
 	var allLeaks []string
 	for _, surface := range []string{"daemon", "mcp", "cli"} {
 		for _, c := range leakCases {
@@ -275,7 +254,7 @@ func TestRedactionServe(t *testing.T) {
 
 // TestRedactionProxy runs each call through the built proxy in front of
 // the filesystem MCP server, with the official Go SDK client: the refusal's
-// text and structuredContent hide every leak, and nothing was written.
+// text, structuredContent and _meta hide every leak, and nothing was written.
 func TestRedactionProxy(t *testing.T) {
 	t.Parallel()
 	fsServer := npmServer(t, "mcp-server-filesystem")

@@ -11,7 +11,9 @@ import (
 const checkUsage = `usage: mcpx-policy check --config F [--config F…] [--catalog F]
 
 Loads and validates the config (every layer, every argument rule) and
-prints its warnings. With --catalog, rules and patterns that match no tool,
+prints its warnings. Every rule example (examples: {valid, invalid}) is
+decided by the rule's generated code; one the rule disagrees with is an
+error at the example's file and line. The summary says how many hold. With --catalog, rules and patterns that match no tool,
 and rule properties a tool does not declare, are warnings.
 
   mcpx-policy check --config /etc/mcpx-policy/config.yaml
@@ -39,6 +41,6 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, w := range sum.Warnings {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
-	fmt.Fprintf(stdout, "ok: %d servers, %d argument rules, %d warnings, revision %s\n", sum.Servers, sum.Rules, len(sum.Warnings), sum.Revision[:12])
+	fmt.Fprintf(stdout, "ok: %d servers, %d argument rules, %d rule examples hold, %d warnings, revision %s\n", sum.Servers, sum.Rules, sum.Examples, len(sum.Warnings), sum.Revision[:12])
 	return 0
 }

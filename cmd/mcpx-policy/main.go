@@ -1,6 +1,7 @@
 // Command mcpx-policy is the command line of the mcpx-policy gate: it
 // evaluates tool calls against a config, checks configs, lists and clears
-// the unknown-outcome ledger and writes OPA bundles. It is a thin layer over
+// the unknown-outcome ledger, lists and answers asks, compares configs,
+// replays recorded calls and writes OPA bundles. It is a thin layer over
 // the mcpxpolicy SDK.
 package main
 
@@ -19,6 +20,15 @@ Commands:
   check    validate a config:       mcpx-policy check --config F [--catalog F]
   writes   list or clear unknown-outcome writes:
                                     mcpx-policy writes [clear SERVER [--id ID]]
+  pins     list or accept pinned tool definitions:
+                                    mcpx-policy pins [accept SERVER TOOL [--sha256 S]]
+  approvals list the asks waiting for a person:
+                                    mcpx-policy approvals
+  approve  answer one:              mcpx-policy approve ID (--sha256 S | --decline)
+  diff     what a config change does to each tool:
+                                    mcpx-policy diff [--catalog F] OLD.yaml NEW.yaml
+  replay   decide recorded calls (serve/proxy --record) again:
+                                    mcpx-policy replay --config F [--against F…] CALL.json|DIR…
   bundle   write an OPA bundle:     mcpx-policy bundle --config F (-o bundle.tar.gz | --dir D)
   serve    the HTTP decision service: mcpx-policy serve --config F [--addr 127.0.0.1:8181]
   proxy    gate an MCP server:      mcpx-policy proxy --config F --server NAME -- CMD ARGS…
@@ -43,6 +53,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCheck(args[1:], stdout, stderr)
 	case "writes":
 		return runWrites(args[1:], stdout, stderr)
+	case "pins":
+		return runPins(args[1:], stdout, stderr)
+	case "approvals":
+		return runApprovals(args[1:], stdout, stderr)
+	case "approve":
+		return runApprove(args[1:], stdout, stderr)
+	case "diff":
+		return runDiff(args[1:], stdout, stderr)
+	case "replay":
+		return runReplay(args[1:], stdout, stderr)
 	case "bundle":
 		return runBundle(args[1:], stdout, stderr)
 	case "serve":

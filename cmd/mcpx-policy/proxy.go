@@ -12,31 +12,51 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/server"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--state-dir D]
-                         [--listen ADDR] [--publish-closed-schemas] [--call-timeout 10m]
-                         [--decide-timeout 5s] [--log-level info] -- CMD ARGS…
+const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
+                         [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
+                         [--publish-rules]
+                         [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--log-level info]
+                         [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
+                          [--record-max-age 168h]] -- CMD ARGS…
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
-client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen).
-Every message passes through, except: tools/list drops hidden tools;
+client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
+which also serves /healthz, /readyz and Prometheus /metrics).
+Every message passes through, except: tools/list drops hidden tools, and
+tools whose definition changed since it was pinned (pinTools) until
+'mcpx-policy pins accept'; with --publish-rules it adds the argument rules
+that apply to each tool to its inputSchema (docs/proxy.md);
 tools/call is decided first — a deny or a hidden tool is answered by the
-proxy, an ask is put to the person through elicitation (or refused with
-ConfirmationUnavailable when the client cannot ask), a warn adds the
-_ignored_options rider. A write whose answer is lost (the server exits,
+proxy; an ask is put to the person as an input_required result (MCP
+2026-07-28 clients) or an elicitation/create form (older ones), held as
+an approval request in the state dir that expires after --approval-ttl,
+and refused with ConfirmationUnavailable when the client can do neither;
+a warn adds the _ignored_options rider. A write whose answer is lost (the server exits,
 the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
 'mcpx-policy writes clear NAME'. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
-stderr; stdout is the client's.
+stderr; stdout is the client's. --record DIR writes every tools/call with
+the policy's decision to DIR for 'mcpx-policy replay', as serve --record
+does (mcpx-policy serve -h).
+
+NAME must be a server of the config (servers.NAME): a proxy for a server
+the config does not name would apply none of its rules. --pool-only runs
+one anyway, with the pool's settings alone.
 
   mcpx-policy proxy --config ~/.config/mcpx-policy/config.yaml --server fs -- \
       npx -y @modelcontextprotocol/server-filesystem /workspace
@@ -51,12 +71,17 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	name := fs.String("server", "", "the server's name in the config")
+	poolOnly := fs.Bool("pool-only", false, "accept a --server the config does not configure: only the pool's settings apply")
+	idle := fs.Duration("idle-timeout", 30*time.Minute, "with --listen: end a session whose client sent nothing and held no stream open this long")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	listen := fs.String("listen", "", "serve Streamable HTTP on this address instead of stdio")
 	closed := fs.Bool("publish-closed-schemas", false, "stamp additionalProperties: false into tools/list schemas that take no position")
+	publishRules := fs.Bool("publish-rules", false, "add the argument rules that apply to each tool to the inputSchema tools/list returns")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
+	approvalTTL := approvalTTLFlag(fs)
+	record := addRecordFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -69,7 +94,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs the server command after --"))
 	case *decideTimeout <= 0:
 		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
+	case *approvalTTL <= 0:
+		return usageError(stdout, stderr, proxyUsage, errApprovalTTL)
+	case *idle <= 0:
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
 	}
+	cmds := commandsFor(configs, *stateDir)
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("unknown --log-level %q", *level))
@@ -77,38 +107,61 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout})
-	if err != nil {
-		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
+	var eng *mcpxpolicy.Engine
+	var met *metrics.Metrics
+	var observer mcpxpolicy.Observer
+	if *listen != "" {
+		met = newMetrics(&eng, false)
+		observer = met
 	}
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
+	if err != nil {
+		return fail(stderr, err, "run '"+cmds.Check()+"' to see every config problem")
+	}
+	if !eng.Configured(*name) {
+		if !*poolOnly {
+			return fail(stderr, fmt.Errorf("--server %q names no server of the config (%s)", *name, configuredList(eng.Servers())),
+				"give --server the name of the server's entry under servers:, or --pool-only to run it with the pool's settings alone")
+		}
+		fmt.Fprintf(stderr, "mcpx-policy: warning: --pool-only: %s\n", mcpxpolicy.UnconfiguredWarning(*name, eng.Servers()))
+	}
+	defer eng.Close()
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
 	if n, err := eng.RecoverWrites(); err != nil {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: unknown-outcome ledger: %v (writes are refused until it reads)\n", err)
 	} else if n > 0 {
-		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see 'mcpx-policy writes'\n", n)
+		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
 	}
 	reloadOnChange(ctx, eng, configs, logger)
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, CallTimeout: *timeout, Logger: logger}
+	onDecision, err := record.open(eng, logger)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
 	command := fs.Args()
-	start := func(ctx context.Context) (mcp.Connection, error) {
+	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
-		return (&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}).Connect(ctx)
+		return proxy.StartCommand(cmd, 2*time.Second)
 	}
 	if *listen != "" {
-		return serveProxyHTTP(ctx, *listen, opts, start, logger, stderr)
+		upstream := start
+		start = func(ctx context.Context) (proxy.Conn, error) {
+			c, err := upstream(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return watched{Conn: c, up: met.Upstream(c)}, nil
+		}
+		return serveProxyHTTP(ctx, *listen, opts, start, *idle, server.Probes(eng, met), logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("starting %s: %w", command[0], err), "")
 	}
-	clientConn, err := (&mcp.StdioTransport{}).Connect(ctx)
-	if err != nil {
-		return fail(stderr, err, "")
-	}
-	err = proxy.Run(ctx, opts, clientConn, serverConn)
+	err = proxy.Run(ctx, opts, proxy.Stdio(), serverConn)
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0
@@ -118,6 +171,19 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 }
+
+// watched is the proxy's connection to the MCP server as the metrics see
+// it: reads, writes and close go through them.
+type watched struct {
+	proxy.Conn
+	up *metrics.UpstreamConn
+}
+
+func (w watched) Read(ctx context.Context) (jsonrpc.Message, error) { return w.up.Read(ctx) }
+
+func (w watched) Write(ctx context.Context, m jsonrpc.Message) error { return w.up.Write(ctx, m) }
+
+func (w watched) Close() error { return w.up.Close() }
 
 // reloadOnChange reloads the config on a change to any of paths and on
 // SIGHUP, keeping the old policy when the new one fails to load, until ctx
@@ -143,8 +209,9 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string,
 }
 
 // serveProxyHTTP serves the proxy over Streamable HTTP at /mcp: each MCP
-// session gets its own server process.
-func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, logger *slog.Logger, stderr io.Writer) int {
+// session gets its own server process and ends after idle without its
+// client. probes serves every other path (/healthz, /readyz, /metrics).
+func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, idle time.Duration, probes http.Handler, logger *slog.Logger, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(stderr, err, "")
@@ -152,10 +219,11 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	if !loopback(ln.Addr()) {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can use the server\n", ln.Addr())
 	}
-	h := proxy.NewHTTPHandler(ctx, opts, start)
+	h := proxy.NewHTTPHandler(ctx, opts, start, proxy.IdleTimeout(idle))
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle("/", probes)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	logger.Info("proxy listening", "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
@@ -169,4 +237,36 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	defer cancel()
 	srv.Shutdown(sctx)
 	return 0
+}
+
+// commandsFor spells the commands the proxy prints (clearing an unknown
+// outcome, listing them, checking the config) with the config files and
+// the state dir it was given — by --state-dir or MCPX_POLICY_STATE_DIR —
+// as absolute paths, so that they run as printed from any directory.
+func commandsFor(configs []string, stateDir string) render.Commands {
+	if stateDir == "" {
+		stateDir = os.Getenv("MCPX_POLICY_STATE_DIR")
+	}
+	c := render.Commands{StateDir: absPath(stateDir)}
+	for _, f := range configs {
+		c.Configs = append(c.Configs, absPath(f))
+	}
+	return c
+}
+
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func configuredList(servers []string) string {
+	if len(servers) == 0 {
+		return "it configures none"
+	}
+	return "it configures " + strings.Join(servers, ", ")
 }

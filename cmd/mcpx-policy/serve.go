@@ -16,18 +16,30 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
 const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
-                         [--max-body 1048576] [--decide-timeout 5s]
+                         [--max-body 1048576] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
+                          [--record-max-age 168h]]
 
 Serves decisions over HTTP (docs/service.md):
-  POST /v1/decide        a call document in, the decision document out
-  GET  /v1/writes        the unknown-outcome writes
-  POST /v1/writes/clear  clear them (Authorization: Bearer <token from --token-file>)
-  GET  /healthz          liveness and the config revision
+  POST /v1/decide          a call document in, the decision document out; an ask
+                           comes with an approval request ("approval")
+  GET  /v1/writes          the unknown-outcome writes
+  POST /v1/writes/clear    clear them (Authorization: Bearer <token from --token-file>)
+  GET  /v1/approvals       the approval requests waiting for an answer
+  POST /v1/approvals/ID    answer one: {"sha256": "<as shown>"} or {"decline": true}
+                           (Authorization: Bearer <token>); then POST /v1/decide
+                           the same call with "approval": "ID" runs it once
+  POST /access/v1/evaluation   the OpenID AuthZEN access evaluation API
+  POST /access/v1/evaluations  (its batch form)
+  GET  /healthz            liveness and the config revision
+  GET  /readyz             readiness: a policy is loaded and the ledger reads
+  GET  /metrics            Prometheus metrics
 
 A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
@@ -37,9 +49,18 @@ SIGINT or SIGTERM drains in-flight requests and exits. POST bodies need
 Content-Type: application/json; a browser request from another origin is
 refused.
 
+--record DIR writes every decided call to DIR (made 0700; files 0600), one
+call document each with its decision and time, for 'mcpx-policy replay'.
+Arguments named by --record-redact — a JSON Pointer (/env/TOKEN), a key
+name at any depth (content), @secrets for every key the secret table names
+(token, password, api_key, …; the default) or @none — are written as
+"[REDACTED]". Past --record-max-age, or to stay under --record-max-bytes,
+the oldest records are removed (docs/rollout.md).
+
   mcpx-policy serve --config /etc/mcpx-policy/config.yaml
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
   curl -s -H 'Content-Type: application/json' localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
+  mcpx-policy serve --config mcpx-policy.yaml --record /var/lib/mcpx-policy/record --record-redact @secrets --record-redact /content
 `
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -50,10 +71,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	catalog := fs.String("catalog", "", "tool catalog file (lets calls name a tool instead of sending it)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	addr := fs.String("addr", "127.0.0.1:8181", "listen address")
-	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear and /v1/approvals/ID")
 	decisionLog := fs.String("decision-log", "-", "decision log: - (stdout), a file to append to, or off")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBody, "largest request body in bytes")
 	decideTimeout := decideTimeoutFlag(fs)
+	approvalTTL := approvalTTLFlag(fs)
+	record := addRecordFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, serveUsage, err)
 	}
@@ -62,6 +85,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if *decideTimeout <= 0 {
 		return usageError(stdout, stderr, serveUsage, errDecideTimeout)
+	}
+	if *approvalTTL <= 0 {
+		return usageError(stdout, stderr, serveUsage, errApprovalTTL)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	var token string
@@ -90,13 +116,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout}
+	var eng *mcpxpolicy.Engine
+	met := newMetrics(&eng, true)
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
+	defer eng.Close()
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
+	}
+	onDecision, err := record.open(eng, logger)
+	if err != nil {
+		return fail(stderr, err, "")
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -106,7 +139,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
 	srv := &http.Server{
-		Handler:           server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout}),
+		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout,
+			Metrics: met, OnDecision: onDecision}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out
@@ -134,6 +168,21 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	return 0
+}
+
+// newMetrics returns the process's metrics, reading the revision, the
+// ledger and (with approvals, for serve, which keeps them) the pending
+// approval requests through *eng once it is set (scrapes come after it is).
+func newMetrics(eng **mcpxpolicy.Engine, approvals bool) *metrics.Metrics {
+	opts := metrics.Options{
+		Revision: func() string { return (*eng).Revision() },
+		Pending:  func() (map[string]int, error) { return (*eng).PendingWrites() },
+		Process:  true,
+	}
+	if approvals {
+		opts.Approvals = func() (int, error) { return (*eng).PendingApprovals() }
+	}
+	return metrics.New(opts)
 }
 
 // loopback reports whether a listener's address is a loopback one.

@@ -8,11 +8,12 @@ import (
 	"io"
 	"strings"
 
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
-const writesUsage = `usage: mcpx-policy writes [--state-dir D] [--format text|json]
-       mcpx-policy writes clear SERVER [--id ID] [--reason TEXT] [--state-dir D]
+const writesUsage = `usage: mcpx-policy writes [--config F…] [--state-dir D] [--format text|json]
+       mcpx-policy writes clear SERVER [--id ID] [--reason TEXT] [--config F…] [--state-dir D]
 
 Lists the writes whose outcome is unknown: the request went out and no
 definite answer came back. While a server has one, further writes to it are
@@ -23,8 +24,10 @@ denied. Check on the server's side whether each write happened, then clear.
   mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason "file present, write happened"
   mcpx-policy writes clear fs --reason "checked all three by hand"
 
-The state dir defaults to $MCPX_POLICY_STATE_DIR, else
-$XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+The ledger is the one the gateway uses: with --config, the one its ledger
+section names (a PostgreSQL database a fleet shares, docs/ledger.md); else
+ledger.json in the state dir, which defaults to $MCPX_POLICY_STATE_DIR,
+else $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
 `
 
 // runWrites runs `mcpx-policy writes …` (args exclude "writes") and returns
@@ -36,6 +39,8 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("mcpx-policy writes", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	var configs stringList
+	fs.Var(&configs, "config", "config file whose ledger section names the ledger (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	format := fs.String("format", "text", "output format: text or json")
 	if err := fs.Parse(args); err != nil {
@@ -47,10 +52,11 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if *format != "text" && *format != "json" {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unknown format %q (want text or json)", *format))
 	}
-	l, err := ledger.Open(*stateDir)
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	defer l.Close()
 	st, err := l.List()
 	if err != nil {
 		return writesLedgerFail(stderr, l, err)
@@ -64,8 +70,11 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	extra := ""
+	for _, c := range configs {
+		extra += " --config " + writesQuote(c)
+	}
 	if *stateDir != "" {
-		extra = " --state-dir " + writesQuote(*stateDir)
+		extra += " --state-dir " + writesQuote(*stateDir)
 	}
 	if len(st.Entries) == 0 {
 		fmt.Fprintln(stdout, "no unknown-outcome writes")
@@ -83,6 +92,8 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy writes clear", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	var configs stringList
+	fs.Var(&configs, "config", "config file whose ledger section names the ledger (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	id := fs.String("id", "", "clear only the entry with this id")
 	reason := fs.String("reason", "", "why the entries are cleared (kept with them)")
@@ -105,10 +116,11 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
 	}
 	server := pos[0]
-	l, err := ledger.Open(*stateDir)
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	defer l.Close()
 	cleared, err := l.Clear(server, *id, *reason)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
@@ -128,7 +140,7 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func writesLedgerFail(stderr io.Writer, l *ledger.Ledger, err error) int {
+func writesLedgerFail(stderr io.Writer, l *mcpxpolicy.Writes, err error) int {
 	if errors.Is(err, ledger.ErrUnreadable) {
 		hint := "the file was left untouched and writes stay blocked: inspect it, then restore it from a backup or move it aside (see docs/ledger.md)"
 		var ue *ledger.UnreadableError
@@ -140,7 +152,7 @@ func writesLedgerFail(stderr io.Writer, l *ledger.Ledger, err error) int {
 		}
 		return fail(stderr, err, hint)
 	}
-	return fail(stderr, err, "state dir: "+l.Dir())
+	return fail(stderr, err, "ledger: "+l.Where())
 }
 
 func writesUsageErr(stdout, stderr io.Writer, err error) int {

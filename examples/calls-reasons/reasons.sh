@@ -2,15 +2,18 @@
 # Prints, for each reason code the policy decides, the decision the CLI gives
 # on each surface: the examples quoted in docs/reasons/ and docs/check-order.md.
 #   examples/calls-reasons/reasons.sh [MCPX_POLICY_BINARY]   (from the repository root)
+# The binary defaults to the installed mcpx-policy (go install ./cmd/mcpx-policy):
+# under go run every non-zero exit status would read 1.
 # ConfirmationUnavailable shows on the daemon surface for any ask;
 # ConfirmationDeclined needs a person, so its pages quote internal/render's
 # golden files instead.
 set -u
-bin=${1:-go run ./cmd/mcpx-policy}
+bin=${1:-mcpx-policy}
 ex=examples
 cr=$ex/calls-reasons
 tmp=${TMPDIR:-/tmp}
-mkdir -p "$tmp/mcpx-demo-empty" "$tmp/mcpx-demo-pending" "$tmp/mcpx-demo-corrupt"
+mkdir -p "$tmp/mcpx-demo-empty" "$tmp/mcpx-demo-pending" "$tmp/mcpx-demo-corrupt" "$tmp/mcpx-demo-pins"
+cp $cr/pins-changed.json "$tmp/mcpx-demo-pins/pins.json"
 cp $cr/ledger-pending.json "$tmp/mcpx-demo-pending/ledger.json"
 cp $cr/ledger-corrupt.json "$tmp/mcpx-demo-corrupt/ledger.json"
 
@@ -26,6 +29,7 @@ while IFS='|' read -r code layer state call; do
 		echo "exit status $?"
 	done
 done <<TABLE
+ToolDefinitionChanged|$cr/pin-tools.yaml|mcpx-demo-pins|$ex/calls/2-write-asks.json
 HiddenTool|-|mcpx-demo-empty|$ex/calls/4-hidden-tool.json
 UnknownOutcomePending|-|mcpx-demo-pending|$ex/calls/2-write-asks.json
 LedgerUnreadable|-|mcpx-demo-corrupt|$ex/calls/2-write-asks.json

@@ -1,247 +1,343 @@
-// Package approval binds a person's yes to one exact call. A Store hands out
-// an approval request for a call (an id, the sha256 of the unredacted
-// canonical call, an expiry); an approver approves the id together with the
-// sha256 it was shown; the gate then consumes the approval for the call it
-// is about to run. An approval is single use, expires, and is refused when
-// the call's sha256 is not the approved one — any changed argument changes
-// it. A Store is safe for concurrent use and keeps everything in memory.
+// Package approval binds a person's yes to one exact call, durably and
+// across processes. A Store keeps approval requests in approvals.json in
+// the state dir, beside the unknown-outcome ledger and guarded the same way
+// (internal/statedir): every change is a read-modify-write under an
+// exclusive flock on approvals.lock, written atomically and fsynced, so a
+// daemon, a proxy and a CLI sharing the directory see one set of approvals.
+//
+// The life of a request: Request opens it (pending) for an ask, with the
+// sha256 of the unredacted canonical call, a binding (an opaque digest of
+// what else the approver was shown, compared on use) and the redacted
+// prompt; Approve (given the sha256 the approver saw) or Decline answers
+// it; Consume uses it once, for a call with the same sha256 and binding,
+// and removes it in the same locked change, so exactly one of any number of
+// concurrent consumers, in any processes, wins. A request expires TTL after
+// it was opened; a Store holds at most MaxLive unexpired requests. Nothing
+// is ever approved but by Approve.
+//
+// The file holds no arguments: the sha256 of the call, and the prompt as
+// the approver is shown it (secret values redacted, long values cut). A
+// missing file is an empty store; a corrupt, newer-version or unsafe file
+// fails every operation with an *UnreadableError (so no ask becomes an
+// allow) and is never overwritten.
 package approval
 
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sync"
+	"path/filepath"
+	"slices"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
-// Defaults of a Store.
+// Defaults and limits of a Store.
 const (
-	DefaultTTL        = 5 * time.Minute
-	DefaultMaxPending = 1024
+	// DefaultTTL is how long a request lives, answered or not.
+	DefaultTTL = 5 * time.Minute
+	// DefaultMaxLive caps the unexpired requests of a state dir.
+	DefaultMaxLive = 256
+	// MaxPromptSize caps one request's prompt (its JSON): a bigger prompt
+	// is refused with ErrTooLarge rather than stored.
+	MaxPromptSize = 64 << 10
+	// MaxFileSize caps approvals.json: a bigger file is unreadable. The
+	// caps above keep a healthy file far below it.
+	MaxFileSize = 32 << 20
+)
+
+// State is where a request stands.
+type State string
+
+// The states of a request. A consumed request is gone from the store.
+const (
+	Pending  State = "pending"
+	Approved State = "approved"
+	Declined State = "declined"
 )
 
 // Errors of a Store; match them with errors.Is.
 var (
-	// ErrUnknown: no such approval — never requested, already consumed
-	// (a replay), declined, or expired and purged.
-	ErrUnknown = errors.New("approval: unknown or already used")
-	// ErrExpired: the approval's time ran out before it was approved or used.
-	ErrExpired = errors.New("approval: expired")
-	// ErrCallChanged: the sha256 given is not the sha256 of the call the
-	// approval was requested for.
-	ErrCallChanged = errors.New("approval: the call changed")
-	// ErrNotApproved: there is a request for the call but nobody approved it.
-	ErrNotApproved = errors.New("approval: not approved")
-	// ErrFull: too many requests are pending.
-	ErrFull = errors.New("approval: too many pending requests")
+	// ErrUnknown: no such request — never opened in this state dir,
+	// already used, or expired and purged.
+	ErrUnknown = errors.New("no such approval request (never made here, already used, or expired)")
+	// ErrExpired: the request's time ran out.
+	ErrExpired = errors.New("the approval request expired")
+	// ErrMismatch: the call is not the one the request is for — its
+	// sha256 differs (the approver saw, or the caller sent, another call)
+	// or its binding does (the reasons it asks for changed).
+	ErrMismatch = errors.New("the call is not the one the approval request is for")
+	// ErrNotApproved: the request is still waiting for an answer.
+	ErrNotApproved = errors.New("the approval request has not been answered yet")
+	// ErrDeclined: the request was declined.
+	ErrDeclined = errors.New("the approval request was declined")
+	// ErrFull: MaxLive requests are live already.
+	ErrFull = errors.New("too many approval requests are waiting")
+	// ErrTooLarge: the prompt is above MaxPromptSize.
+	ErrTooLarge = errors.New("the prompt is too large to keep")
+	// ErrUnreadable is matched by every *UnreadableError.
+	ErrUnreadable = errors.New("approval store unreadable")
+	// ErrNewerVersion is matched by the *UnreadableError of a file written
+	// by a newer build.
+	ErrNewerVersion = errors.New("newer approval store version")
 )
 
-// Request is one approval request.
-type Request struct {
-	ID      string    `json:"id"`
-	SHA256  string    `json:"sha256"`
+// UnreadableError reports an approval store that exists but cannot be
+// used: the file, the lock file or the state dir. Nothing is written; every
+// request, answer and use fails until an operator repairs it.
+type UnreadableError struct {
+	// Path is approvals.json's path, whichever file is at fault.
+	Path string
+	// Err is the cause; it names the file at fault.
+	Err error
+	// Hint, when not empty, says what an operator does about it.
+	Hint string
+}
+
+// Error names the file and the cause.
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("approval store %s is unreadable: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnreadable.
+func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable }
+
+// Record is one approval request.
+type Record struct {
+	// ID is 32 random hex digits.
+	ID string `json:"id"`
+	// SHA256 is the hex SHA-256 of the unredacted canonical call
+	// (decision.CallSHA256): what an approval binds to.
+	SHA256 string `json:"sha256"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Surface is where the ask was made (mcp, daemon, cli).
+	Surface string    `json:"surface,omitempty"`
+	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
+	State   State     `json:"state"`
+	// Answered is when Approve or Decline last changed State.
+	Answered time.Time `json:"answered,omitzero"`
+	// Binding is compared, as an opaque string, by Consume: the caller's
+	// digest of what else must not change between the ask and the use.
+	Binding string `json:"binding"`
+	// Prompt is the redacted prompt as the approver is shown it (JSON).
+	Prompt json.RawMessage `json:"prompt"`
 }
 
-type entry struct {
-	Request
-	approved bool
-}
-
-// Store holds approval requests. The zero value is not usable; use New.
+// Store is the approval store of one state dir. It is safe for concurrent
+// use; several Stores, in this or other processes, may share a directory.
 type Store struct {
-	mu         sync.Mutex
-	now        func() time.Time
-	ttl        time.Duration
-	maxPending int
-	rand       io.Reader
-	byID       map[string]*entry
+	sd      statedir.Dir
+	path    string
+	now     func() time.Time
+	ttl     time.Duration
+	maxLive int
 }
 
 // Option configures a Store.
 type Option func(*Store)
 
+// WithTTL sets how long a request lives (default DefaultTTL); 0 or less
+// keeps the default.
+func WithTTL(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.ttl = d
+		}
+	}
+}
+
+// WithMaxLive caps the live requests (default DefaultMaxLive); 0 or less
+// keeps the default.
+func WithMaxLive(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.maxLive = n
+		}
+	}
+}
+
 // WithClock sets the clock (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// WithTTL sets how long a request stays valid after Request (default
-// DefaultTTL); the approval expires at the same moment.
-func WithTTL(d time.Duration) Option { return func(s *Store) { s.ttl = d } }
-
-// WithMaxPending caps the number of live requests (default
-// DefaultMaxPending).
-func WithMaxPending(n int) Option { return func(s *Store) { s.maxPending = n } }
-
-// WithRand sets the source of request ids (default crypto/rand).
-func WithRand(r io.Reader) Option { return func(s *Store) { s.rand = r } }
-
-// New returns an empty Store.
-func New(opts ...Option) *Store {
-	s := &Store{now: time.Now, ttl: DefaultTTL, maxPending: DefaultMaxPending, rand: rand.Reader, byID: map[string]*entry{}}
+// Open returns the store in the state dir dir (made absolute). It touches
+// nothing on disk: the directory (0700), approvals.lock and approvals.json
+// (0600) are created by the first request.
+func Open(dir string, opts ...Option) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("approval: state dir %q: %w", dir, err)
+	}
+	s := &Store{sd: statedir.New(abs), path: filepath.Join(abs, FileName), now: time.Now,
+		ttl: DefaultTTL, maxLive: DefaultMaxLive}
 	for _, o := range opts {
 		o(s)
 	}
-	return s
+	return s, nil
 }
 
-// Request opens an approval request for call: a fresh random id, the
-// sha256 of the unredacted canonical call (decision.CallSHA256), and an
-// expiry TTL from now. It fails with ErrFull when MaxPending requests are
-// live, and when the call's arguments are not JSON.
-func (s *Store) Request(call decision.Call) (Request, error) {
-	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
-	if err != nil {
-		return Request{}, fmt.Errorf("approval: %w", err)
+// Path is approvals.json's path.
+func (s *Store) Path() string { return s.path }
+
+// Request opens a pending request from r's SHA256, Server, Tool, Surface,
+// Binding and Prompt, with a fresh random ID, Created now and Expires TTL
+// later, and returns it once it is durable. Expired requests are dropped on
+// the way. Errors: ErrTooLarge, ErrFull, an *UnreadableError, I/O errors.
+func (s *Store) Request(r Record) (Record, error) {
+	if len(r.Prompt) > MaxPromptSize {
+		return Record{}, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(r.Prompt), MaxPromptSize)
+	}
+	if r.SHA256 == "" || r.Server == "" || r.Tool == "" {
+		return Record{}, errors.New("approval: request: sha256, server and tool are required")
 	}
 	var raw [16]byte
-	if _, err := io.ReadFull(s.rand, raw[:]); err != nil {
-		return Request{}, fmt.Errorf("approval: id: %w", err)
+	rand.Read(raw[:]) // never fails (crypto/rand)
+	err := s.transact(func(st *fileState, now time.Time) (bool, error) {
+		if st.liveCount(now) >= s.maxLive {
+			return false, fmt.Errorf("%w: %d, the most a state dir keeps", ErrFull, s.maxLive)
+		}
+		r.ID = hex.EncodeToString(raw[:])
+		r.Created, r.Expires, r.State, r.Answered = now, now.Add(s.ttl), Pending, time.Time{}
+		st.Approvals = append(st.Approvals, r)
+		return true, nil
+	})
+	if err != nil {
+		return Record{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	s.purge(now)
-	if len(s.byID) >= s.maxPending {
-		return Request{}, ErrFull
-	}
-	req := Request{ID: hex.EncodeToString(raw[:]), SHA256: sum, Expires: now.Add(s.ttl)}
-	s.byID[req.ID] = &entry{Request: req}
-	return req, nil
+	return r, nil
 }
 
 // Approve records a yes for request id, for the call whose sha256 the
-// approver was shown. It fails with ErrUnknown for an unknown or used id,
-// ErrExpired after the expiry, and ErrCallChanged when sha256 is not the
-// request's (the approver saw another call).
-func (s *Store) Approve(id, sha256 string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.live(id)
-	if err != nil {
-		return err
-	}
-	if e.SHA256 != sha256 {
-		return ErrCallChanged
-	}
-	e.approved = true
-	return nil
-}
-
-// Decline drops request id: the call was refused. It fails with ErrUnknown
-// for an unknown or used id.
-func (s *Store) Decline(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.byID[id]; !ok {
-		return ErrUnknown
-	}
-	delete(s.byID, id)
-	return nil
-}
-
-// ConsumeID uses the approval of request id for call, once. It succeeds
-// only when the request is approved, unexpired, and call's sha256 is the
-// approved one; whatever the outcome a used, expired or mismatched request
-// cannot be used again (a changed call voids the approval). Errors:
-// ErrUnknown, ErrExpired, ErrCallChanged, ErrNotApproved (the request stays
-// open), or an error when the arguments are not JSON.
-func (s *Store) ConsumeID(id string, call decision.Call) error {
-	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
-	if err != nil {
-		return fmt.Errorf("approval: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.live(id)
-	if err != nil {
-		return err
-	}
-	if e.SHA256 != sum {
-		delete(s.byID, id)
-		return ErrCallChanged
-	}
-	if !e.approved {
-		return ErrNotApproved
-	}
-	delete(s.byID, id)
-	return nil
-}
-
-// Consume uses an approval for call, once, found by the call's sha256: it
-// succeeds when some unexpired request for exactly this call is approved,
-// and removes that one. It fails with ErrNotApproved when a live request
-// for the call exists but is not approved, ErrExpired when the only
-// approval for it has expired, and ErrUnknown otherwise — a replay, or a
-// call whose arguments changed since it was approved.
-func (s *Store) Consume(call decision.Call) error {
-	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
-	if err != nil {
-		return fmt.Errorf("approval: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	var pending, expired bool
-	var best *entry
-	for _, e := range s.byID {
-		if e.SHA256 != sum {
-			continue
-		}
+// approver was shown, and returns the request. Approving an approved
+// request again is harmless. Errors: ErrUnknown, ErrExpired, ErrMismatch
+// (sha256 is not the request's; nothing changes), ErrDeclined, an
+// *UnreadableError, I/O errors.
+func (s *Store) Approve(id, sha256 string) (Record, error) {
+	return s.answer(id, func(r *Record) error {
 		switch {
-		case !now.Before(e.Expires):
-			expired = true
-		case !e.approved:
-			pending = true
-		case best == nil || e.Expires.Before(best.Expires):
-			best = e
+		case r.SHA256 != sha256:
+			return fmt.Errorf("%w: approval %s is for the call with sha256 %s, not %s", ErrMismatch, id, r.SHA256, sha256)
+		case r.State == Declined:
+			return fmt.Errorf("%w: approval %s", ErrDeclined, id)
 		}
-	}
-	s.purge(now)
-	switch {
-	case best != nil:
-		delete(s.byID, best.ID)
 		return nil
-	case pending:
-		return ErrNotApproved
-	case expired:
-		return ErrExpired
-	default:
-		return ErrUnknown
-	}
+	}, Approved)
 }
 
-// Pending returns the number of live requests.
-func (s *Store) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.purge(s.now())
-	return len(s.byID)
+// Decline records a no for request id (also after a yes, until it is used)
+// and returns the request: using it then fails with ErrDeclined. Errors:
+// ErrUnknown, ErrExpired, an *UnreadableError, I/O errors.
+func (s *Store) Decline(id string) (Record, error) {
+	return s.answer(id, func(*Record) error { return nil }, Declined)
 }
 
-// live returns request id if it exists and has not expired; an expired one
-// is removed. The caller holds s.mu.
-func (s *Store) live(id string) (*entry, error) {
-	e, ok := s.byID[id]
-	if !ok {
-		return nil, ErrUnknown
-	}
-	if !s.now().Before(e.Expires) {
-		delete(s.byID, id)
-		return nil, ErrExpired
-	}
-	return e, nil
+func (s *Store) answer(id string, check func(*Record) error, to State) (Record, error) {
+	var out Record
+	err := s.transact(func(st *fileState, now time.Time) (bool, error) {
+		i, err := st.live(id, now)
+		if err != nil {
+			return false, err
+		}
+		r := &st.Approvals[i]
+		if err := check(r); err != nil {
+			return false, err
+		}
+		if r.State == to {
+			out = *r
+			return false, nil
+		}
+		r.State, r.Answered = to, now
+		out = *r
+		return true, nil
+	})
+	return out, err
 }
 
-// purge drops expired requests. The caller holds s.mu.
-func (s *Store) purge(now time.Time) {
-	for id, e := range s.byID {
-		if !now.Before(e.Expires) {
-			delete(s.byID, id)
+// Consume uses request id for the call with sha256 and binding, once: it
+// succeeds only when the request is approved and unexpired and both match,
+// and removes it in the same durable change. Whatever the outcome, a
+// request that expired, was declined, or does not match is removed too (a
+// changed call voids it); only a pending one stays, for its answer. Errors:
+// ErrUnknown (a replay), ErrExpired, ErrMismatch, ErrDeclined,
+// ErrNotApproved, an *UnreadableError, I/O errors (the approval is then
+// not used).
+func (s *Store) Consume(id, sha256, binding string) (Record, error) {
+	var out Record
+	err := s.transact(func(st *fileState, now time.Time) (bool, error) {
+		i, err := st.live(id, now)
+		if err != nil {
+			return false, err
+		}
+		r := st.Approvals[i]
+		out = r
+		switch {
+		case r.SHA256 != sha256:
+			err = fmt.Errorf("%w: approval %s is for the call with sha256 %s, this call's is %s", ErrMismatch, id, r.SHA256, sha256)
+		case r.Binding != binding:
+			err = fmt.Errorf("%w: approval %s was given for other reasons to ask than this call's now", ErrMismatch, id)
+		case r.State == Declined:
+			err = fmt.Errorf("%w: approval %s", ErrDeclined, id)
+		case r.State == Pending:
+			return false, fmt.Errorf("%w: approval %s", ErrNotApproved, id)
+		}
+		st.Approvals = slices.Delete(st.Approvals, i, i+1)
+		return true, err
+	})
+	return out, err
+}
+
+// Discard removes request id if it exists, in whatever state, and reports
+// whether it did: an approval presented with a call that is no longer an
+// ask is spent. Errors: an *UnreadableError, I/O errors.
+func (s *Store) Discard(id string) (bool, error) {
+	found := false
+	err := s.transact(func(st *fileState, now time.Time) (bool, error) {
+		i := slices.IndexFunc(st.Approvals, func(r Record) bool { return r.ID == id })
+		if i < 0 {
+			return false, nil
+		}
+		found = true
+		st.Approvals = slices.Delete(st.Approvals, i, i+1)
+		return true, nil
+	})
+	return found, err
+}
+
+// List returns the live requests, oldest first, read without the lock (the
+// file is only ever replaced whole). A missing file is an empty list.
+func (s *Store) List() ([]Record, error) {
+	st, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	out := []Record{}
+	for _, r := range st.Approvals {
+		if now.Before(r.Expires) {
+			out = append(out, r)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Record) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// Get returns live request id. Errors: ErrUnknown, ErrExpired, an
+// *UnreadableError.
+func (s *Store) Get(id string) (Record, error) {
+	st, err := s.load()
+	if err != nil {
+		return Record{}, err
+	}
+	i, err := st.live(id, s.now().UTC())
+	if err != nil {
+		return Record{}, err
+	}
+	return st.Approvals[i], nil
 }

@@ -64,10 +64,14 @@ func TestEngineEqualsPureRego(t *testing.T) {
 		shape     Shape
 		calls     int
 		overrides bool
-	}{{M, 2000, false}, {L, 1000, false}, {M, 500, true}} {
+		pins      bool
+	}{{M, 2000, false, false}, {L, 1000, false, false}, {M, 500, true, false}, {M, 1000, false, true}} {
 		name := tc.shape.Name
 		if tc.overrides {
 			name += "+overrides"
+		}
+		if tc.pins {
+			name += "+pins+shadow"
 		}
 		t.Run(name, func(t *testing.T) {
 			w := Generate(tc.shape)
@@ -82,6 +86,9 @@ func TestEngineEqualsPureRego(t *testing.T) {
 				// overrides in its common case, and evaluates whole
 				opts.ConfigPaths = append(opts.ConfigPaths, writeOverrides(t, dir))
 			}
+			if tc.pins {
+				opts.ConfigPaths = append(opts.ConfigPaths, writePinsAndShadow(t, dir, w))
+			}
 			p := enginePolicy(t, opts)
 			eng, err := engine.Prepare(context.Background(), p)
 			if err != nil {
@@ -91,6 +98,9 @@ func TestEngineEqualsPureRego(t *testing.T) {
 			outcomes := map[string]int{}
 			for i := 0; i < tc.calls; i++ {
 				call, led := variant(i, w.Call(i))
+				if tc.pins {
+					led.Pin = pinVariant(i)
+				}
 				got, err := eng.Decide(context.Background(), call, led)
 				if err != nil {
 					t.Fatalf("call %d: %v", i, err)
@@ -129,6 +139,48 @@ ask contains {"code": "Tagged", "message": "a tag needs a look", "tag": input.ar
 		t.Fatal(err)
 	}
 	return layer
+}
+
+// writePinsAndShadow writes a layer into dir that pins tool definitions
+// (ask on the pool, deny on one server, off on another) and puts two
+// servers in shadow mode, and returns its path.
+func writePinsAndShadow(t *testing.T, dir string, w *Workload) string {
+	t.Helper()
+	layer := filepath.Join(dir, "pins.yaml")
+	yaml := fmt.Sprintf(`version: 1
+pool:
+  pinTools: ask
+servers:
+  %s:
+    pinTools: deny
+    enforce: shadow
+  %s:
+    enforce: shadow
+  %s:
+    pinTools: "off"
+`, w.Servers[1].Name, w.Servers[2].Name, w.Servers[3].Name)
+	if err := os.WriteFile(layer, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return layer
+}
+
+// pinVariant is call i's pin: mostly the pinned definition, sometimes a
+// new, changed or unreadable one, or none (an InvalidInput where pinning
+// is on).
+func pinVariant(i int) *engine.Pin {
+	const a, b = "1111111111111111111111111111111111111111111111111111111111111111", "2222222222222222222222222222222222222222222222222222222222222222"
+	switch i % 11 {
+	case 1:
+		return &engine.Pin{Status: "new", SHA256: a}
+	case 2:
+		return &engine.Pin{Status: "changed", SHA256: b, PinnedSHA256: a, Changed: []string{"description"}}
+	case 3:
+		return &engine.Pin{Status: "error", Error: "the pin store is unreadable"}
+	case 4:
+		return nil
+	}
+	return &engine.Pin{Status: "ok", SHA256: a}
 }
 
 // stockDecide evaluates the decision for call on a stock query, with the

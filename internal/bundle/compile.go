@@ -22,6 +22,19 @@ const (
 	DefaultWrite              = "ask"
 	DefaultConfirmDestructive = false
 	DefaultUnknownArgs        = "warn"
+	DefaultEnforce            = EnforceOn
+	// DefaultPinTools is the pinTools mode of a server and pool that set
+	// none: tool definitions are not pinned.
+	DefaultPinTools = "off"
+)
+
+// The enforcement modes (policy.enforce, servers.NAME.enforce). Under
+// EnforceShadow every call is decided as usual, but a deny or an ask the
+// policy may relax is answered as an allow that carries the decision it
+// replaced (docs/check-order.md#shadow-mode).
+const (
+	EnforceOn     = "enforce"
+	EnforceShadow = "shadow"
 )
 
 // Compiled is a loaded configuration, ready for OPA. It is read-only once
@@ -50,6 +63,12 @@ type Compiled struct {
 	Revision string
 	// Catalog is the catalog loaded from LoadOptions.Catalog, or nil.
 	Catalog *Catalog
+	// Ledger is where the unknown-outcome ledger lives (the ledger
+	// section; the file store by default). The Revision does not cover it.
+	Ledger LedgerConfig
+	// Examples is how many rule examples were decided as their rules
+	// list them (all of them: one that is not is a load error).
+	Examples int
 
 	pool       scope
 	servers    map[string]*scope
@@ -57,7 +76,7 @@ type Compiled struct {
 }
 
 // compile merges the layers and builds the compiled policy; problems go to c.
-func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
+func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
 	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*scope{}}
 
 	// The global modes are layered through viper: defaults, then each
@@ -66,10 +85,12 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 	v.SetDefault("policy.write", DefaultWrite)
 	v.SetDefault("policy.confirmDestructive", DefaultConfirmDestructive)
 	v.SetDefault("policy.unknownArgs", DefaultUnknownArgs)
+	v.SetDefault("policy.enforce", DefaultEnforce)
 	var exempt []string
 	var overrides []overrideRef
 	serverWrite := map[string]string{}
 	serverUA := map[string]string{}
+	serverEnforce := map[string]string{}
 	for _, l := range layers {
 		m := map[string]any{}
 		if l.write != nil {
@@ -80,6 +101,9 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 		}
 		if l.unknownArgs != nil {
 			m["unknownArgs"] = l.unknownArgs.value
+		}
+		if l.enforce != nil {
+			m["enforce"] = l.enforce.value
 		}
 		if len(m) > 0 {
 			if err := v.MergeConfigMap(map[string]any{"policy": m}); err != nil {
@@ -103,10 +127,13 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 			if s.unknownArgs != nil {
 				serverUA[s.name] = s.unknownArgs.value
 			}
+			if s.enforce != nil {
+				serverEnforce[s.name] = s.enforce.value
+			}
 		}
 	}
 
-	rules := out.compileRules(sc, c)
+	rules := out.compileRules(sc, ev, c)
 	servers := map[string]any{}
 	for _, name := range out.serverList {
 		sc := out.servers[name]
@@ -118,12 +145,16 @@ func compile(layers []*layer, sc SchemaCompiler, c *collector) *Compiled {
 		if u, ok := serverUA[name]; ok {
 			d["unknownArgs"] = u
 		}
+		if e, ok := serverEnforce[name]; ok {
+			d["enforce"] = e
+		}
 		servers[name] = d
 	}
 	config := map[string]any{
 		"write":              v.GetString("policy.write"),
 		"confirmDestructive": v.GetBool("policy.confirmDestructive"),
 		"unknownArgs":        v.GetString("policy.unknownArgs"),
+		"enforce":            v.GetString("policy.enforce"),
 		"exemptArgs":         uniqueStrings(exempt),
 		"pool":               scopeData(&out.pool),
 		"servers":            servers,
@@ -158,12 +189,28 @@ func scopeData(s *scope) map[string]any {
 	for _, u := range s.ua {
 		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
 	}
-	return map[string]any{
+	d := map[string]any{
 		"hidden":           hidden.data(),
 		"writeTools":       writes.data(),
 		"rules":            rules.data(),
 		"unknownArgsTools": ua,
 	}
+	if s.pinTools != nil {
+		d["pinTools"] = s.pinTools.value
+	}
+	return d
+}
+
+// PinMode is the pinTools mode of server: its own, else the pool's, else
+// DefaultPinTools (off).
+func (c *Compiled) PinMode(server string) string {
+	if sc, ok := c.servers[server]; ok && sc.pinTools != nil {
+		return sc.pinTools.value
+	}
+	if c.pool.pinTools != nil {
+		return c.pool.pinTools.value
+	}
+	return DefaultPinTools
 }
 
 // patternSet builds a PS of ADR 0001: exact names in an object, globs and
@@ -283,8 +330,9 @@ type compiledSchema struct {
 }
 
 // compileRules checks rule ids, compiles each distinct schema once and
-// returns data.mcpx.config.rules.
-func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]any {
+// returns data.mcpx.config.rules. It decides every rule's examples with ev
+// (checkExamples) and counts those that hold in out.Examples.
+func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collector) map[string]any {
 	all := append([]*ruleDef{}, out.pool.rules...)
 	for _, name := range out.serverList {
 		all = append(all, out.servers[name].rules...)
@@ -292,6 +340,8 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 	rules := map[string]any{}
 	first := map[string]*ruleDef{}
 	done := map[string]*compiledSchema{}
+	pkgs := map[string]string{} // rule id -> its package, for the examples
+	var checked []*ruleDef
 	for _, r := range all {
 		if f, dup := first[r.id]; dup {
 			c.add(r.at.file, r.at.line, r.at.path, "duplicate rule id %q (first defined at %s, %s); rule ids are unique across the whole config", r.id, f.at, f.at.path)
@@ -313,9 +363,11 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			}
 		}
 		if cs.err != nil {
-			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
+			c.add(r.schemaAt.file, schemaErrorLine(r, cs.err), r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
 			continue
 		}
+		pkgs[r.id] = pkg
+		checked = append(checked, r)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a
@@ -331,6 +383,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, c *collector) map[string]an
 			"package":     pkg,
 		}
 	}
+	out.Examples = out.checkExamples(checked, pkgs, ev, c)
 	return rules
 }
 
@@ -389,4 +442,52 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// RuleInfo is one argument rule as the config wrote it, for publishing it
+// to clients (proxy --publish-rules).
+type RuleInfo struct {
+	ID, Description string
+	// Origin is the rule's file:line.
+	Origin string
+	// Argument is the key path of a per-argument rule (a name, or a JSON
+	// Pointer's unescaped tokens); nil for a rule on the whole arguments.
+	Argument []string
+	// Required: the argument must be present.
+	Required bool
+	// Schema is the rule's JSON Schema (JSON values, numbers as
+	// json.Number); shared, not to be modified.
+	Schema any
+}
+
+// RulesFor lists the argument rules that apply to tool on server — the
+// pool's, then the server's, each once, in the order the config layers
+// wrote them — as the policy matches them.
+func (c *Compiled) RulesFor(server, tool string) []RuleInfo {
+	var out []RuleInfo
+	seen := map[string]bool{}
+	scopes := []*scope{&c.pool}
+	if sc, ok := c.servers[server]; ok {
+		scopes = append(scopes, sc)
+	}
+	for _, sc := range scopes {
+		for _, r := range sc.rules {
+			if seen[r.id] {
+				continue
+			}
+			for _, p := range r.tools {
+				if p.pat.Match(tool) {
+					seen[r.id] = true
+					var arg []string
+					if len(r.argument) > 0 {
+						arg = r.argument
+					}
+					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: r.at.String(),
+						Argument: arg, Required: r.required, Schema: r.schema})
+					break
+				}
+			}
+		}
+	}
+	return out
 }

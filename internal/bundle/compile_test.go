@@ -63,7 +63,7 @@ func TestCompiledData(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(t, c)
-	wantKeys := "[confirmDestructive exemptArgs pool rules servers unknownArgs write]"
+	wantKeys := "[confirmDestructive enforce exemptArgs pool rules servers unknownArgs write]"
 	if got := sortedKeys(cfg); got != wantKeys {
 		t.Errorf("config keys %s, want %s", got, wantKeys)
 	}

@@ -61,7 +61,18 @@ type ruleDef struct {
 	argument    []string
 	required    bool
 	schema      any
-	schemaAt    origin // the rule's schema: key
+	schemaAt    origin     // the rule's schema: key
+	schemaNode  *yaml.Node // the schema's value, to place errors inside it
+	examples    []ruleExample
+}
+
+// ruleExample is one of a rule's examples: a value the rule must accept
+// (valid) or refuse, an argument's value for a per-argument rule, else a
+// whole arguments object.
+type ruleExample struct {
+	valid bool
+	value any
+	at    origin
 }
 
 // scope is what the pool or one server holds in one layer (and, merged, in
@@ -72,9 +83,13 @@ type scope struct {
 	rules      []*ruleDef
 	ua         []uaRef
 	exemptArgs []string
+	pinTools   *setting // the pinTools mode, nil when unset
 }
 
 func (s *scope) add(o scope) {
+	if o.pinTools != nil {
+		s.pinTools = o.pinTools
+	}
 	s.hidden = append(s.hidden, o.hidden...)
 	s.writeTools = append(s.writeTools, o.writeTools...)
 	s.rules = append(s.rules, o.rules...)
@@ -86,6 +101,7 @@ type serverLayer struct {
 	name        string
 	writePolicy *setting
 	unknownArgs *setting
+	enforce     *setting
 	scope
 }
 
@@ -95,10 +111,12 @@ type layer struct {
 	write              *setting
 	confirmDestructive *setting
 	unknownArgs        *setting
+	enforce            *setting
 	exemptArgs         []string
 	overrides          []overrideRef
 	pool               scope
 	servers            []*serverLayer
+	ledger             *ledgerDef // the ledger section, nil when absent
 }
 
 func (l *layer) server(name string) *serverLayer {
@@ -114,13 +132,16 @@ func (l *layer) server(name string) *serverLayer {
 
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
-	topKeys    = []string{"version", "policy", "pool", "servers"}
-	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "exemptArgs", "overrides"}
-	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools"}
-	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "exemptArgs", "argumentRules", "unknownArgsTools"}
-	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema"}
+	topKeys    = []string{"version", "policy", "pool", "servers", "ledger"}
+	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
+	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
+	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
+	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	uaKeys     = []string{"tools", "mode"}
 )
+
+// exampleKeys are the keys of a rule's examples.
+var exampleKeys = []string{"valid", "invalid"}
 
 // fileParser reads one YAML file into a layer, reporting errors with the
 // file's name and the node's line.
@@ -207,6 +228,8 @@ func parseFile(file string, c *collector) *layer {
 			p.scope(e.value, "pool", poolKeys, &l.pool, nil, "")
 		case "servers":
 			p.servers(e.value, l)
+		case "ledger":
+			p.ledger(e.value, l)
 		default:
 			p.unknownKey(e, "", topKeys)
 		}
@@ -277,6 +300,8 @@ func (p *fileParser) policy(n *yaml.Node, l *layer) {
 			l.confirmDestructive = p.boolean(e.value, path)
 		case "unknownArgs":
 			l.unknownArgs = p.uaMode(e.value, path)
+		case "enforce":
+			l.enforce = p.enforceMode(e.value, path)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, path, "argument names") {
 				l.exemptArgs = append(l.exemptArgs, s.Value)
@@ -319,6 +344,8 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 			srv.writePolicy = p.writeMode(e.value, kp)
 		case "unknownArgs":
 			srv.unknownArgs = p.uaMode(e.value, kp)
+		case "enforce":
+			srv.enforce = p.enforceMode(e.value, kp)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, kp, "argument names") {
 				sc.exemptArgs = append(sc.exemptArgs, s.Value)
@@ -331,6 +358,8 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
 		case "unknownArgsTools":
 			sc.ua = append(sc.ua, p.uaTools(e.value, kp)...)
+		case "pinTools":
+			sc.pinTools = p.pinMode(e.value, kp)
 		}
 	}
 }
@@ -339,8 +368,16 @@ func (p *fileParser) writeMode(n *yaml.Node, path string) *setting {
 	return p.mode(n, path, "ask, allow or deny", normalizeWrite, badWrite)
 }
 
+func (p *fileParser) pinMode(n *yaml.Node, path string) *setting {
+	return p.mode(n, path, "ask, deny or off", normalizePin, badPin)
+}
+
 func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
 	return p.mode(n, path, "warn, reject or off", normalizeUA, badUA)
+}
+
+func (p *fileParser) enforceMode(n *yaml.Node, path string) *setting {
+	return p.mode(n, path, "enforce or shadow", normalizeEnforce, badEnforce)
 }
 
 // mode reads one mode scalar: normalize maps its spellings to the canonical
@@ -380,6 +417,20 @@ func badWrite(s string) string {
 	return fmt.Sprintf("unknown mode %q (want ask, allow or deny)", s)
 }
 
+// normalizeEnforce accepts the enforcement modes: enforce (the default:
+// decisions bite) and shadow (docs/check-order.md#shadow-mode).
+func normalizeEnforce(s string) (string, bool) {
+	switch s {
+	case EnforceOn, EnforceShadow:
+		return s, true
+	}
+	return "", false
+}
+
+func badEnforce(s string) string {
+	return fmt.Sprintf("unknown mode %q (want enforce or shadow)", s)
+}
+
 // normalizeUA maps an unknown-arguments mode to warn, reject or off; off
 // is also spelled 0, false or no (YAML booleans false and no included).
 func normalizeUA(s string) (string, bool) {
@@ -398,6 +449,26 @@ func normalizeUA(s string) (string, bool) {
 
 func badUA(s string) string {
 	return fmt.Sprintf("unknown mode %q (want warn, reject or off; off is also spelled 0, false or no)", s)
+}
+
+// normalizePin maps a pinTools mode to ask, deny or off; off is also
+// spelled 0, false or no, as for unknownArgs.
+func normalizePin(s string) (string, bool) {
+	switch s {
+	case "ask", "deny", "off":
+		return s, true
+	case "0":
+		return "off", true
+	}
+	switch strings.ToLower(s) {
+	case "false", "no", "off":
+		return "off", true
+	}
+	return "", false
+}
+
+func badPin(s string) string {
+	return fmt.Sprintf("unknown mode %q (want ask, deny or off; off is also spelled 0, false or no)", s)
 }
 
 // strings reads a list of non-empty strings; null is the empty list.

@@ -20,22 +20,22 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown top-level key",
 			files: map[string]string{"main.yaml": "version: 1\nservres: {}\n"},
-			want:  []string{`main.yaml:2: servres: unknown key "servres", did you mean "servers"? (valid keys: policy, pool, servers, version)`},
+			want:  []string{`main.yaml:2: servres: unknown key "servres", did you mean "servers"? (valid keys: ledger, policy, pool, servers, version)`},
 		},
 		{
 			name:  "unknown policy key",
 			files: map[string]string{"main.yaml": "policy:\n  wirte: ask\nversion: 1\n"},
-			want:  []string{`main.yaml:2: policy.wirte: unknown key "wirte", did you mean "write"? (valid keys: confirmDestructive, exemptArgs, overrides, unknownArgs, write)`},
+			want:  []string{`main.yaml:2: policy.wirte: unknown key "wirte", did you mean "write"? (valid keys: confirmDestructive, enforce, exemptArgs, overrides, unknownArgs, write)`},
 		},
 		{
 			name:  "unknown server key without a near one",
 			files: map[string]string{"main.yaml": "servers:\n  fs:\n    colour: red\nversion: 1\n"},
-			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, exemptArgs, hiddenTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
+			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, enforce, exemptArgs, hiddenTools, pinTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
 		},
 		{
 			name:  "unknown rule key",
 			files: map[string]string{"main.yaml": "pool:\n  argumentRules:\n    - id: r\n      tools: [t]\n      schema: {}\n      descripton: x\nversion: 1\n"},
-			want:  []string{`main.yaml:6: pool.argumentRules[0].descripton: unknown key "descripton", did you mean "description"? (valid keys: argument, description, id, required, schema, tools)`},
+			want:  []string{`main.yaml:6: pool.argumentRules[0].descripton: unknown key "descripton", did you mean "description"? (valid keys: argument, description, examples, id, required, schema, tools)`},
 		},
 		{
 			name:  "duplicate key",
@@ -66,6 +66,25 @@ func TestLoadErrors(t *testing.T) {
 			name:  "bad unknownArgsTools mode",
 			files: map[string]string{"main.yaml": "pool:\n  unknownArgsTools:\n    - tools: [a]\n      mode: loud\nversion: 1\n"},
 			want:  []string{`main.yaml:4: pool.unknownArgsTools[0].mode: unknown mode "loud" (want warn, reject or off; off is also spelled 0, false or no)`},
+		},
+		{
+			name:  "bad enforce",
+			files: map[string]string{"main.yaml": "policy:\n  enforce: dry-run\nversion: 1\n"},
+			want:  []string{`main.yaml:2: policy.enforce: unknown mode "dry-run" (want enforce or shadow)`},
+		},
+		{
+			name:  "bad server enforce",
+			files: map[string]string{"main.yaml": "version: 1\nservers:\n  fs:\n    enforce: false\n"},
+			want:  []string{`main.yaml:4: servers.fs.enforce: unknown mode "false" (want enforce or shadow)`},
+		},
+		{
+			name:  "bad enforce from env and flags",
+			files: map[string]string{"main.yaml": "servers:\n  fs: {}\nversion: 1\n"},
+			opts:  bundle.LoadOptions{Env: []string{"MCPX_POLICY_SERVERS_FS_ENFORCE=observe"}, Set: map[string]string{"policy.enforce": "Shadow"}},
+			want: []string{
+				`env $MCPX_POLICY_SERVERS_FS_ENFORCE: servers.fs.enforce: unknown mode "observe" (want enforce or shadow)`,
+				`flags: policy.enforce: unknown mode "Shadow" (want enforce or shadow)`,
+			},
 		},
 		{
 			name:  "unknownArgsTools entry without mode",
@@ -218,7 +237,7 @@ func TestLoadErrors(t *testing.T) {
 			name:  "unknown env setting",
 			files: map[string]string{"main.yaml": "version: 1\n"},
 			opts:  bundle.LoadOptions{Env: []string{"MCPX_POLICY_POLICY_WIRTE=deny"}},
-			want:  []string{`env $MCPX_POLICY_POLICY_WIRTE: unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY or _UNKNOWNARGS)`},
+			want:  []string{`env $MCPX_POLICY_POLICY_WIRTE: unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)`},
 		},
 		{
 			name:  "env for an unconfigured server",
@@ -231,7 +250,7 @@ func TestLoadErrors(t *testing.T) {
 			files: map[string]string{"main.yaml": "version: 1\n"},
 			opts:  bundle.LoadOptions{Set: map[string]string{"policy.confirmDestructive": "perhaps", "policy.colour": "red"}},
 			want: []string{
-				`flags: policy.colour: unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, servers.<name>.writePolicy and servers.<name>.unknownArgs)`,
+				`flags: policy.colour: unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs, servers.<name>.enforce and servers.<name>.pinTools)`,
 				`flags: policy.confirmDestructive: want true or false, got "perhaps"`,
 			},
 		},

@@ -128,7 +128,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := jsonOf(t, c.Data)
-	want := `{"config":{"confirmDestructive":false,"exemptArgs":[],"pool":{"hidden":{"exact":{},"regex":[]},"rules":{"exact":{},"regex":[]},"unknownArgsTools":[],"writeTools":{"exact":{},"regex":[]}},"rules":{},"servers":{},"unknownArgs":"warn","write":"ask"}}`
+	want := `{"config":{"confirmDestructive":false,"enforce":"enforce","exemptArgs":[],"pool":{"hidden":{"exact":{},"regex":[]},"rules":{"exact":{},"regex":[]},"unknownArgsTools":[],"writeTools":{"exact":{},"regex":[]}},"rules":{},"servers":{},"unknownArgs":"warn","write":"ask"}}`
 	if got != want {
 		t.Errorf("defaults:\n got %s\nwant %s", got, want)
 	}

@@ -201,13 +201,19 @@ func aliasName(n *yaml.Node) string {
 // schemaTooDeep reports a rule's schema that nests deeper than
 // MaxSchemaDepth, at the first node past the limit.
 func (p *fileParser) schemaTooDeep(schema *yaml.Node, path string) bool {
+	return p.tooDeep(schema, path, "schema", "one rule's schema")
+}
+
+// tooDeep reports a value (what, for the message) that nests deeper than
+// MaxSchemaDepth, at the first node past the limit; limit names the cap.
+func (p *fileParser) tooDeep(n *yaml.Node, path, what, limit string) bool {
 	if p.shape == nil {
 		return false
 	}
-	if _, h := p.shape.measure(schema); h <= MaxSchemaDepth {
+	if _, h := p.shape.measure(n); h <= MaxSchemaDepth {
 		return false
 	}
-	n := p.shape.deepest(schema, MaxSchemaDepth)
-	p.errAt(n, path, "schema nests deeper than %d levels of mappings and lists (the limit for one rule's schema, aliases expanded)", MaxSchemaDepth)
+	deep := p.shape.deepest(n, MaxSchemaDepth)
+	p.errAt(deep, path, "%s nests deeper than %d levels of mappings and lists (the limit for %s, aliases expanded)", what, MaxSchemaDepth, limit)
 	return true
 }

@@ -12,6 +12,9 @@ import (
 // SchemaCompiler compiles one argument-rule schema (JSON-compatible Go
 // values, numbers as json.Number) into the Rego module of package
 // mcpx.rules.<pkgName> (ADR 0001). The real one is schemarego.Compile.
+// An error with a method SchemaPointer() string, a JSON Pointer into the
+// schema, is reported at the line of the YAML node it points at (the
+// `pattern:` of a bad pattern), else at the rule's `schema:` line.
 type SchemaCompiler func(schema any, pkgName string) (module string, err error)
 
 // LoadOptions says where the configuration comes from.
@@ -25,7 +28,9 @@ type LoadOptions struct {
 	Env []string
 	// Set holds flag-level overrides, the highest layer, by config path:
 	// policy.write, policy.confirmDestructive, policy.unknownArgs,
-	// servers.<name>.writePolicy, servers.<name>.unknownArgs.
+	// policy.enforce, pool.pinTools, servers.<name>.writePolicy,
+	// servers.<name>.unknownArgs, servers.<name>.enforce,
+	// servers.<name>.pinTools.
 	Set map[string]string
 	// Catalog is an optional tool catalog file (see LoadCatalog). With it,
 	// Load adds CheckCatalog's warnings to Compiled.Warnings.
@@ -33,6 +38,10 @@ type LoadOptions struct {
 	// SchemaCompiler compiles argument-rule schemas. Nil makes every
 	// argument rule a load error.
 	SchemaCompiler SchemaCompiler
+	// RuleEvaluator decides rule examples with the generated code. Nil
+	// makes every rule that has examples a load error (an example is
+	// never skipped).
+	RuleEvaluator RuleEvaluator
 }
 
 // EnvPrefix starts every environment variable the configuration reads.
@@ -44,7 +53,8 @@ const EnvPrefix = "MCPX_POLICY_"
 // replaced by later layers; patterns, rules, exemptArgs, unknownArgsTools
 // and overrides add up. A later layer (any after the first path) may make
 // a mode less strict — write/writePolicy deny > ask > allow, unknownArgs
-// reject > warn > off, confirmDestructive true > false — but never
+// reject > warn > off, confirmDestructive true > false, enforce
+// enforce > shadow — but never
 // silently: each such setting is a Compiled.Warnings entry at the
 // loosening value's origin, naming the setting and the value and origin
 // it replaced. Every problem found is returned at once as
@@ -79,7 +89,8 @@ func Load(opts LoadOptions) (*Compiled, error) {
 			}
 		}
 	}
-	compiled := compile(layers, opts.SchemaCompiler, c)
+	compiled := compile(layers, opts.SchemaCompiler, opts.RuleEvaluator, c)
+	resolveLedger(layers, env, c, compiled)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -151,8 +162,12 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 			l.confirmDestructive = scalarSetting(c, src, "policy.confirmDestructive", "bool", v)
 		case rest == "POLICY_UNKNOWNARGS":
 			l.unknownArgs = scalarSetting(c, src, "policy.unknownArgs", "ua", v)
-		case strings.HasPrefix(rest, "POLICY_"):
-			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY or _UNKNOWNARGS)")
+		case rest == "POLICY_ENFORCE":
+			l.enforce = scalarSetting(c, src, "policy.enforce", "enforce", v)
+		case rest == "POOL_PINTOOLS":
+			l.pool.pinTools = scalarSetting(c, src, "pool.pinTools", "pin", v)
+		case strings.HasPrefix(rest, "POLICY_"), strings.HasPrefix(rest, "POOL_"):
+			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)")
 		case strings.HasPrefix(rest, "SERVERS_"):
 			body := strings.TrimPrefix(rest, "SERVERS_")
 			var key, kind string
@@ -161,8 +176,12 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 				body, key, kind = strings.TrimSuffix(body, "_WRITEPOLICY"), "writePolicy", "write"
 			case strings.HasSuffix(body, "_UNKNOWNARGS"):
 				body, key, kind = strings.TrimSuffix(body, "_UNKNOWNARGS"), "unknownArgs", "ua"
+			case strings.HasSuffix(body, "_ENFORCE"):
+				body, key, kind = strings.TrimSuffix(body, "_ENFORCE"), "enforce", "enforce"
+			case strings.HasSuffix(body, "_PINTOOLS"):
+				body, key, kind = strings.TrimSuffix(body, "_PINTOOLS"), "pinTools", "pin"
 			default:
-				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY or _UNKNOWNARGS)")
+				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)")
 				continue
 			}
 			match := servers[body]
@@ -176,10 +195,15 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 			}
 			s := l.server(match[0])
 			set := scalarSetting(c, src, "servers."+match[0]+"."+key, kind, v)
-			if key == "writePolicy" {
+			switch key {
+			case "writePolicy":
 				s.writePolicy = set
-			} else {
+			case "unknownArgs":
 				s.unknownArgs = set
+			case "enforce":
+				s.enforce = set
+			default:
+				s.pinTools = set
 			}
 		}
 	}
@@ -225,14 +249,24 @@ func setLayer(set map[string]string, c *collector) *layer {
 			l.confirmDestructive = scalarSetting(c, "flags", "policy.confirmDestructive", "bool", v)
 		case strings.EqualFold(k, "policy.unknownArgs"):
 			l.unknownArgs = scalarSetting(c, "flags", "policy.unknownArgs", "ua", v)
+		case strings.EqualFold(k, "policy.enforce"):
+			l.enforce = scalarSetting(c, "flags", "policy.enforce", "enforce", v)
 		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".writepolicy") && len(k) > len("servers..writePolicy"):
 			name := k[len("servers.") : len(k)-len(".writePolicy")]
 			l.server(name).writePolicy = scalarSetting(c, "flags", "servers."+name+".writePolicy", "write", v)
 		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".unknownargs") && len(k) > len("servers..unknownArgs"):
 			name := k[len("servers.") : len(k)-len(".unknownArgs")]
 			l.server(name).unknownArgs = scalarSetting(c, "flags", "servers."+name+".unknownArgs", "ua", v)
+		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".enforce") && len(k) > len("servers..enforce"):
+			name := k[len("servers.") : len(k)-len(".enforce")]
+			l.server(name).enforce = scalarSetting(c, "flags", "servers."+name+".enforce", "enforce", v)
+		case strings.EqualFold(k, "pool.pinTools"):
+			l.pool.pinTools = scalarSetting(c, "flags", "pool.pinTools", "pin", v)
+		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".pintools") && len(k) > len("servers..pinTools"):
+			name := k[len("servers.") : len(k)-len(".pinTools")]
+			l.server(name).pinTools = scalarSetting(c, "flags", "servers."+name+".pinTools", "pin", v)
 		default:
-			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, servers.<name>.writePolicy and servers.<name>.unknownArgs)")
+			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs, servers.<name>.enforce and servers.<name>.pinTools)")
 		}
 	}
 	return l
@@ -253,6 +287,16 @@ func scalarSetting(c *collector, src, path, kind, v string) *setting {
 			return &setting{value: n, at: at}
 		}
 		c.add(src, 0, path, "%s", badUA(v))
+	case "enforce":
+		if n, ok := normalizeEnforce(v); ok {
+			return &setting{value: n, at: at}
+		}
+		c.add(src, 0, path, "%s", badEnforce(v))
+	case "pin":
+		if n, ok := normalizePin(v); ok {
+			return &setting{value: n, at: at}
+		}
+		c.add(src, 0, path, "%s", badPin(v))
 	case "bool":
 		if b, err := strconv.ParseBool(v); err == nil {
 			return &setting{value: strconv.FormatBool(b), at: at}

@@ -7,11 +7,56 @@ import (
 
 // strictness orders the values of each kind of mode setting, the strictest
 // highest: write modes deny > ask > allow, unknown-arguments modes
-// reject > warn > off, confirmDestructive true > false.
+// reject > warn > off, confirmDestructive true > false, enforcement
+// modes enforce > shadow.
 var strictness = map[string]map[string]int{
-	"write": {"allow": 0, "ask": 1, "deny": 2},
-	"ua":    {"off": 0, "warn": 1, "reject": 2},
-	"bool":  {"false": 0, "true": 1},
+	KindWrite:       {"allow": 0, "ask": 1, "deny": 2},
+	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
+	KindBool:        {"false": 0, "true": 1},
+	KindEnforce:     {EnforceShadow: 0, EnforceOn: 1},
+	KindPin:         {"off": 0, "ask": 1, "deny": 2},
+}
+
+// The kinds of setting whose values have a strictness order, for
+// CompareStrictness.
+const (
+	// KindWrite is a write mode (policy.write, writePolicy): deny > ask > allow.
+	KindWrite = "write"
+	// KindUnknownArgs is an unknown-arguments mode: reject > warn > off.
+	KindUnknownArgs = "ua"
+	// KindBool is a flag whose true is the stricter value
+	// (confirmDestructive): "true" > "false".
+	KindBool = "bool"
+	// KindEnforce is an enforcement mode (policy.enforce, a server's
+	// enforce): enforce > shadow, since shadow lets a call the policy
+	// refuses go ahead.
+	KindEnforce = "enforce"
+	// KindPin is a pinTools mode: deny > ask > off.
+	KindPin = "pin"
+)
+
+// CompareStrictness compares two values of one kind of setting in the
+// order the loader warns by: 1 when to is stricter than from (a
+// tightening), -1 when it is less strict (a loosening), 0 when they are
+// as strict. ok is false when the kind or either value is not one the
+// order knows. Safe for concurrent use.
+func CompareStrictness(kind, from, to string) (cmp int, ok bool) {
+	order, ok := strictness[kind]
+	if !ok {
+		return 0, false
+	}
+	a, okA := order[from]
+	b, okB := order[to]
+	if !okA || !okB {
+		return 0, false
+	}
+	switch {
+	case b > a:
+		return 1, true
+	case b < a:
+		return -1, true
+	}
+	return 0, true
 }
 
 // inForce is a setting's value before a layer, and where it came from.
@@ -35,9 +80,15 @@ func loosened(layers []*layer) []Warning {
 		"write":              {DefaultWrite, "default"},
 		"unknownArgs":        {DefaultUnknownArgs, "default"},
 		"confirmDestructive": {strconv.FormatBool(DefaultConfirmDestructive), "default"},
+		"enforce":            {DefaultEnforce, "default"},
 	}
 	serverWrite := map[string]inForce{}
 	serverUA := map[string]inForce{}
+	serverEnforce := map[string]inForce{}
+	// pinTools: a server's own mode replaces the pool's, which replaces
+	// the default.
+	poolPin := inForce{DefaultPinTools, "default"}
+	serverPin := map[string]inForce{}
 	var ws []Warning
 	check := func(path, kind string, before inForce, after *setting) {
 		if after == nil || strictness[kind][after.value] >= strictness[kind][before.value] {
@@ -81,10 +132,18 @@ func loosened(layers []*layer) []Warning {
 			check("policy.write", "write", global["write"], l.write)
 			check("policy.unknownArgs", "ua", global["unknownArgs"], l.unknownArgs)
 			check("policy.confirmDestructive", "bool", global["confirmDestructive"], l.confirmDestructive)
+			check("policy.enforce", KindEnforce, global["enforce"], l.enforce)
 			checkEntries(l.pool.ua, poolUA, func(src string) string { return src }, strictestUA())
+			check("pool.pinTools", KindPin, poolPin, l.pool.pinTools)
 			for _, s := range l.servers {
 				check("servers."+s.name+".writePolicy", "write", effective(serverWrite, s.name, "write"), s.writePolicy)
 				check("servers."+s.name+".unknownArgs", "ua", effective(serverUA, s.name, "unknownArgs"), s.unknownArgs)
+				check("servers."+s.name+".enforce", KindEnforce, effective(serverEnforce, s.name, "enforce"), s.enforce)
+				pinBefore, ok := serverPin[s.name]
+				if !ok {
+					pinBefore = poolPin
+				}
+				check("servers."+s.name+".pinTools", KindPin, pinBefore, s.pinTools)
 				name := s.name
 				checkEntries(s.ua, serverToolUA, func(src string) string { return name + "\x00" + src }, effective(serverUA, s.name, "unknownArgs"))
 			}
@@ -106,12 +165,24 @@ func loosened(layers []*layer) []Warning {
 		if l.confirmDestructive != nil {
 			global["confirmDestructive"] = held(l.confirmDestructive)
 		}
+		if l.enforce != nil {
+			global["enforce"] = held(l.enforce)
+		}
+		if l.pool.pinTools != nil {
+			poolPin = held(l.pool.pinTools)
+		}
 		for _, s := range l.servers {
+			if s.pinTools != nil {
+				serverPin[s.name] = held(s.pinTools)
+			}
 			if s.writePolicy != nil {
 				serverWrite[s.name] = held(s.writePolicy)
 			}
 			if s.unknownArgs != nil {
 				serverUA[s.name] = held(s.unknownArgs)
+			}
+			if s.enforce != nil {
+				serverEnforce[s.name] = held(s.enforce)
 			}
 		}
 	}

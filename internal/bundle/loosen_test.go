@@ -151,3 +151,71 @@ servers:
 		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
 	}
 }
+
+// TestShadowIsALoosening: shadow lets a call the policy refuses go ahead,
+// so a later layer that puts the policy or a server in shadow mode is a
+// loosening (enforce > shadow), said at its origin; the first file's
+// shadow and a later layer's enforce are silent. The compiled config keeps
+// policy.enforce always and a server's enforce where set.
+func TestShadowIsALoosening(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.yaml": `version: 1
+policy:
+  enforce: enforce
+servers:
+  fs: {}
+  git:
+    enforce: shadow
+  web: {}
+`,
+		"conf.d/50-try.yaml": `version: 1
+servers:
+  fs:
+    enforce: shadow
+  git:
+    enforce: enforce
+`,
+	}
+	c, err, dir := load(t, files, bundle.LoadOptions{
+		Env: []string{"MCPX_POLICY_SERVERS_WEB_ENFORCE=shadow"},
+		Set: map[string]string{"policy.enforce": "shadow"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings {
+		got = append(got, rel(dir, w.String()))
+	}
+	want := []string{
+		`conf.d/50-try.yaml:4: servers.fs.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer`,
+		`env $MCPX_POLICY_SERVERS_WEB_ENFORCE: servers.web.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer`,
+		`flags: policy.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+	cfg := config(t, c)
+	if cfg["enforce"] != "shadow" || get(t, cfg, "servers", "fs", "enforce") != "shadow" ||
+		get(t, cfg, "servers", "git", "enforce") != "enforce" || get(t, cfg, "servers", "web", "enforce") != "shadow" {
+		t.Errorf("compiled config %s", jsonOf(t, cfg))
+	}
+}
+
+// TestShadowDefault: without an enforce key the policy enforces, and a
+// server without its own has no enforce in the compiled config.
+func TestShadowDefault(t *testing.T) {
+	t.Parallel()
+	c, err, _ := load(t, map[string]string{"main.yaml": "version: 1\nservers:\n  fs: {}\n"}, bundle.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t, c)
+	if cfg["enforce"] != "enforce" {
+		t.Errorf("policy enforce = %v; want enforce", cfg["enforce"])
+	}
+	if _, ok := get(t, cfg, "servers", "fs").(map[string]any)["enforce"]; ok {
+		t.Errorf("servers.fs has an enforce it was not given: %s", jsonOf(t, cfg))
+	}
+}

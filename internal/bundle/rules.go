@@ -73,6 +73,7 @@ func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
 		case "schema":
 			schemaNode = e.kNode
 			r.schemaAt = p.at(e.kNode, kp)
+			r.schemaNode = v
 			if p.schemaTooDeep(v, kp) {
 				continue
 			}
@@ -87,6 +88,8 @@ func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
 			default:
 				p.errAt(v, kp, "want a JSON Schema (a mapping or a boolean), got %s", kindName(v))
 			}
+		case "examples":
+			r.examples = p.examples(e.value, kp)
 		default:
 			p.unknownKey(e, path, ruleKeys)
 		}
@@ -104,10 +107,51 @@ func (p *fileParser) rule(n *yaml.Node, path, server string) *ruleDef {
 	if schemaNode == nil {
 		p.errAt(n, path, "%s has no schema", name)
 	}
+	if len(r.argument) == 0 {
+		for _, ex := range r.examples {
+			if _, ok := ex.value.(map[string]any); !ok {
+				p.c.add(ex.at.file, ex.at.line, ex.at.path, "%s has no argument, so each example is a whole arguments object (a mapping), got %s", name, exampleText(ex.value))
+			}
+		}
+	}
 	if len(p.c.errs) > before {
 		return nil
 	}
 	return r
+}
+
+// examples reads a rule's examples: {valid: [...], invalid: [...]}, each
+// a list of values (see ruleExample).
+func (p *fileParser) examples(n *yaml.Node, path string) []ruleExample {
+	var out []ruleExample
+	for _, e := range p.mapping(n, path, "a mapping with keys valid and invalid") {
+		kp := join(path, e.key)
+		if e.key != "valid" && e.key != "invalid" {
+			p.unknownKey(e, path, exampleKeys)
+			continue
+		}
+		if isNull(e.value) {
+			continue
+		}
+		list := deref(e.value)
+		if list.Kind != yaml.SequenceNode {
+			p.errAt(list, kp, "want a list of examples, got %s", kindName(list))
+			continue
+		}
+		for i, c := range list.Content {
+			ip := index(kp, i)
+			if p.tooDeep(c, ip, "example", "a rule's example, as for its schema") {
+				continue
+			}
+			v, bad, err := toJSON(c)
+			if err != nil {
+				p.errAt(bad, ip, "%v", err)
+				continue
+			}
+			out = append(out, ruleExample{valid: e.key == "valid", value: v, at: p.at(deref(c), ip)})
+		}
+	}
+	return out
 }
 
 func hasKey(m *yaml.Node, key string) bool {

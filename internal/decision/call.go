@@ -14,11 +14,15 @@ type Call struct {
 	Principal *Principal     `json:"principal,omitempty"`
 }
 
-// Tool is an MCP Tool as tools/list returns it (the fields the policy reads).
+// Tool is an MCP Tool as tools/list returns it: the fields the policy
+// reads (name, annotations, inputSchema) and those a pinned definition
+// covers besides (description, outputSchema; ToolSHA256).
 type Tool struct {
-	Name        string         `json:"name"`
-	Annotations *Annotations   `json:"annotations,omitempty"`
-	InputSchema map[string]any `json:"inputSchema,omitempty"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitempty"`
+	Annotations  *Annotations   `json:"annotations,omitempty"`
+	InputSchema  map[string]any `json:"inputSchema,omitempty"`
+	OutputSchema map[string]any `json:"outputSchema,omitempty"`
 }
 
 // Annotations are the MCP tool hints. A nil hint takes the MCP default:

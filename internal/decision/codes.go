@@ -21,6 +21,7 @@ const (
 	LedgerUnreadable             Code = "LedgerUnreadable"
 	ConfirmationUnavailable      Code = "ConfirmationUnavailable"
 	ConfirmationDeclined         Code = "ConfirmationDeclined"
+	ToolDefinitionChanged        Code = "ToolDefinitionChanged"
 )
 
 // CodeInfo is the one place a code's title, step, effect and doc page are
@@ -35,6 +36,7 @@ type CodeInfo struct {
 
 // Codes is the closed set, in check order.
 var Codes = []CodeInfo{
+	{ToolDefinitionChanged, "The tool's definition is not the one pinned", StepPin, Deny, ""},
 	{HiddenTool, "The tool is hidden", StepHidden, Deny, ""},
 	{UnknownOutcomePending, "An earlier write's outcome is unknown", StepLedger, Deny, ""},
 	{LedgerUnreadable, "The ledger cannot be read", StepLedger, Deny, ""},

@@ -33,7 +33,10 @@ type Step string
 // The steps of the fixed check order (SPEC §1.1), plus StepInput for
 // malformed input and evaluation failures.
 const (
-	StepNone             Step = ""
+	StepNone Step = ""
+	// StepPin is the pinned-definition check, before step 1 (off unless
+	// pinTools is set; docs/check-order.md).
+	StepPin              Step = "pin"
 	StepHidden           Step = "hidden"
 	StepLedger           Step = "ledger"
 	StepUnknownArgs      Step = "unknown_args"
@@ -50,6 +53,12 @@ const (
 // Decision is the decision document of SPEC §1.3. A deny is a value, not an
 // error: every refusal is a Decision with Outcome Deny and at least one
 // reason.
+//
+// Outcome is what a surface acts on. For a server in shadow mode
+// (docs/check-order.md#shadow-mode) Shadow holds the policy's own outcome,
+// step and reasons, and Outcome is an allow with no reason unless a reason
+// is one shadow mode never relaxes; Shadow is nil for a server that
+// enforces.
 type Decision struct {
 	Outcome     Outcome  `json:"outcome"`
 	Step        Step     `json:"step"`
@@ -58,6 +67,37 @@ type Decision struct {
 	Write       bool     `json:"write"`
 	Destructive bool     `json:"destructive"`
 	Call        CallRef  `json:"call"`
+	Shadow      *Shadow  `json:"shadow,omitempty"`
+}
+
+// Shadow is the decision of a server in shadow mode as it would be if the
+// server enforced: the policy's own outcome, deciding step and reasons.
+type Shadow struct {
+	Outcome Outcome  `json:"outcome"`
+	Step    Step     `json:"step"`
+	Reasons []Reason `json:"reasons"`
+}
+
+// Relaxed reports whether shadow mode let the call go further than the
+// policy would: the server is in shadow mode and its policy's outcome is
+// more severe than Outcome (a deny now an ask or an allow, an ask now an
+// allow). A surface that turns an ask into a deny (no one to ask, a "no")
+// makes it stricter, never relaxed.
+func (d Decision) Relaxed() bool {
+	return d.Shadow != nil && d.Shadow.Outcome.Severity() > d.Outcome.Severity()
+}
+
+// Enforced returns the decision as it would be if the server enforced:
+// for a server in shadow mode, d with the outcome, step and reasons under
+// Shadow and no Shadow; otherwise d itself. What a surface would have
+// answered, for logs and for showing what shadow mode let through.
+func (d Decision) Enforced() Decision {
+	if d.Shadow == nil {
+		return d
+	}
+	out := d
+	out.Outcome, out.Step, out.Reasons, out.Shadow = d.Shadow.Outcome, d.Shadow.Step, d.Shadow.Reasons, nil
+	return out
 }
 
 // CallRef identifies the exact call: SHA256 is the hex SHA-256 of the RFC

@@ -18,8 +18,9 @@ const DecisionCacheSize = 4096
 
 // cacheKey identifies everything a decision depends on: the policy
 // revision and the whole input the policy reads — server, tool (name,
-// annotations, inputSchema), arguments, surface, mode, principal, and this
-// server's ledger entries (or why they could not be read). It is the
+// annotations, inputSchema), arguments, surface, mode, principal, this
+// server's ledger entries (or why they could not be read) and the tool's
+// pin status. It is the
 // SHA-256 of a deterministic, unambiguous encoding of those values
 // (keyEncoder): exact, not canonical, so two calls that differ only in
 // encoding (1.0 and 1) get different keys, which costs a miss, never a
@@ -80,6 +81,18 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 		b.len(len(led.Entries))
 		for _, e := range led.Entries {
 			for _, f := range []string{e.ID, e.Server, e.Tool, e.ArgsSHA256, e.Time, e.Surface} {
+				b.str(f)
+			}
+		}
+		if p := led.Pin; p == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error} {
+				b.str(f)
+			}
+			b.len(len(p.Changed))
+			for _, f := range p.Changed {
 				b.str(f)
 			}
 		}
@@ -279,6 +292,11 @@ func (c *decisionCache) put(k cacheKey, d decision.Decision) {
 func cloneDecision(d decision.Decision) decision.Decision {
 	d.Reasons = cloneReasons(d.Reasons)
 	d.Warnings = cloneReasons(d.Warnings)
+	if d.Shadow != nil {
+		sh := *d.Shadow
+		sh.Reasons = cloneReasons(sh.Reasons)
+		d.Shadow = &sh
+	}
 	return d
 }
 

@@ -334,15 +334,33 @@ func hasRule(c *ast.Compiler, query string) bool {
 // Revision is the policy revision the engine was prepared from.
 func (e *Engine) Revision() string { return e.revision }
 
-// Ledger is what the caller knows of the server's unknown-outcome entries:
-// the oldest entries and the total count (Entries may hold fewer than
-// Total: a deny lists a bounded number), or, when it could not read them,
-// Unreadable saying why in words fit for an agent (no file paths, no
-// parser text).
+// Ledger is what the caller read from its state for the call: of the
+// server's unknown-outcome entries the oldest and the total count (Entries
+// may hold fewer than Total: a deny lists a bounded number), or, when it
+// could not read them, Unreadable saying why in words fit for an agent (no
+// file paths, no parser text); and, when the server pins tool definitions,
+// the tool's pin status.
 type Ledger struct {
 	Entries    []decision.LedgerEntry
 	Total      int // all of the server's entries; below len(Entries) counts as len(Entries)
 	Unreadable string
+	// Pin is input.tool.pin; nil leaves it out (pinning off).
+	Pin *Pin
+}
+
+// Pin is the call's tool compared with its pinned definition, as the
+// policy reads it in input.tool.pin (docs/fleet.md).
+type Pin struct {
+	// Status is ok, new, changed or error.
+	Status string
+	// SHA256 is the hex SHA-256 of the tool's canonical definition
+	// (decision.ToolSHA256); PinnedSHA256 the pinned one's ("" when new).
+	SHA256, PinnedSHA256 string
+	// Changed lists the fields that differ (changed only).
+	Changed []string
+	// Error says, for an agent, why the pin could not be checked (error
+	// only).
+	Error string
 }
 
 // Decide evaluates the policy for call. It always returns a decision; when

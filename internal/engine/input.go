@@ -65,6 +65,9 @@ func inputWithoutArgs(call decision.Call, led *Ledger, sum string, schema toolSc
 		}
 		tool.Insert(kInputSchema, ast.NewTerm(schema))
 	}
+	if led != nil && led.Pin != nil {
+		tool.Insert(kPin, ast.NewTerm(pinValue(led.Pin)))
+	}
 	if p := call.Principal; p != nil {
 		groups := make([]*ast.Term, len(p.Groups))
 		for i, g := range p.Groups {
@@ -100,6 +103,28 @@ func toolValue(t decision.Tool) ast.Object {
 		tool.Insert(kAnnotations, ast.NewTerm(ann))
 	}
 	return tool
+}
+
+// pinValue is input.tool.pin: status, and the fields its status has.
+func pinValue(p *Pin) ast.Object {
+	obj := ast.NewObject(ast.Item(ast.InternedTerm("status"), ast.StringTerm(p.Status)))
+	if p.SHA256 != "" {
+		obj.Insert(ast.InternedTerm("sha256"), ast.StringTerm(p.SHA256))
+	}
+	if p.PinnedSHA256 != "" {
+		obj.Insert(ast.InternedTerm("pinned_sha256"), ast.StringTerm(p.PinnedSHA256))
+	}
+	if p.Status == "changed" {
+		changed := make([]*ast.Term, len(p.Changed))
+		for i, f := range p.Changed {
+			changed[i] = ast.StringTerm(f)
+		}
+		obj.Insert(ast.InternedTerm("changed"), ast.ArrayTerm(changed...))
+	}
+	if p.Error != "" {
+		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(p.Error))
+	}
+	return obj
 }
 
 func ledgerValue(led *Ledger) ast.Object {

@@ -55,6 +55,9 @@ func fromTerm(v ast.Value) (decision.Decision, error) {
 	if call := dec.object(obj, "call"); call != nil {
 		d.Call = decision.CallRef{Server: dec.str(call, "server"), Tool: dec.str(call, "tool"), SHA256: dec.str(call, "sha256")}
 	}
+	if sh := dec.object(obj, "shadow"); sh != nil {
+		d.Shadow = &decision.Shadow{Outcome: decision.Outcome(dec.str(sh, "outcome")), Step: decision.Step(dec.str(sh, "step")), Reasons: dec.reasons(sh, "reasons")}
+	}
 	if dec.err != nil {
 		return decision.Decision{}, fmt.Errorf("decision: %w", dec.err)
 	}
@@ -64,21 +67,17 @@ func fromTerm(v ast.Value) (decision.Decision, error) {
 	return d, nil
 }
 
-// check applies Parse's checks to a decoded decision.
+// check applies Parse's checks to a decoded decision. A shadow member
+// (shadow mode) is checked as the decision is, and may differ from the
+// outcome only as shadow mode does: a less severe outcome in its place
+// (an ask, or an allow with no reason).
 func check(d decision.Decision) (decision.Decision, error) {
-	switch d.Outcome {
-	case decision.Allow, decision.Ask, decision.Deny:
-	default:
-		return decision.Decision{}, fmt.Errorf("decision: unknown outcome %q", d.Outcome)
+	if err := checkVerdict(d.Outcome, d.Reasons); err != nil {
+		return decision.Decision{}, fmt.Errorf("decision: %w", err)
 	}
-	if d.Outcome != decision.Allow && len(d.Reasons) == 0 {
-		return decision.Decision{}, fmt.Errorf("decision: %s without a reason", d.Outcome)
-	}
-	for _, rs := range [][]decision.Reason{d.Reasons, d.Warnings} {
-		for _, r := range rs {
-			if !r.Code.Known() {
-				return decision.Decision{}, fmt.Errorf("decision: unknown reason code %q", r.Code)
-			}
+	for _, r := range d.Warnings {
+		if !r.Code.Known() {
+			return decision.Decision{}, fmt.Errorf("decision: unknown reason code %q", r.Code)
 		}
 	}
 	if d.Reasons == nil {
@@ -87,7 +86,37 @@ func check(d decision.Decision) (decision.Decision, error) {
 	if d.Warnings == nil {
 		d.Warnings = []decision.Reason{}
 	}
+	if sh := d.Shadow; sh != nil {
+		if err := checkVerdict(sh.Outcome, sh.Reasons); err != nil {
+			return decision.Decision{}, fmt.Errorf("decision: shadow: %w", err)
+		}
+		if sh.Outcome != d.Outcome && (d.Outcome.Severity() >= sh.Outcome.Severity() || d.Outcome == decision.Allow && len(d.Reasons) > 0) {
+			return decision.Decision{}, fmt.Errorf("decision: shadow: outcome %s under shadow %s; shadow mode only relaxes (to an ask, or an allow with no reason)", d.Outcome, sh.Outcome)
+		}
+		if sh.Reasons == nil {
+			sh.Reasons = []decision.Reason{}
+		}
+	}
 	return d, nil
+}
+
+// checkVerdict checks an outcome and its reasons: a known outcome, a
+// reason for anything but an allow, known codes.
+func checkVerdict(outcome decision.Outcome, reasons []decision.Reason) error {
+	switch outcome {
+	case decision.Allow, decision.Ask, decision.Deny:
+	default:
+		return fmt.Errorf("unknown outcome %q", outcome)
+	}
+	if outcome != decision.Allow && len(reasons) == 0 {
+		return fmt.Errorf("%s without a reason", outcome)
+	}
+	for _, r := range reasons {
+		if !r.Code.Known() {
+			return fmt.Errorf("unknown reason code %q", r.Code)
+		}
+	}
+	return nil
 }
 
 // decoder reads typed fields of ast objects, keeping the first error.

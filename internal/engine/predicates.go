@@ -224,6 +224,7 @@ func (p *predicates) validator(pkg string) *jsonschema.Schema {
 var (
 	kServer        = ast.StringTerm("server")
 	kTool          = ast.StringTerm("tool")
+	kPin           = ast.StringTerm("pin")
 	kName          = ast.StringTerm("name")
 	kArgs          = ast.StringTerm("args")
 	kAnnotations   = ast.StringTerm("annotations")

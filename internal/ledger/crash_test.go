@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger"
+	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger/pgtest"
 )
 
 // crashChild is the child role of TestCrashKill: 4 goroutines run the
@@ -30,7 +32,7 @@ import (
 //	UNKNOWN <id>   Unknown returned
 //	ABORTED <id>   Abort returned; the bytes were never written
 func crashChild() {
-	l, err := ledger.Open(os.Getenv(childDir))
+	l, err := childStore()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -41,6 +43,18 @@ func crashChild() {
 		os.Stdout.WriteString(what + " " + id + "\n")
 		mu.Unlock()
 	}
+	if os.Getenv(childDSN) != "" {
+		// Connect before READY (the pool and the owner session), so the
+		// kills land while the lifecycle runs, as with the file store.
+		w, err := l.BeginWrite("srv", "warm-up", nil, "test")
+		if err == nil {
+			err = w.Settle()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	say("READY", strconv.Itoa(os.Getpid()))
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,7 +63,7 @@ func crashChild() {
 	for g := range 4 {
 		go func() {
 			for i := 0; ; i++ {
-				d, err := l.Begin("srv", "write", map[string]any{"g": g, "i": i}, "test")
+				d, err := l.BeginWrite("srv", "write", map[string]any{"g": g, "i": i}, "test")
 				if err != nil {
 					fail(err)
 				}
@@ -82,12 +96,71 @@ func crashChild() {
 	select {}
 }
 
+// childStore opens the store a child role works on: the PostgreSQL
+// database childDSN names, else the file in the state dir childDir names.
+func childStore() (ledger.Store, error) {
+	if dsn := os.Getenv(childDSN); dsn != "" {
+		return pgledger.Open(dsn, "test", pgledger.Options{})
+	}
+	return ledger.Open(os.Getenv(childDir))
+}
+
+// childDSN names, for a child role, the PostgreSQL database to work on
+// instead of a state dir.
+const childDSN = "MCPX_LEDGER_TEST_DSN"
+
 // TestCrashKill starts a child that runs the lifecycle in a loop, kills it
 // with SIGKILL at a random moment, and checks after each kill that the file
 // parses and that every write the child reported as being sent is either
 // settled or an unknown-outcome entry. MCPX_LEDGER_CRASH_KILLS sets the
 // number of kills (default 400; 20 with -short).
 func TestCrashKill(t *testing.T) {
+	root := t.TempDir()
+	var dir string
+	crashKill(t, func(k int) (ledger.Store, []string) {
+		if k%25 == 0 { // a fresh dir now and then keeps the cleared list short
+			dir = filepath.Join(root, strconv.Itoa(k))
+		}
+		return open(t, dir), []string{childDir + "=" + dir}
+	}, func(k int) {
+		// Restart: the file parses, and Recover left no temp file.
+		if b, err := os.ReadFile(filepath.Join(dir, ledger.FileName)); err == nil && !json.Valid(b) {
+			t.Fatalf("kill %d: the file does not parse:\n%s", k, b)
+		}
+	}, func(k int) {
+		if temps, _ := filepath.Glob(filepath.Join(dir, "."+ledger.FileName+"*")); len(temps) != 0 {
+			t.Fatalf("kill %d: temp files left after Recover: %v", k, temps)
+		}
+	})
+}
+
+// TestCrashKillPostgres is TestCrashKill on the PostgreSQL store, with the
+// same bar: 0 lost writes, no marker of the dead child left, every write
+// it reported as being sent settled or an entry. The child's owner session
+// ends when the kernel closes its socket; the parent, restarting, waits
+// for the server to notice (at most LivenessTimeout for a vanished
+// machine, milliseconds for a killed process).
+func TestCrashKillPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	s, err := pgledger.Open(dsn, "test", pgledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The children name their sessions, so that the parent, restarting,
+	// can wait for the server to end them: a killed child's statement in
+	// progress may still commit (a marker of a write never sent, which
+	// the dead session makes an entry: conservative).
+	const app = "mcpx-crash-child"
+	crashKill(t, func(int) (ledger.Store, []string) {
+		return s, []string{childDSN + "=" + pgtest.WithParam(t, dsn, "application_name", app)}
+	}, func(int) { pgtest.WaitSessionsGone(t, dsn, app, pgledger.LivenessTimeout+5*time.Second) }, nil)
+}
+
+// crashKill is the crash test on one store: store returns, for kill k, the
+// store the parent checks with and the child's environment; afterKill and
+// afterRecover (optional) check what is particular to the store.
+func crashKill(t *testing.T, store func(k int) (ledger.Store, []string), afterKill, afterRecover func(k int)) {
 	kills := 400
 	if testing.Short() {
 		kills = 20
@@ -95,41 +168,44 @@ func TestCrashKill(t *testing.T) {
 	if s := os.Getenv("MCPX_LEDGER_CRASH_KILLS"); s != "" {
 		kills, _ = strconv.Atoi(s)
 	}
-	root := t.TempDir()
-	var dir string
 	start := time.Now()
 	var stats struct {
 		sending, settled, settlingEntry, settlingGone, unknown, aborted, extra, recovered, lost, unreadable int
 	}
 	for k := range kills {
-		if k%25 == 0 { // a fresh dir now and then keeps the cleared list short
-			dir = filepath.Join(root, strconv.Itoa(k))
-		}
-		lines, err := runAndKill(t, dir)
+		l, env := store(k)
+		lines, err := runAndKill(t, env)
 		if err != nil {
 			t.Fatalf("kill %d: %v", k, err)
 		}
-		// Restart: a fresh process (here, the parent) opens the ledger.
-		if b, err := os.ReadFile(filepath.Join(dir, ledger.FileName)); err == nil && !json.Valid(b) {
-			stats.unreadable++
-			t.Fatalf("kill %d: the file does not parse:\n%s", k, b)
+		if afterKill != nil {
+			afterKill(k)
 		}
-		l := open(t, dir)
-		n, err := l.Recover()
-		if err != nil {
-			stats.unreadable++
-			t.Fatalf("kill %d: Recover: %v", k, err)
+		// Restart: a fresh process (here, the parent) recovers; the
+		// child's markers are a dead process's once its session or its
+		// PID is gone.
+		var st ledger.State
+		deadline := time.Now().Add(pgledger.LivenessTimeout + 5*time.Second)
+		for {
+			n, err := l.Recover()
+			if err != nil {
+				stats.unreadable++
+				t.Fatalf("kill %d: Recover: %v", k, err)
+			}
+			stats.recovered += n
+			if st, err = l.List(); err != nil {
+				t.Fatalf("kill %d: List: %v", k, err)
+			}
+			if len(st.InFlight) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: %d markers of the dead child left in flight", k, len(st.InFlight))
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		stats.recovered += n
-		st, err := l.List()
-		if err != nil {
-			t.Fatalf("kill %d: List: %v", k, err)
-		}
-		if len(st.InFlight) != 0 {
-			t.Fatalf("kill %d: %d markers of the dead child left in flight", k, len(st.InFlight))
-		}
-		if temps, _ := filepath.Glob(filepath.Join(dir, "."+ledger.FileName+"*")); len(temps) != 0 {
-			t.Fatalf("kill %d: temp files left after Recover: %v", k, temps)
+		if afterRecover != nil {
+			afterRecover(k)
 		}
 		entries := map[string]bool{}
 		for _, e := range st.Entries {
@@ -189,11 +265,11 @@ func TestCrashKill(t *testing.T) {
 		stats.settlingGone, stats.settlingEntry, stats.extra, stats.recovered, stats.lost, stats.unreadable)
 }
 
-// runAndKill runs one crash child in dir, SIGKILLs it at a random moment
+// runAndKill runs one crash child with env (its store), SIGKILLs it at a random moment
 // and returns what it reported: id → steps.
-func runAndKill(t *testing.T, dir string) (map[string]map[string]bool, error) {
+func runAndKill(t *testing.T, env []string) (map[string]map[string]bool, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=crash", childDir+"="+dir)
+	cmd.Env = append(append(os.Environ(), childEnv+"=crash"), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -74,7 +75,9 @@ func largeLedger(tb testing.TB, dir string, n int) []string {
 
 func newEngine(tb testing.TB, dir string) *mcpxpolicy.Engine {
 	tb.Helper()
-	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{examplesConfig}, StateDir: dir, Env: []string{}})
+	// These tests count reads and parses, not time: a shared CI machine
+	// may take seconds for the first parse of a large ledger.
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{examplesConfig}, StateDir: dir, Env: []string{}, DecideTimeout: time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -63,11 +63,15 @@ type Marker struct {
 // Owner identifies the process that dispatched a write, across PID reuse
 // and reboots: the PID, its start time in clock ticks since boot (from
 // /proc/PID/stat) and the kernel boot id. Start and Boot are empty where
-// the platform does not expose them.
+// the platform does not expose them. In the PostgreSQL store (pgledger)
+// the owner is the process's database session instead: Host and its
+// owner lock's Key, with the PID for people.
 type Owner struct {
 	PID   int    `json:"pid"`
 	Start string `json:"start,omitempty"`
 	Boot  string `json:"boot,omitempty"`
+	Host  string `json:"host,omitempty"`
+	Key   int64  `json:"key,omitempty"`
 }
 
 // fileState is the whole ledger file. extra keeps top-level fields this

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // ErrUnreadable is matched (errors.Is) by every error about a ledger file
@@ -76,6 +77,7 @@ func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable
 type Ledger struct {
 	dir  string
 	path string
+	sd   statedir.Dir
 
 	mu      sync.Mutex
 	queue   []*op
@@ -130,7 +132,7 @@ func Open(dir string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: state dir %q: %w", dir, err)
 	}
-	return &Ledger{dir: abs, path: filepath.Join(abs, FileName), retry: map[string]retryOp{}}, nil
+	return &Ledger{dir: abs, path: filepath.Join(abs, FileName), sd: statedir.New(abs), retry: map[string]retryOp{}}, nil
 }
 
 // Path is the ledger file's path.

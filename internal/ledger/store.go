@@ -3,14 +3,12 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // op is one change waiting for the group commit. apply runs under the file
@@ -287,21 +285,15 @@ func (l *Ledger) cacheWritten(st *fileState, written [2]uint64) {
 // free. The lock is released by closing the descriptor, and by the kernel
 // if the process dies.
 func (l *Ledger) lock() (func(), error) {
-	f, _, err := l.openChecked(lockName, unix.O_RDWR|unix.O_CREAT)
-	if err != nil {
-		return nil, err
+	unlock, err := l.sd.Lock(lockName)
+	var se *statedir.Error
+	switch {
+	case errors.As(err, &se):
+		return nil, l.wrap(err)
+	case err != nil:
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("ledger: lock %s: %w", f.Name(), err)
-	}
-	return func() { f.Close() }, nil
+	return unlock, nil
 }
 
 // replace writes b to the ledger file atomically (renameio: temp file in
@@ -310,57 +302,17 @@ func (l *Ledger) lock() (func(), error) {
 // It returns the new file's device and inode.
 func (l *Ledger) replace(b []byte) ([2]uint64, error) {
 	var id [2]uint64
-	pf, err := renameio.NewPendingFile(l.path, renameio.WithTempDir(l.dir), renameio.WithStaticPermissions(0o600))
-	if err != nil {
-		return id, fmt.Errorf("ledger: write: %w", err)
-	}
-	defer pf.Cleanup()
-	if _, err := pf.Write(b); err != nil {
-		return id, fmt.Errorf("ledger: write: %w", err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(pf.Fd()), &st); err == nil {
-		fid := idOf(&st)
+	st, err := l.sd.Replace(FileName, b)
+	if st != nil {
+		fid := idOf(st)
 		id = [2]uint64{fid.dev, fid.ino}
 	}
-	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return id, fmt.Errorf("ledger: write: %w", err)
-	}
-	return id, syncDir(l.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("ledger: fsync dir: %w", err)
+		return id, fmt.Errorf("ledger: %w", err)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("ledger: fsync dir: %w", err)
-	}
-	return nil
+	return id, nil
 }
 
 // removeStaleTemps deletes temp files a killed writer left behind. Call it
 // only under the lock: then no temp file belongs to a live writer.
-func (l *Ledger) removeStaleTemps() int {
-	ents, err := os.ReadDir(l.dir)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	prefix := "." + FileName
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) || !e.Type().IsRegular() {
-			continue
-		}
-		if strings.Trim(name[len(prefix):], "0123456789") != "" {
-			continue
-		}
-		if os.Remove(filepath.Join(l.dir, name)) == nil {
-			n++
-		}
-	}
-	return n
-}
+func (l *Ledger) removeStaleTemps() int { return l.sd.RemoveStaleTemps(FileName) }

@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
+	"errors"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/render"
@@ -25,40 +23,63 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return ok
 	}
-	var params struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if err := json.Unmarshal(m.Params, &params); err != nil || params.Name == "" {
+	params, err := readToolCall(m.Params)
+	switch {
+	case errors.Is(err, errArgsNotObject):
 		if done() {
-			s.replyError(m.ID, jsonrpc.CodeInvalidParams, "tools/call needs params with a tool name")
+			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
+			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
+		}
+		return
+	case err != nil:
+		if done() {
+			s.refuse(m.ID, "tools/call params: "+err.Error())
 		}
 		return
 	}
-	args := map[string]any{}
-	if len(params.Arguments) > 0 && !bytes.Equal(params.Arguments, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(params.Arguments))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil || args == nil {
-			if done() {
-				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
-				s.replyResult(m.ID, render.MCP(d).Result)
-			}
-			return
+	args := params.Args
+	rt, err := s.readRetry(&params)
+	if err != nil {
+		if done() {
+			s.refuse(m.ID, "tools/call params: "+err.Error())
 		}
+		return
+	}
+	if rt.mrtr {
+		// An MCP 2026-07-28 server tells only subscribed clients that its
+		// tools changed: the proxy cannot count on hearing it, so it
+		// judges each such call with the tool list as it is now.
+		s.cat.invalidate()
 	}
 	s.recheckConfig()
 	tool, listed, err := s.tool(ctx, params.Name)
 	if err != nil {
-		s.log.Warn("the server's tool list is unavailable; deciding without it", "tool", params.Name, "err", err)
-		listed = true // decide with MCP defaults (a destructive write): fail closed
+		// Never decide without the server's own definition of the tool:
+		// its annotations and inputSchema are what the policy judges by.
+		if done() {
+			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
+			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
+				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
+			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
+		}
+		return
 	}
 	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
 	d, err := s.opts.Engine.Decide(ctx, call)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
 	}
-	s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+	if d.Relaxed() {
+		// Shadow mode: the call goes ahead; the log and the result's
+		// _meta say what the policy decided.
+		e := d.Enforced()
+		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "shadow", e.Outcome, "code", e.First().Code, "sha256", d.Call.SHA256)
+	} else {
+		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+	}
+	if s.opts.OnDecision != nil && listed {
+		s.opts.OnDecision(call, d)
+	}
 	hidden := d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool
 	if hidden || !listed {
 		// A hidden tool and a tool the server does not list get the same
@@ -71,21 +92,36 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	if d.Outcome == mcpxpolicy.Ask {
-		d = s.confirm(ctx, call, d)
+	if d.Outcome == mcpxpolicy.Ask || rt.held != nil {
+		// An ask, or the retry of one the proxy held (decided again with
+		// its approval, whatever it is now).
+		o := s.ask(ctx, call, d, rt, params.members)
 		if ctx.Err() != nil {
 			done()
 			return
 		}
+		if o.pending != nil {
+			if done() {
+				s.replyResult(m.ID, o.pending)
+			}
+			return
+		}
+		d = o.d
 	}
-	if d.Outcome != mcpxpolicy.Allow { // after confirm an ask is an allow or a deny: forward only an allow
+	if d.Outcome != mcpxpolicy.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {
 			// redacted with the call's arguments: an override's message may quote them
-			s.replyResult(m.ID, render.MCP(mcpxpolicy.Redact(call, d)).Result)
+			s.replyResult(m.ID, render.MCPFor(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
 		}
 		return
 	}
 	p := &pending{method: "tools/call", call: params.Name, ignored: render.Ignored(d)}
+	if d.Relaxed() {
+		p.shadow = &d
+	}
+	if len(p.ignored) > 0 {
+		p.outputSchema = s.cat.outputSchema(params.Name)
+	}
 	if d.Write {
 		disp, err := s.opts.Engine.BeginWrite(call)
 		if err != nil {
@@ -93,11 +129,23 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
 				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
-				s.replyResult(m.ID, render.MCP(d).Result)
+				s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
 			}
 			return
 		}
 		p.dispatch = disp
+	}
+	// Forward exactly what was judged: the params re-encoded from the
+	// decided name and arguments.
+	judged, err := params.wire()
+	if err != nil {
+		if p.dispatch != nil {
+			p.dispatch.Abort()
+		}
+		if done() {
+			s.replyError(m.ID, jsonrpc.CodeInternalError, "mcpx-policy: encoding the call failed: "+err.Error())
+		}
+		return
 	}
 	if !done() {
 		if p.dispatch != nil {
@@ -105,62 +153,5 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	s.forward(m, p)
-}
-
-// confirm puts an ask to the person behind the client with
-// elicitation/create when the client declared it can: an approval makes
-// the decision an allow for this exact call, once; anything else is
-// ConfirmationDeclined. A client that cannot ask gets the deny MCP
-// renders for an ask (ConfirmationUnavailable), never an allow.
-func (s *session) confirm(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.Decision) mcpxpolicy.Decision {
-	s.mu.Lock()
-	can := s.elicit
-	s.mu.Unlock()
-	if !can {
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	prompt, err := render.Prompt(call, d)
-	if err != nil {
-		s.log.Error("building the confirmation prompt failed", "err", err)
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	r, err := s.request(ctx, s.client, "elicitation/create", prompt.Elicitation())
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("elicitation failed", "tool", call.Tool.Name, "err", err)
-		}
-		return mcpxpolicy.ConfirmationUnavailableDecision(d)
-	}
-	var res struct {
-		Action  string         `json:"action"`
-		Content map[string]any `json:"content"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil || !render.Approved(res.Action, res.Content) {
-		s.log.Info("confirmation declined", "tool", call.Tool.Name, "action", res.Action, "sha256", prompt.SHA256)
-		return mcpxpolicy.ConfirmationDeclinedDecision(d)
-	}
-	s.log.Info("confirmation approved", "tool", call.Tool.Name, "sha256", prompt.SHA256)
-	d.Outcome = mcpxpolicy.Allow
-	return d
-}
-
-// unknownOutcomeResult is the tools/call answer for a write whose outcome
-// was lost: an error result a model can act on, with the ledger entry.
-func unknownOutcomeResult(server, tool, id, cause string) render.ToolResult {
-	text := fmt.Sprintf("Outcome unknown: %s.%s was sent to the server but no answer came back (%s). "+
-		"It may or may not have happened. Writes to %q are now refused until an operator checks and clears it "+
-		"(`mcpx-policy writes clear %s --id %s`). Do not retry; tell the user.", server, tool, cause, server, server, id)
-	return render.ToolResult{
-		Content: []render.Content{{Type: "text", Text: text}},
-		StructuredContent: map[string]any{
-			"outcome": "unknown", "server": server, "tool": tool, "ledger_id": id, "cause": cause,
-		},
-		IsError: true,
-	}
-}
-
-// addRider adds the warn rider to a successful result.
-func addRider(result json.RawMessage, ignored []string) (json.RawMessage, error) {
-	return render.AddRider(result, ignored)
+	s.forward(&jsonrpc.Request{ID: m.ID, Method: m.Method, Params: judged}, p)
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,8 +18,9 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 )
 
-// StartFunc starts the MCP server (a process) and connects to it.
-type StartFunc func(ctx context.Context) (mcp.Connection, error)
+// StartFunc starts the MCP server (a process) and connects to it
+// (StartCommand).
+type StartFunc func(ctx context.Context) (Conn, error)
 
 const sessionIDHeader = "Mcp-Session-Id"
 
@@ -26,14 +29,19 @@ var crossOrigin = http.NewCrossOriginProtection()
 // HTTPHandler serves the proxy to MCP clients over Streamable HTTP (the
 // SDK's StreamableServerTransport, one per session). Each session gets its
 // own server process from start, since an MCP session is stateful end to
-// end; DELETE or the server's exit ends it. Messages the proxy or the
-// server send outside a call's answer (elicitation/create, progress) go
-// out on the session's standalone SSE stream (GET).
+// end; DELETE, the server's exit, or its client going away ends it: no
+// request of the session in progress and no stream open for the idle
+// timeout (IdleTimeout), or for StreamGrace after its standalone stream
+// closed. Messages the proxy or the server send outside a call's answer
+// (elicitation/create, progress) go out on the session's standalone SSE
+// stream (GET).
 type HTTPHandler struct {
 	ctx   context.Context
 	opts  Options
 	start StartFunc
 	log   *slog.Logger
+	idle  time.Duration
+	grace time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
@@ -42,19 +50,107 @@ type HTTPHandler struct {
 
 type httpSession struct {
 	transport *mcp.StreamableServerTransport
+	conn      mcp.Connection // the client's side, as the proxy reads it
 	cancel    context.CancelFunc
+
+	mu     sync.Mutex
+	active int         // requests of the session in progress, streams open
+	timer  *time.Timer // ends the session once nothing is active
+}
+
+// DefaultIdleTimeout is how long a session with nothing in progress and
+// no stream open lives when IdleTimeout is not given.
+const DefaultIdleTimeout = 30 * time.Minute
+
+// StreamGrace is how long a session lives after its last open stream
+// closed (the client went away, or is reconnecting) with nothing else in
+// progress, when the idle timeout is not shorter.
+const StreamGrace = 10 * time.Second
+
+// HTTPOption configures an HTTPHandler.
+type HTTPOption func(*HTTPHandler)
+
+// IdleTimeout ends a session when, for d, none of its requests was in
+// progress and no stream of it was open (default DefaultIdleTimeout). Its
+// server is then stopped as when a stdio client goes away.
+func IdleTimeout(d time.Duration) HTTPOption {
+	return func(h *HTTPHandler) { h.idle = d }
 }
 
 // NewHTTPHandler returns the handler; sessions end when ctx does.
-func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc) *HTTPHandler {
+func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc, options ...HTTPOption) *HTTPHandler {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}}
+	h := &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}, idle: DefaultIdleTimeout}
+	for _, o := range options {
+		o(h)
+	}
+	h.grace = min(h.idle, StreamGrace)
+	return h
 }
 
-// ServeHTTP implements http.Handler.
+// enter marks a request of s in progress (a POST being answered, a GET
+// stream open): the session does not time out meanwhile.
+func (s *httpSession) enter() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// leave ends a request of s; when none is left in progress, the session
+// ends after wait unless another arrives first.
+func (s *httpSession) leave(wait time.Duration, end func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active > 0 {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(wait, func() {
+		s.mu.Lock()
+		current := s.timer == t && s.active == 0
+		s.mu.Unlock()
+		if current {
+			end()
+		}
+	})
+	s.timer = t
+}
+
+// serve passes a request to the session's transport, keeping the session
+// alive while it is in progress. A GET is the standalone stream: once it
+// closes, the session ends after the grace period unless the client comes
+// back; after any other request, after the idle timeout.
+func (h *HTTPHandler) serve(id string, s *httpSession, w http.ResponseWriter, r *http.Request) {
+	s.enter()
+	wait := h.idle
+	if r.Method == http.MethodGet {
+		wait = h.grace
+	}
+	defer s.leave(wait, func() { h.gone(id, s, wait) })
+	s.transport.ServeHTTP(w, r)
+}
+
+// gone ends a session whose client went away: its connection is closed, so
+// the proxy stops the server as when a stdio client goes away (answers
+// still arriving settle their writes; writes left without an answer become
+// unknown outcomes).
+func (h *HTTPHandler) gone(id string, s *httpSession, after time.Duration) {
+	h.log.Info("session idle; its client is gone", "session", id, "idle", after)
+	s.conn.Close()
+}
+
+// ServeHTTP implements http.Handler. Every POST body is checked strictly
+// (decodeFrame) before the SDK's transport reads it: a refused body is a
+// 400 whose body is the JSON-RPC error, -32602 with the request's id when
+// it could be read.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a request that reached a loopback listener must name a
 	// loopback host; and no cross-origin browser request gets through.
@@ -67,32 +163,36 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<20)
-	id := r.Header.Get(sessionIDHeader)
-	if id == "" {
-		if r.Method != http.MethodPost {
-			http.Error(w, "Mcp-Session-Id is required", http.StatusBadRequest)
-			return
-		}
+	var msg jsonrpc.Message
+	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, "reading the body failed", http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		msg, err := jsonrpc.DecodeMessage(body)
+		if msg, err = decodeFrame(body); err != nil {
+			h.refuse(w, err)
+			return
+		}
+	}
+	id := r.Header.Get(sessionIDHeader)
+	if id == "" {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Mcp-Session-Id is required", http.StatusBadRequest)
+			return
+		}
 		req, ok := msg.(*jsonrpc.Request)
 		switch {
-		case err != nil || !ok:
+		case !ok:
 			http.Error(w, "a session starts with an initialize request", http.StatusBadRequest)
 		case req.Method == "initialize":
 			h.newSession(w, r)
 		case req.Method == "server/discover" && req.IsCall():
 			// As on stdio: decline the stateless protocol so the client
 			// initializes, without starting a server for it.
-			resp, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+			writeRPC(w, http.StatusOK, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 				Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(resp)
 		default:
 			http.Error(w, "Mcp-Session-Id is required (a session starts with initialize)", http.StatusBadRequest)
 		}
@@ -107,7 +207,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodPost:
-		s.transport.ServeHTTP(w, r)
+		h.serve(id, s, w, r)
 	case http.MethodDelete:
 		h.end(id)
 		w.WriteHeader(http.StatusNoContent)
@@ -115,6 +215,29 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// refuse answers a POST body that failed the strict check.
+func (h *HTTPHandler) refuse(w http.ResponseWriter, err error) {
+	h.log.Warn("refused a POST body", "err", err)
+	var id jsonrpc.ID
+	var fe *FrameError
+	if errors.As(err, &fe) {
+		id, err = fe.ID, fe.Err
+	}
+	writeRPC(w, http.StatusBadRequest, &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: jsonrpc.CodeInvalidParams, Message: "mcpx-policy: refused: " + err.Error()}})
+}
+
+func writeRPC(w http.ResponseWriter, status int, m *jsonrpc.Response) {
+	b, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		http.Error(w, "encoding the answer failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
@@ -135,17 +258,18 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "starting the MCP server failed", http.StatusBadGateway)
 		return
 	}
+	s := &httpSession{transport: t, conn: client, cancel: cancel}
 	h.mu.Lock()
-	h.sessions[id] = &httpSession{transport: t, cancel: cancel}
+	h.sessions[id] = s
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		err := Run(ctx, h.opts, client, server)
+		err := Run(ctx, h.opts, checkedConn{client}, server)
 		h.log.Info("session ended", "session", id, "err", err)
 		h.end(id)
 	}()
-	t.ServeHTTP(w, r)
+	h.serve(id, s, w, r)
 }
 
 func (h *HTTPHandler) end(id string) {

@@ -2,8 +2,9 @@
 // MCP client connection to an MCP server connection (transports of the
 // official MCP Go SDK) and forwards every JSON-RPC message unchanged, except
 // that it
-//   - drops hidden tools from tools/list (and, optionally, publishes closed
-//     input schemas);
+//   - drops hidden tools from tools/list, and tools whose definition changed
+//     since it was pinned (and, optionally, publishes closed input schemas
+//     and the argument rules);
 //   - keeps the server's own tool list as the catalog the policy classifies
 //     calls with, and re-checks the config against it when the server
 //     announces notifications/tools/list_changed;
@@ -14,25 +15,32 @@
 //   - puts every allowed write through the unknown-outcome ledger's
 //     dispatch lifecycle.
 //
+// Every frame from either side is checked strictly before anything reads
+// it (Conn, decodeFrame), a tools/call is forwarded with exactly the params
+// it was judged on, and the proxy's own requests carry unguessable ids
+// whose answers count only from the peer they went to (docs/proxy.md,
+// "Strict decoding").
+//
 // It works at the message level rather than re-serving typed SDK objects so
 // that everything it does not gate — resources, prompts, sampling,
 // elicitations of the server, progress, logging, methods newer than this
-// build — passes through byte for byte.
+// build — passes through with its params and results byte for byte.
 package proxy
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options configure a proxy session.
@@ -44,17 +52,31 @@ type Options struct {
 	// PublishClosedSchemas stamps additionalProperties: false into the
 	// input schemas tools/list returns wherever a schema took no position.
 	PublishClosedSchemas bool
+	// PublishRules adds the argument rules that apply to a tool to the
+	// inputSchema tools/list returns (publishRules); a rule that cannot be
+	// placed exactly is left out and logged.
+	PublishRules bool
 	// CallTimeout bounds how long a write waits for the server's answer;
 	// past it the write's outcome is unknown. 0 means no bound.
 	CallTimeout time.Duration
+	// Commands spells the mcpx-policy commands the proxy's answers and log
+	// lines name (clearing an unknown outcome) with the state dir and
+	// config the process was given, so that they run as printed.
+	Commands render.Commands
 	// Logger receives what the proxy does (decisions, warnings, unknown
 	// outcomes); nil discards.
 	Logger *slog.Logger
+	// OnDecision, when set, is given every tools/call of a tool the
+	// server lists (a hidden one too) and the policy's decision, before an
+	// ask is put to the person (proxy --record).
+	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
 }
 
 // ownIDPrefix starts the ids of requests the proxy itself makes (its own
-// tools/list, elicitation/create). A peer's ids are numbers in every SDK
-// known; a string id with this prefix from a peer would be misrouted.
+// tools/list, elicitation/create); the rest of each id is random
+// (crypto/rand), so no peer can guess one. A peer's request with an id of
+// this prefix is refused, so that a reply with such an id is always meant
+// for the proxy.
 const ownIDPrefix = "mcpx-policy/"
 
 // ErrServerGone is returned by Run when the server's connection ended
@@ -65,20 +87,28 @@ var ErrServerGone = errors.New("the MCP server's connection closed")
 type session struct {
 	opts   Options
 	log    *slog.Logger
-	client mcp.Connection
-	server mcp.Connection
+	client Conn
+	server Conn
 	ctx    context.Context
 
 	mu        sync.Mutex
-	pending   map[jsonrpc.ID]*pending               // client requests at the server
-	deciding  map[jsonrpc.ID]context.CancelFunc     // tools/call being decided
-	own       map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests
-	nextID    int
-	elicit    bool  // the client declared form elicitation
-	ready     bool  // the client sent notifications/initialized
-	serverErr error // set once the server's connection ended
+	pending   map[jsonrpc.ID]*pending           // client requests at the server
+	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
+	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
+	held      map[string]*heldAsk               // asks answered with input_required, by requestState
+	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
+	elicit    bool                              // the client declared form elicitation
+	ready     bool                              // the client sent notifications/initialized
+	serverErr error                             // set once the server's connection ended
 
 	cat catalog
+}
+
+// ownRequest is one of the proxy's own requests waiting for its answer,
+// which counts only from the peer it was sent to.
+type ownRequest struct {
+	peer Conn
+	ch   chan *jsonrpc.Response // gets the answer, or nil when it was refused
 }
 
 // pending is a client request the server has not answered yet.
@@ -88,17 +118,28 @@ type pending struct {
 	complete bool                 // tools/list without a cursor
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
-	timer    *time.Timer
+	// shadow is the decision of a call shadow mode let through: its
+	// result carries the enforced decision in _meta (render.AddShadow).
+	shadow *mcpxpolicy.Decision
+	// outputSchema is the tool's, as listed when the call was decided: the
+	// rider goes into structuredContent only where it admits it.
+	outputSchema json.RawMessage
+	timer        *time.Timer
 }
 
 // Run proxies between client and server until either side's connection
 // ends or ctx is done, then closes both. It returns nil when the client
 // ended the session, ErrServerGone (wrapped) when the server did, and
 // ctx's error when ctx ended it. Writes in flight when the server's side
-// ends become unknown-outcome entries.
-func Run(ctx context.Context, opts Options, client, server mcp.Connection) error {
+// ends become unknown-outcome entries. A frame either connection refuses
+// (a *FrameError) is answered or dropped as docs/proxy.md, "Strict
+// decoding", says, and the session goes on.
+func Run(ctx context.Context, opts Options, client, server Conn) error {
 	if opts.Engine == nil || opts.Server == "" {
 		return errors.New("proxy: Engine and Server are required")
+	}
+	if client == nil || server == nil {
+		return errors.New("proxy: both connections are required")
 	}
 	log := opts.Logger
 	if log == nil {
@@ -110,7 +151,8 @@ func Run(ctx context.Context, opts Options, client, server mcp.Connection) error
 		opts: opts, log: log.With("server", opts.Server), client: client, server: server, ctx: ctx,
 		pending:  map[jsonrpc.ID]*pending{},
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
-		own:      map[jsonrpc.ID]chan *jsonrpc.Response{},
+		own:      map[jsonrpc.ID]*ownRequest{},
+		held:     map[string]*heldAsk{},
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
@@ -141,6 +183,11 @@ func Run(ctx context.Context, opts Options, client, server mcp.Connection) error
 func (s *session) clientLoop() error {
 	for {
 		msg, err := s.client.Read(s.ctx)
+		var fe *FrameError
+		if errors.As(err, &fe) {
+			s.refusedFromClient(fe)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -149,13 +196,10 @@ func (s *session) clientLoop() error {
 			switch {
 			case !m.IsCall():
 				s.clientNotification(m)
-			case m.Method == "server/discover":
-				// The stateless protocol (2026-07-28, SEP-2575) carries client
-				// capabilities per request and replaces server-to-client
-				// requests such as elicitation; the proxy gates sessions of
-				// the initialize protocol. Declining discovery makes clients
-				// fall back to initialize.
-				s.replyError(m.ID, jsonrpc.CodeMethodNotFound, "mcpx-policy proxy: server/discover is not supported; initialize instead")
+			case ownID(m.ID):
+				s.refuse(m.ID, "request ids starting with "+ownIDPrefix+" are reserved for the proxy's own requests")
+			case s.inFlight(m.ID):
+				s.refuse(m.ID, fmt.Sprintf("request id %v is already in use by a request in flight", m.ID.Raw()))
 			case m.Method == "tools/call":
 				ctx, cancel := context.WithCancel(s.ctx)
 				s.mu.Lock()
@@ -164,16 +208,31 @@ func (s *session) clientLoop() error {
 				go s.toolsCall(ctx, m)
 			default:
 				p := &pending{method: m.Method}
-				if m.Method == "initialize" {
-					s.noteInitialize(m.Params)
-				}
-				if m.Method == "tools/list" {
-					p.complete = !hasCursor(m.Params)
+				switch m.Method {
+				case "server/discover":
+					// MCP 2026-07-28 carries the client's protocol and
+					// capabilities in each request's _meta; discovery goes
+					// to the server, which answers it or not (the client
+					// then initializes).
+					s.noteClientMeta(m.Params)
+				case "initialize":
+					if err := s.noteInitialize(m.Params); err != nil {
+						s.refuse(m.ID, "initialize params: "+err.Error())
+						continue
+					}
+				case "tools/list":
+					s.noteClientMeta(m.Params)
+					cursor, err := hasCursor(m.Params)
+					if err != nil {
+						s.refuse(m.ID, "tools/list params: "+err.Error())
+						continue
+					}
+					p.complete = !cursor
 				}
 				s.forward(m, p)
 			}
 		case *jsonrpc.Response:
-			if s.deliverOwn(m) {
+			if s.ownReply(m, s.client) {
 				continue
 			}
 			// An answer to a request of the server (sampling, roots,
@@ -185,17 +244,60 @@ func (s *session) clientLoop() error {
 	}
 }
 
+// inFlight reports whether a client request with this id is being decided
+// or waits for the server: a second one would be confused with it.
+func (s *session) inFlight(id jsonrpc.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, deciding := s.deciding[id]
+	_, pending := s.pending[id]
+	return deciding || pending
+}
+
+// refuse answers a client request the proxy will not pass on with
+// invalid params (-32602).
+func (s *session) refuse(id jsonrpc.ID, why string) {
+	s.log.Warn("refused a client request", "id", id.Raw(), "why", why)
+	s.replyError(id, jsonrpc.CodeInvalidParams, "mcpx-policy: refused: "+why)
+}
+
+// refusedFromClient handles a frame of the client that failed the strict
+// check: a request is answered with -32602, an answer to an elicitation of
+// the proxy counts as declined, anything else is dropped. Nothing of it
+// reaches the server.
+func (s *session) refusedFromClient(fe *FrameError) {
+	switch {
+	case fe.Request && fe.ID.IsValid():
+		s.refuse(fe.ID, fe.Err.Error())
+	case fe.ID.IsValid() && s.ownFailed(fe.ID, s.client):
+		s.log.Warn("refused the client's answer to a request of the proxy", "id", fe.ID.Raw(), "err", fe.Err)
+	default:
+		s.log.Warn("dropped a frame of the client", "err", fe.Err)
+	}
+}
+
 // serverLoop reads what the server sends; when its connection ends, every
 // request still at the server is answered (writes as unknown outcomes).
 func (s *session) serverLoop() error {
 	for {
 		msg, err := s.server.Read(s.ctx)
+		var fe *FrameError
+		if errors.As(err, &fe) {
+			s.refusedFromServer(fe)
+			continue
+		}
 		if err != nil {
 			s.serverGone(err)
 			return fmt.Errorf("%w: %v", ErrServerGone, err)
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Request:
+			if m.IsCall() && ownID(m.ID) {
+				s.log.Warn("refused a server request with a reserved id", "id", m.ID.Raw(), "method", m.Method)
+				s.writeServer(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+					Message: "mcpx-policy: refused: request ids starting with " + ownIDPrefix + " are reserved for the proxy's own requests"}})
+				continue
+			}
 			if m.Method == "notifications/tools/list_changed" {
 				s.cat.invalidate()
 				s.mu.Lock()
@@ -212,25 +314,70 @@ func (s *session) serverLoop() error {
 				s.log.Warn("forwarding to the client failed", "method", m.Method, "err", err)
 			}
 		case *jsonrpc.Response:
-			if s.deliverOwn(m) {
+			if s.ownReply(m, s.server) {
 				continue
 			}
-			s.mu.Lock()
-			p := s.pending[m.ID]
-			delete(s.pending, m.ID)
-			s.mu.Unlock()
-			if p == nil {
-				// Answered already: the call timed out or was cancelled.
-				s.log.Debug("dropping an answer to a request no longer pending", "id", m.ID.Raw())
-				continue
-			}
-			if p.dispatch != nil {
-				// Settling is durable (an fsync): do not hold up other answers.
-				go s.answer(p, m)
-			} else {
-				s.answer(p, m)
-			}
+			s.settle(m)
 		}
+	}
+}
+
+// settle ends the pending client request m answers.
+func (s *session) settle(m *jsonrpc.Response) {
+	s.mu.Lock()
+	p := s.pending[m.ID]
+	delete(s.pending, m.ID)
+	s.mu.Unlock()
+	if p == nil {
+		// Answered already: the call timed out or was cancelled.
+		s.log.Debug("dropping an answer to a request no longer pending", "id", m.ID.Raw())
+		return
+	}
+	if p.dispatch != nil {
+		// Settling is durable (an fsync): do not hold up other answers.
+		go s.answer(p, m)
+	} else {
+		s.answer(p, m)
+	}
+}
+
+// refusedFromServer handles a frame of the server that failed the strict
+// check: a request is answered with -32602; an answer to the proxy's own
+// tools/list fails it; an answer to a client request becomes an error for
+// the client (a write's outcome is then unknown); anything else is
+// dropped. Nothing of it reaches the client.
+func (s *session) refusedFromServer(fe *FrameError) {
+	s.log.Warn("refused a frame of the server", "id", fe.ID.Raw(), "err", fe.Err)
+	if !fe.ID.IsValid() {
+		return
+	}
+	if fe.Request {
+		s.writeServer(&jsonrpc.Response{ID: fe.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpx-policy: refused: " + fe.Err.Error()}})
+		return
+	}
+	if s.ownFailed(fe.ID, s.server) || ownID(fe.ID) {
+		return
+	}
+	s.mu.Lock()
+	p := s.pending[fe.ID]
+	delete(s.pending, fe.ID)
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	if p.dispatch != nil {
+		s.unknown(fe.ID, p, "the server's answer was refused: "+fe.Err.Error())
+		return
+	}
+	s.replyError(fe.ID, jsonrpc.CodeInternalError, "mcpx-policy: the MCP server's answer was refused: "+fe.Err.Error())
+}
+
+func (s *session) writeServer(m jsonrpc.Message) {
+	if err := s.server.Write(s.ctx, m); err != nil {
+		s.log.Warn("writing to the server failed", "err", err)
 	}
 }
 
@@ -252,13 +399,24 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 	if m.Error == nil {
 		switch {
 		case p.method == "tools/list":
-			m = s.filterToolsList(m, p.complete)
+			filtered, err := s.filterToolsList(m, p.complete)
+			if err != nil {
+				// Never pass on a list that could not be filtered.
+				s.log.Warn("refused the server's tools/list answer", "err", err)
+				m = &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: "mcpx-policy: the MCP server's tools/list answer was refused: " + err.Error()}}
+			} else {
+				m = filtered
+			}
 		case p.method == "tools/call" && len(p.ignored) > 0:
-			if r, err := addRider(m.Result, p.ignored); err == nil {
+			if r, err := render.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
 				m = &jsonrpc.Response{ID: m.ID, Result: r}
 			} else {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
 			}
+		}
+		if p.shadow != nil {
+			m = &jsonrpc.Response{ID: m.ID, Result: s.withShadow(m.Result, p)}
 		}
 	}
 	s.reply(m)
@@ -302,41 +460,45 @@ func (s *session) forward(m *jsonrpc.Request, p *pending) {
 
 // clientNotification forwards a client notification; a cancellation of a
 // call still being decided stops it there, and one of a write already
-// sent makes the write's outcome unknown.
+// sent makes the write's outcome unknown. Only methods under
+// "notifications/" pass: JSON-RPC lets a server run a request sent without
+// an id (a tools/call among them), and the proxy gates calls by their id.
 func (s *session) clientNotification(m *jsonrpc.Request) {
+	if !strings.HasPrefix(m.Method, "notifications/") {
+		s.log.Warn("dropped a client request without an id", "method", m.Method)
+		return
+	}
 	if m.Method == "notifications/initialized" {
 		s.mu.Lock()
 		s.ready = true
 		s.mu.Unlock()
 	}
 	if m.Method == "notifications/cancelled" {
-		var p struct {
-			RequestID any `json:"requestId"`
+		id, err := cancelledID(m.Params)
+		if err != nil {
+			s.log.Warn("dropped a cancellation the proxy cannot read", "err", err)
+			return
 		}
-		if json.Unmarshal(m.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
-				s.mu.Lock()
-				cancel, deciding := s.deciding[id]
-				delete(s.deciding, id)
-				pend := s.pending[id]
-				if pend != nil && pend.dispatch != nil {
-					delete(s.pending, id)
-				} else {
-					pend = nil
-				}
-				s.mu.Unlock()
-				if deciding {
-					// The server never saw it: nothing to forward.
-					cancel()
-					return
-				}
-				if pend != nil {
-					if pend.timer != nil {
-						pend.timer.Stop()
-					}
-					s.recordUnknown(pend, "cancelled by the client after the request was sent")
-				}
+		s.mu.Lock()
+		cancel, deciding := s.deciding[id]
+		delete(s.deciding, id)
+		pend := s.pending[id]
+		if pend != nil && pend.dispatch != nil {
+			delete(s.pending, id)
+		} else {
+			pend = nil
+		}
+		s.mu.Unlock()
+		if deciding {
+			// The server never saw it: nothing to forward.
+			cancel()
+			return
+		}
+		if pend != nil {
+			if pend.timer != nil {
+				pend.timer.Stop()
 			}
+			s.recordUnknown(pend, "cancelled by the client after the request was sent")
 		}
 	}
 	if err := s.server.Write(s.ctx, m); err != nil {
@@ -365,7 +527,26 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	s.replyResult(id, unknownOutcomeResult(s.opts.Server, p.call, entry, cause))
+	result := render.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands)
+	if p.shadow != nil {
+		if raw, err := json.Marshal(result); err == nil {
+			s.reply(&jsonrpc.Response{ID: id, Result: s.withShadow(raw, p)})
+			return
+		}
+	}
+	s.replyResult(id, result)
+}
+
+// withShadow adds to the result of a call shadow mode let through the
+// decision it would have had (render.AddShadow); a result it cannot add
+// to (not a JSON object) goes as it is, and the log says so.
+func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage {
+	r, err := render.AddShadow(result, *p.shadow)
+	if err != nil {
+		s.log.Warn("shadow decision not added to the result", "tool", p.call, "err", err)
+		return result
+	}
+	return r
 }
 
 func (s *session) recordUnknown(p *pending, cause string) string {
@@ -373,7 +554,7 @@ func (s *session) recordUnknown(p *pending, cause string) string {
 		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", "mcpx-policy writes clear "+s.opts.Server+" --id "+p.dispatch.ID())
+		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID()))
 	return p.dispatch.ID()
 }
 
@@ -385,10 +566,10 @@ func (s *session) serverGone(err error) {
 	pend := s.pending
 	s.pending = map[jsonrpc.ID]*pending{}
 	own := s.own
-	s.own = map[jsonrpc.ID]chan *jsonrpc.Response{}
+	s.own = map[jsonrpc.ID]*ownRequest{}
 	s.mu.Unlock()
-	for _, ch := range own {
-		close(ch)
+	for _, o := range own {
+		close(o.ch)
 	}
 	cause := "the server's connection closed while the call was in flight (the process exited or the pipe broke): " + err.Error()
 	for id, p := range pend {
@@ -404,17 +585,17 @@ func (s *session) serverGone(err error) {
 }
 
 // request sends a request of the proxy's own to conn and waits for the
-// answer.
-func (s *session) request(ctx context.Context, conn mcp.Connection, method string, params any) (*jsonrpc.Response, error) {
+// answer, which counts only from conn. The id is ownIDPrefix and
+// rand.Text (at least 128 bits from crypto/rand).
+func (s *session) request(ctx context.Context, conn Conn, method string, params any) (*jsonrpc.Response, error) {
 	s.mu.Lock()
 	if conn == s.server && s.serverErr != nil {
 		s.mu.Unlock()
 		return nil, ErrServerGone
 	}
-	s.nextID++
-	id, _ := jsonrpc.MakeID(ownIDPrefix + strconv.Itoa(s.nextID))
+	id, _ := jsonrpc.MakeID(ownIDPrefix + rand.Text())
 	ch := make(chan *jsonrpc.Response, 1)
-	s.own[id] = ch
+	s.own[id] = &ownRequest{peer: conn, ch: ch}
 	s.mu.Unlock()
 	drop := func() {
 		s.mu.Lock()
@@ -435,6 +616,9 @@ func (s *session) request(ctx context.Context, conn mcp.Connection, method strin
 		if !ok {
 			return nil, ErrServerGone
 		}
+		if r == nil {
+			return nil, errRefusedAnswer
+		}
 		if r.Error != nil {
 			return nil, r.Error
 		}
@@ -451,20 +635,62 @@ func (s *session) request(ctx context.Context, conn mcp.Connection, method strin
 	}
 }
 
-// deliverOwn hands an answer to one of the proxy's own requests to its
-// waiter.
-func (s *session) deliverOwn(m *jsonrpc.Response) bool {
-	if id, ok := m.ID.Raw().(string); !ok || len(id) < len(ownIDPrefix) || id[:len(ownIDPrefix)] != ownIDPrefix {
+// errRefusedAnswer is the error of an own request whose answer failed the
+// strict check.
+var errRefusedAnswer = errors.New("the answer did not decode strictly")
+
+// ownID reports whether id has the form of the proxy's own ids.
+func ownID(id jsonrpc.ID) bool {
+	s, ok := id.Raw().(string)
+	return ok && strings.HasPrefix(s, ownIDPrefix)
+}
+
+// ownReply takes a reply that arrived from peer. An answer to a pending
+// own request sent to peer goes to its waiter. An answer with an own id
+// from the other peer (which never saw that request), or to an own id no
+// longer pending, is dropped and logged. It reports whether m was one of
+// these; false means m answers a peer's request.
+func (s *session) ownReply(m *jsonrpc.Response, peer Conn) bool {
+	s.mu.Lock()
+	o := s.own[m.ID]
+	if o != nil && o.peer == peer {
+		delete(s.own, m.ID)
+	}
+	s.mu.Unlock()
+	switch {
+	case o != nil && o.peer == peer:
+		o.ch <- m
+		return true
+	case o != nil:
+		s.log.Warn("dropped a reply to a request of the proxy from the peer it was not sent to", "from", s.peerName(peer), "id", m.ID.Raw())
+		return true
+	case ownID(m.ID):
+		s.log.Warn("dropped a reply to a request of the proxy that is not pending", "from", s.peerName(peer), "id", m.ID.Raw())
+		return true
+	}
+	return false
+}
+
+// ownFailed ends a pending own request sent to peer whose answer failed
+// the strict check; it reports whether id was one.
+func (s *session) ownFailed(id jsonrpc.ID, peer Conn) bool {
+	s.mu.Lock()
+	o := s.own[id]
+	if o == nil || o.peer != peer {
+		s.mu.Unlock()
 		return false
 	}
-	s.mu.Lock()
-	ch := s.own[m.ID]
-	delete(s.own, m.ID)
+	delete(s.own, id)
 	s.mu.Unlock()
-	if ch != nil {
-		ch <- m
-	}
+	o.ch <- nil
 	return true
+}
+
+func (s *session) peerName(c Conn) string {
+	if c == s.client {
+		return "client"
+	}
+	return "server"
 }
 
 func (s *session) reply(m *jsonrpc.Response) {
@@ -492,31 +718,4 @@ func notification(method string, params any) (*jsonrpc.Request, error) {
 		return nil, err
 	}
 	return &jsonrpc.Request{Method: method, Params: raw}, nil
-}
-
-// noteInitialize records whether the client can answer elicitation/create
-// with a form: capabilities.elicitation present, empty (form by default)
-// or with "form".
-func (s *session) noteInitialize(params json.RawMessage) {
-	var p struct {
-		Capabilities struct {
-			Elicitation map[string]json.RawMessage `json:"elicitation"`
-		} `json:"capabilities"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	e := p.Capabilities.Elicitation
-	_, form := e["form"]
-	_, url := e["url"]
-	s.mu.Lock()
-	s.elicit = e != nil && (form || !url)
-	s.mu.Unlock()
-}
-
-func hasCursor(params json.RawMessage) bool {
-	var p struct {
-		Cursor *string `json:"cursor"`
-	}
-	return json.Unmarshal(params, &p) == nil && p.Cursor != nil && *p.Cursor != ""
 }

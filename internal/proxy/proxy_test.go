@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,8 +58,16 @@ type rig struct {
 	done   chan error
 }
 
-// newRig joins a Go SDK client, the proxy and a Go SDK server in memory.
+// newRig joins a Go SDK client, the proxy and a Go SDK server in memory;
+// the client speaks MCP 2025-11-25 (initialize, server-to-client requests).
 func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server, clientOpts ...*mcp.ClientOptions) *rig {
+	t.Helper()
+	return newRigAt(t, "2025-11-25", config, opts, server, clientOpts...)
+}
+
+// newRigAt is newRig with the client on protocol version (2026-07-28:
+// server/discover, per-request metadata, input_required results).
+func newRigAt(t *testing.T, version, config string, opts proxy.Options, server *mcp.Server, clientOpts ...*mcp.ClientOptions) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mcpx-policy.yaml")
@@ -71,19 +81,13 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server,
 		t.Fatal(err)
 	}
 	r := &rig{eng: eng, conf: conf, server: server, log: &logBuffer{}, done: make(chan error, 1)}
-	clientT, proxyFront := mcp.NewInMemoryTransports()
-	proxyBack, serverT := mcp.NewInMemoryTransports()
-	if _, err := server.Connect(ctx, serverT, nil); err != nil {
+	clientEnd, proxyFront := net.Pipe()
+	proxyBack, serverEnd := net.Pipe()
+	if _, err := server.Connect(ctx, &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd}, nil); err != nil {
 		t.Fatal(err)
 	}
-	front, err := proxyFront.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := proxyBack.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	front := proxy.NewStreamConn(proxyFront, proxyFront)
+	back := proxy.NewStreamConn(proxyBack, proxyBack)
 	opts.Engine, opts.Server = eng, "s"
 	opts.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() { r.done <- proxy.Run(ctx, opts, front, back) }()
@@ -92,7 +96,7 @@ func newRig(t *testing.T, config string, opts proxy.Options, server *mcp.Server,
 		co = clientOpts[0]
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
-	r.client, err = client.Connect(ctx, clientT, nil)
+	r.client, err = client.Connect(ctx, &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +175,8 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 		return "too late"
 	}))
 	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
-	r := newRig(t, "version: 1\npolicy: {write: allow}\n", proxy.Options{CallTimeout: time.Second}, srv)
+	cmds := render.Commands{StateDir: "/var/lib/state dir"}
+	r := newRig(t, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.Options{CallTimeout: time.Second, Commands: cmds}, srv)
 	ctx := context.Background()
 	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})
 	if err != nil || resultText(res) != "written" {
@@ -181,6 +186,14 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "Outcome unknown") {
 		t.Fatalf("a write past the timeout: %v %v; want the unknown outcome", res, err)
 	}
+	// The clear command, in the answer and in the log, runs as printed: it
+	// names the proxy's state dir.
+	id := res.Meta["mcpx-policy/unknown_outcome"].(map[string]any)["ledger_id"].(string)
+	clear := cmds.WritesClear("s", id)
+	if !strings.Contains(resultText(res), "(`"+clear+"`)") {
+		t.Errorf("the answer does not name %q: %s", clear, resultText(res))
+	}
+	r.log.waitFor(t, `clear="mcpx-policy writes clear s --id `+id+` --state-dir '/var/lib/state dir'"`)
 	select {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):
@@ -257,7 +270,7 @@ func TestAskAndCancel(t *testing.T) {
 func TestHTTPRefusesRebinding(t *testing.T) {
 	t.Parallel()
 	started := false
-	h := proxy.NewHTTPHandler(context.Background(), proxy.Options{}, func(context.Context) (mcp.Connection, error) {
+	h := proxy.NewHTTPHandler(context.Background(), proxy.Options{}, func(context.Context) (proxy.Conn, error) {
 		started = true
 		return nil, context.Canceled
 	})

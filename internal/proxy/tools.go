@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -17,11 +19,14 @@ import (
 const listTimeout = 30 * time.Second
 
 // catalog is the server's own tool list: what the policy classifies calls
-// with (annotations come only from here, never from the client).
+// with (annotations come only from here, never from the client). It holds
+// only tools that parsed strictly and whose name the list gives once: a
+// tool the proxy cannot read is neither listed nor callable.
 type catalog struct {
 	mu      sync.Mutex
-	tools   map[string]json.RawMessage // nil until a complete list is known
-	list    []json.RawMessage          // the complete list, as sent
+	tools   map[string]mcpxpolicy.Tool // nil until a complete list is known
+	outputs map[string]json.RawMessage // their outputSchemas, as sent
+	list    []json.RawMessage          // those tools, as sent
 	checked []string                   // tool names of the last config check
 	rev     string                     // config revision of the last check
 	refresh sync.Mutex                 // one own tools/list at a time
@@ -34,36 +39,84 @@ func (c *catalog) invalidate() {
 	c.mu.Unlock()
 }
 
-func (c *catalog) get(name string) (json.RawMessage, bool, bool) {
+func (c *catalog) get(name string) (mcpxpolicy.Tool, bool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tools == nil {
-		return nil, false, false
+		return mcpxpolicy.Tool{}, false, false
 	}
-	raw, ok := c.tools[name]
-	return raw, ok, true
+	t, ok := c.tools[name]
+	return t, ok, true
 }
 
-// set stores a complete list and reports whether the config needs a check
-// against it: its tool names differ from the last checked list's, or the
-// config (revision rev) changed since.
-func (c *catalog) set(tools []json.RawMessage, rev string) (changed bool) {
-	m := make(map[string]json.RawMessage, len(tools))
-	names := make([]string, 0, len(tools))
-	for _, raw := range tools {
-		var t struct {
-			Name string `json:"name"`
+// readTools keeps the tools of a list that parse strictly
+// (mcpxpolicy.ParseTool) and have a name no other tool of the list has,
+// whether that other one parses or not: the server's reading of a tool the
+// proxy cannot read, or of a name listed twice, is unknown. refused says
+// why each other one was left out.
+func readTools(raws []json.RawMessage) (tools []mcpxpolicy.Tool, kept []json.RawMessage, refused []string) {
+	count := map[string]int{}
+	parsed := make([]mcpxpolicy.Tool, len(raws))
+	errs := make([]error, len(raws))
+	for i, raw := range raws {
+		// Count every name as a server reads it (the exact key), before
+		// and whether or not the tool parses.
+		var loose map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(raw, &loose) == nil && json.Unmarshal(loose["name"], &name) == nil {
+			count[name]++
 		}
-		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
-			m[t.Name] = raw
-			names = append(names, t.Name)
+		t, err := mcpxpolicy.ParseTool(raw)
+		if err == nil && t.Name == "" {
+			err = errors.New(`no "name"`)
+		}
+		parsed[i], errs[i] = t, err
+	}
+	for i, raw := range raws {
+		switch {
+		case errs[i] != nil:
+			refused = append(refused, fmt.Sprintf("%s: %v", clip(raw), errs[i]))
+		case count[parsed[i].Name] > 1:
+			refused = append(refused, fmt.Sprintf("%q: the name is listed %d times", parsed[i].Name, count[parsed[i].Name]))
+		default:
+			tools = append(tools, parsed[i])
+			kept = append(kept, raw)
+		}
+	}
+	return tools, kept, refused
+}
+
+// clip shortens a raw tool for a log line.
+func clip(raw []byte) string {
+	if len(raw) > 200 {
+		return string(raw[:200]) + "…"
+	}
+	return string(raw)
+}
+
+// set stores a complete list (as readTools keeps it) and reports whether
+// the config needs a check against it: its tool names differ from the last
+// checked list's, or the config (revision rev) changed since.
+func (c *catalog) set(tools []mcpxpolicy.Tool, raws []json.RawMessage, rev string) (changed bool) {
+	m := make(map[string]mcpxpolicy.Tool, len(tools))
+	outputs := map[string]json.RawMessage{}
+	names := make([]string, 0, len(tools))
+	for i, t := range tools {
+		m[t.Name] = t
+		names = append(names, t.Name)
+		var fields struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal(raws[i], &fields) == nil && len(fields.OutputSchema) > 0 {
+			outputs[t.Name] = fields.OutputSchema
 		}
 	}
 	slices.Sort(names)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tools = m
-	c.list = tools
+	c.outputs = outputs
+	c.list = raws
 	if slices.Equal(names, c.checked) && c.checked != nil && rev == c.rev {
 		return false
 	}
@@ -71,39 +124,48 @@ func (c *catalog) set(tools []json.RawMessage, rev string) (changed bool) {
 	return true
 }
 
+// outputSchema returns the outputSchema the server lists for a tool, as
+// sent; nil when it declares none or the list is not known.
+func (c *catalog) outputSchema(name string) json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outputs[name]
+}
+
 // stale returns the known list when the config changed since it was last
-// checked against it.
+// checked against it, and notes it as checked against revision rev.
 func (c *catalog) stale(rev string) ([]json.RawMessage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tools == nil || c.rev == rev {
 		return nil, false
 	}
+	c.rev = rev
 	return c.list, true
 }
 
 // tool returns the server's Tool by name, listing the tools first when the
-// list is not known. known is false when the server does not list it.
+// list is not known. known is false when the server does not list it, or
+// lists it in a form the proxy cannot read. err is set only when the list
+// could not be had: the call must then be refused, never decided without
+// the tool's definition.
 func (s *session) tool(ctx context.Context, name string) (t mcpxpolicy.Tool, known bool, err error) {
-	raw, ok, valid := s.cat.get(name)
+	t, ok, valid := s.cat.get(name)
 	if !valid {
 		if err := s.listTools(ctx); err != nil {
 			return mcpxpolicy.Tool{Name: name}, false, err
 		}
-		raw, ok, _ = s.cat.get(name)
+		t, ok, _ = s.cat.get(name)
 	}
 	if !ok {
 		return mcpxpolicy.Tool{Name: name}, false, nil
-	}
-	t, err = mcpxpolicy.ParseTool(raw)
-	if err != nil {
-		return mcpxpolicy.Tool{Name: name}, true, err
 	}
 	return t, true, nil
 }
 
 // listTools fetches the server's whole tool list (every page) with the
-// proxy's own tools/list and stores it.
+// proxy's own tools/list and stores it. A page that does not decode
+// strictly fails the listing.
 func (s *session) listTools(ctx context.Context) error {
 	s.cat.refresh.Lock()
 	defer s.cat.refresh.Unlock()
@@ -119,33 +181,64 @@ func (s *session) listTools(ctx context.Context) error {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
+		if meta := s.ownMeta(); meta != nil {
+			params["_meta"] = meta
+		}
 		r, err := s.request(ctx, s.server, "tools/list", params)
 		if err != nil {
 			return err
 		}
-		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(r.Result, &page); err != nil {
+		page, err := readToolsPage(r.Result)
+		if err != nil {
 			return err
 		}
 		all = append(all, page.Tools...)
-		if page.NextCursor == "" || len(all) > 100000 {
+		if page.NextCursor == nil || *page.NextCursor == "" {
 			break
 		}
-		cursor = page.NextCursor
+		if len(all) > 100000 {
+			return errors.New("the server lists more than 100000 tools")
+		}
+		cursor = *page.NextCursor
 	}
-	s.storeTools(all)
+	s.storeOwnList(all)
 	return nil
 }
 
-// storeTools keeps a complete list and re-checks the config against it
-// when its tools changed.
-func (s *session) storeTools(tools []json.RawMessage) {
-	if !s.cat.set(tools, s.opts.Engine.Revision()) {
+// storeTools keeps a complete list — the tools that parse — and re-checks
+// the config against it when its tools changed.
+func (s *session) storeTools(raws []json.RawMessage) {
+	tools, kept, refused := readTools(raws)
+	for _, r := range refused {
+		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
+	}
+	s.storeList(tools, kept)
+}
+
+// storeOwnList is storeTools for the proxy's own tools/list, which no
+// client sees: each tool is screened as a listing would (which pins a tool
+// seen first and records a changed definition for acceptance, when the
+// server pins them).
+func (s *session) storeOwnList(raws []json.RawMessage) {
+	tools, kept, refused := readTools(raws)
+	for _, r := range refused {
+		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
+	}
+	for _, t := range tools {
+		s.listed(t)
+	}
+	s.storeList(tools, kept)
+}
+
+func (s *session) storeList(tools []mcpxpolicy.Tool, kept []json.RawMessage) {
+	if !s.cat.set(tools, kept, s.opts.Engine.Revision()) {
 		return
 	}
+	s.checkTools(kept)
+}
+
+// checkTools checks the config against the tools and logs the warnings.
+func (s *session) checkTools(tools []json.RawMessage) {
 	ws, err := s.opts.Engine.CheckTools(s.opts.Server, tools)
 	if err != nil {
 		s.log.Warn("the server's tool list is not a valid catalog", "err", err)
@@ -160,7 +253,7 @@ func (s *session) storeTools(tools []json.RawMessage) {
 // recheckConfig checks a reloaded config against the known tool list.
 func (s *session) recheckConfig() {
 	if list, ok := s.cat.stale(s.opts.Engine.Revision()); ok {
-		s.storeTools(list)
+		s.checkTools(list)
 	}
 }
 
@@ -171,59 +264,87 @@ func (s *session) recheck() {
 	}
 }
 
-// filterToolsList drops hidden tools from a tools/list answer and, with
-// PublishClosedSchemas, closes the input schemas. A complete answer (no
+// filterToolsList drops from a tools/list answer the tools the policy
+// hides, those whose definition is not the pinned one, and those the proxy
+// cannot read (readTools) and, with PublishClosedSchemas, closes the input
+// schemas, with PublishRules adds the argument rules to them. A complete answer (no
 // cursor asked, none given) also becomes the catalog. Everything else in
-// the answer is kept as the server sent it.
-func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) *jsonrpc.Response {
+// the answer is kept as the server sent it. A result that does not decode
+// strictly is an error: it is never passed on unfiltered.
+func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.Response, error) {
+	page, err := readToolsPage(m.Result)
+	if err != nil {
+		return nil, err
+	}
 	var res map[string]json.RawMessage
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		return m
+	if err := strictjson.Unmarshal(m.Result, &res); err != nil {
+		return nil, err
 	}
-	var tools []json.RawMessage
-	if err := json.Unmarshal(res["tools"], &tools); err != nil {
-		return m
+	if complete && (page.NextCursor == nil || *page.NextCursor == "") {
+		s.storeTools(page.Tools)
 	}
-	if complete {
-		if nc, ok := res["nextCursor"]; !ok || bytes.Equal(nc, []byte(`""`)) || bytes.Equal(nc, []byte("null")) {
-			s.storeTools(tools)
-		}
+	tools, raws, refused := readTools(page.Tools)
+	for _, r := range refused {
+		s.log.Warn("dropping a tool the policy cannot read from tools/list", "tool", r)
 	}
 	kept := make([]json.RawMessage, 0, len(tools))
-	for _, raw := range tools {
-		t, err := mcpxpolicy.ParseTool(raw)
-		if err != nil {
-			// Never publish what cannot be gated.
-			s.log.Warn("dropping a tool the policy cannot read from tools/list", "tool", string(raw[:min(len(raw), 200)]), "err", err)
+	for i, t := range tools {
+		if !s.listed(t) {
 			continue
 		}
-		if s.hidden(t) {
-			continue
-		}
+		raw := raws[i]
 		if s.opts.PublishClosedSchemas {
 			if closed, err := closeTool(raw); err == nil {
 				raw = closed
 			}
 		}
+		if s.opts.PublishRules {
+			raw = s.withRules(t.Name, raw)
+		}
 		kept = append(kept, raw)
 	}
 	out, err := json.Marshal(kept)
 	if err != nil {
-		return m
+		return nil, err
 	}
 	res["tools"] = out
 	result, err := json.Marshal(res)
 	if err != nil {
-		return m
+		return nil, err
 	}
-	return &jsonrpc.Response{ID: m.ID, Result: result}
+	return &jsonrpc.Response{ID: m.ID, Result: result}, nil
 }
 
-// hidden asks the policy whether a tool is hidden: step 1 of every
-// decision, so the list and the gate never disagree.
-func (s *session) hidden(t mcpxpolicy.Tool) bool {
-	d, _ := s.opts.Engine.Decide(s.ctx, mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: t, Args: map[string]any{}})
-	return d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool
+// listed asks the policy whether a tool may be listed: not when it is
+// hidden (step 1), nor when its definition is not the pinned one (the pin
+// check, ToolDefinitionChanged, whether it denies or asks), so the list and
+// the gate never disagree. Deciding it pins a tool seen first, when the
+// server pins tool definitions.
+func (s *session) listed(t mcpxpolicy.Tool) bool {
+	ok, why := s.opts.Engine.Listable(s.ctx, s.opts.Server, t)
+	if !ok && why != "" {
+		s.log.Warn("tool left out of tools/list: its definition is not the pinned one", "tool", t.Name, "why", why)
+	}
+	return ok
+}
+
+// withRules is raw with the argument rules of tool name in its inputSchema
+// (publishRules); each rule that cannot be placed is logged. On error the
+// tool is listed as the server sent it.
+func (s *session) withRules(name string, raw json.RawMessage) json.RawMessage {
+	rules := s.opts.Engine.ArgumentRules(s.opts.Server, name)
+	if len(rules) == 0 {
+		return raw
+	}
+	out, left, err := publishRules(raw, rules)
+	if err != nil {
+		s.log.Warn("the argument rules cannot be added to the tool's inputSchema; listed as the server sent it", "tool", name, "err", err)
+		return raw
+	}
+	for _, l := range left {
+		s.log.Warn("argument rule left out of the published inputSchema", "tool", name, "rule", l.rule, "why", l.why)
+	}
+	return out
 }
 
 // closeTool stamps additionalProperties: false into a tool's inputSchema

@@ -150,3 +150,38 @@ func Approved(action string, content map[string]any) bool {
 	v, ok := content[ElicitApprove].(bool)
 	return action == "accept" && ok && v
 }
+
+// InputRequestKey is the id of the proxy's confirmation among the
+// inputRequests of an input_required result, and of its answer among the
+// retry's inputResponses.
+const InputRequestKey = "mcpx-policy/confirm"
+
+// InputRequest is one input request of an input_required result: an
+// `elicitation/create` form, as the client would have been sent it.
+type InputRequest struct {
+	Method string       `json:"method"`
+	Params ElicitParams `json:"params"`
+}
+
+// InputRequiredResult is the tools/call result by which an MCP 2026-07-28
+// server asks its client for input (multi round-trip requests): the
+// client fulfils the inputRequests and retries the call with
+// inputResponses (the same ids) and requestState (as given). It has no
+// content: the call has not run.
+type InputRequiredResult struct {
+	ResultType    string                  `json:"resultType"`
+	InputRequests map[string]InputRequest `json:"inputRequests"`
+	RequestState  string                  `json:"requestState"`
+}
+
+// InputRequired is the input_required result that puts the prompt to the
+// person behind an MCP 2026-07-28 client: one input request,
+// InputRequestKey, the Elicitation() form; state is the requestState the
+// client echoes in its retry.
+func (p AskPrompt) InputRequired(state string) InputRequiredResult {
+	return InputRequiredResult{
+		ResultType:    "input_required",
+		InputRequests: map[string]InputRequest{InputRequestKey: {Method: "elicitation/create", Params: p.Elicitation()}},
+		RequestState:  state,
+	}
+}

@@ -122,6 +122,15 @@ func goldenCases(t *testing.T) []goldenCase {
 		cs = append(cs, goldenCase{name: name, call: call, d: d})
 	}
 
+	pinned := "4b2c8e0f19a7d3c56e81f0a2b9d4c7e3f6a1b8d0c2e5f7a9b3d6c8e0f2a4b6d8"
+	changedSum := "9e7d5c3b1a0f8e6d4c2b0a9f7e5d3c1b9a8f6e4d2c0b8a7f5e3d1c9b7a6f4e2d"
+	pinCall := fsWrite(map[string]any{"path": "/workspace/notes.md", "content": "hello"})
+	pinReason := reason(decision.ToolDefinitionChanged,
+		"fs.write_file: the tool's definition changed since it was pinned (description, annotations changed; pinned sha256 4b2c8e0f19a7, now 9e7d5c3b1a0f); refused until an operator reviews the change and accepts it with: mcpx-policy pins accept fs write_file --sha256 "+changedSum)
+	pinReason.Details = map[string]any{"mode": "deny", "pinned_sha256": pinned, "sha256": changedSum,
+		"changed": []any{"description", "annotations"}, "accept": "mcpx-policy pins accept fs write_file --sha256 " + changedSum}
+	add("ToolDefinitionChanged", pinCall, deny(t, pinCall, true, pinReason))
+
 	hidden := decision.Call{Surface: "mcp", Server: "fs", Tool: decision.Tool{Name: "delete_file"},
 		Args: map[string]any{"path": "/workspace/notes.md"}}
 	add("HiddenTool", hidden, deny(t, hidden, true,

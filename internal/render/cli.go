@@ -14,9 +14,19 @@ import (
 // tool is one line with mcpx's HiddenTool text and nothing else. The text
 // ends with a newline. `--format json` does not use it: it prints the
 // redacted decision document.
+//
+// In shadow mode (docs/check-order.md#shadow-mode) a call the policy
+// refused but shadow mode let through reads "allow CALL: shadow mode let it
+// through", then "enforced: " and the text of the policy's own decision; a
+// refusal that holds in shadow mode says so under its reasons, and what
+// the policy decided when that was more.
 func CLI(d decision.Decision) string {
 	d = Redact(d, nil)
 	var b strings.Builder
+	if d.Relaxed() && d.Outcome == decision.Allow {
+		fmt.Fprintf(&b, "allow %s: shadow mode let it through\n  enforced: %s", callName(d.Call), CLI(d.Enforced()))
+		return b.String()
+	}
 	first := d.First()
 	if d.Outcome != decision.Allow && first.Code == decision.HiddenTool {
 		fmt.Fprintf(&b, "deny %s: %s (HiddenTool)\n", callName(d.Call), hiddenMessage(d.Call.Server, d.Call.Tool))
@@ -44,9 +54,22 @@ func CLI(d decision.Decision) string {
 				fmt.Fprintf(&b, "    clear with: %s\n", c)
 			}
 		}
+		if r.Code == decision.ToolDefinitionChanged {
+			if c := stringIn(r.Details, "accept"); c != "" {
+				fmt.Fprintf(&b, "    accept with: %s\n", c)
+			}
+		}
 	}
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, "  warning %s: %s\n", w.Code, w.Message)
+	}
+	switch {
+	case d.Shadow == nil || outcome == decision.Allow:
+	case d.Relaxed():
+		e := d.Enforced().First()
+		fmt.Fprintf(&b, "  shadow mode: only the reasons above hold; enforced, the policy's %s would stand (%s, step %s)\n", d.Shadow.Outcome, e.Code, d.Shadow.Step)
+	default:
+		fmt.Fprintf(&b, "  shadow mode: %s holds in shadow mode too\n", first.Code)
 	}
 	if d.Call.SHA256 != "" {
 		fmt.Fprintf(&b, "  call sha256: %s\n", d.Call.SHA256)

@@ -45,6 +45,27 @@ func mustJSON(t *testing.T, v any) []byte {
 // sampleResult is a successful tools/call result as a server returns it.
 const sampleResult = `{"content":[{"type":"text","text":"package main\n\nfunc main() {}\n"}],"isError":false}`
 
+// riderCases are the results the rider is added to in the goldens: one
+// with text content only, one with structuredContent whose outputSchema
+// admits the rider, one whose outputSchema (additionalProperties: false)
+// does not.
+var riderCases = []struct{ suffix, result, outputSchema string }{
+	{".rider.json", sampleResult, ""},
+	{".rider-structured.json", `{"content":[{"type":"text","text":"{\"lines\":12}"}],"structuredContent":{"lines":12}}`,
+		`{"type":"object","properties":{"lines":{"type":"integer"}},"required":["lines"]}`},
+	{".rider-strict.json", `{"content":[{"type":"text","text":"{\"lines\":12}"}],"structuredContent":{"lines":12},"_meta":{"k":"v"}}`,
+		`{"type":"object","properties":{"lines":{"type":"integer"}},"additionalProperties":false}`},
+}
+
+// TestGoldenUnknownOutcome renders the answer to a write whose outcome was
+// lost, with the clear command spelled for the proxy's state dir.
+func TestGoldenUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	r := render.UnknownOutcome("fs", "write_file", "3f9c2a1b7d4e8f60", "no answer within 10m0s",
+		render.Commands{StateDir: "/var/lib/mcpx policy"})
+	golden(t, "UnknownOutcome.mcp.json", mustJSON(t, r))
+}
+
 // TestGolden renders every reason code on every surface: daemon, mcp, cli,
 // and for the ask codes the prompt as the CLI, the daemon and MCP
 // elicitation show it. IgnoredArguments, a warning, is an allow whose
@@ -71,17 +92,20 @@ func TestGolden(t *testing.T) {
 				}
 				golden(t, c.name+".ask.daemon.json", mustJSON(t, render.HTTPAnswer{Status: s, Body: b}))
 				golden(t, c.name+".ask.mcp.json", mustJSON(t, render.ElicitRequest{Method: "elicitation/create", Params: p.Elicitation()}))
+				golden(t, c.name+".ask.mcp-input-required.json", mustJSON(t, p.InputRequired("mcpx-policy/REQUEST-STATE")))
 			}
 			if ig := render.Ignored(c.d); len(ig) > 0 {
-				out, err := render.AddRider(json.RawMessage(sampleResult), ig)
-				if err != nil {
-					t.Fatal(err)
+				for _, r := range riderCases {
+					out, err := render.AddRider(json.RawMessage(r.result), ig, json.RawMessage(r.outputSchema))
+					if err != nil {
+						t.Fatal(err)
+					}
+					var v any
+					if err := json.Unmarshal(out, &v); err != nil {
+						t.Fatal(err)
+					}
+					golden(t, c.name+r.suffix, mustJSON(t, v))
 				}
-				var v any
-				if err := json.Unmarshal(out, &v); err != nil {
-					t.Fatal(err)
-				}
-				golden(t, c.name+".rider.json", mustJSON(t, v))
 			}
 		})
 	}

@@ -38,12 +38,23 @@ type Content struct {
 	Text string `json:"text"`
 }
 
+// MetaDecision is the `_meta` key of a refusal's CallToolResult that holds
+// the redacted decision document.
+const MetaDecision = "mcpx-policy/decision"
+
+// MetaUnknownOutcome is the `_meta` key of the result of a write whose
+// outcome was lost (UnknownOutcome).
+const MetaUnknownOutcome = "mcpx-policy/unknown_outcome"
+
 // ToolResult is an MCP CallToolResult with the fields a refusal uses, under
-// the SDK's wire names.
+// the SDK's wire names. It has no structuredContent: a client validates
+// that against the tool's outputSchema (the TypeScript SDK does, on error
+// results too), and a refusal is not the tool's output. What a program
+// reads is in _meta.
 type ToolResult struct {
-	Content           []Content `json:"content"`
-	StructuredContent any       `json:"structuredContent,omitempty"`
-	IsError           bool      `json:"isError,omitempty"`
+	Content []Content      `json:"content"`
+	IsError bool           `json:"isError,omitempty"`
+	Meta    map[string]any `json:"_meta,omitempty"`
 }
 
 // MCPAnswer is the MCP rendering of a decision. For a refusal exactly one
@@ -69,18 +80,25 @@ func (a MCPAnswer) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// MCP renders d for an MCP client (the proxy's tools/call answer). A hidden
-// tool answers exactly as an unknown tool does (UnknownTool). Any other
-// refusal is a CallToolResult with isError true, one text content a model
-// can act on — what was refused, why, what would be accepted — and the
-// redacted decision document as structuredContent. An ask is rendered as
-// Unavailable(d): the proxy asks through Prompt(…).Elicitation() when the
-// client supports elicitation, and answers MCP(d) only when it does not.
-func MCP(d decision.Decision) MCPAnswer {
+// MCP renders d for an MCP client (the proxy's tools/call answer) with the
+// commands it names spelled for the default state dir: MCPFor(d,
+// Commands{}).
+func MCP(d decision.Decision) MCPAnswer { return MCPFor(d, Commands{}) }
+
+// MCPFor renders d for an MCP client. A hidden tool answers exactly as an
+// unknown tool does (UnknownTool). Any other refusal is a CallToolResult
+// with isError true, one text content a model can act on — what was
+// refused, why, what would be accepted — and the redacted decision
+// document in _meta["mcpx-policy/decision"]; never structuredContent,
+// which clients validate against the tool's outputSchema. Commands the
+// text names (clearing unknown outcomes) are spelled by cmds, so they run
+// as printed. An ask is rendered as Unavailable(d): the proxy asks when
+// the client can answer, and answers MCPFor(d) only when it cannot.
+func MCPFor(d decision.Decision, cmds Commands) MCPAnswer {
 	if d.Outcome == decision.Allow {
 		return MCPAnswer{}
 	}
-	d = Unavailable(Redact(d, nil))
+	d = cmds.respell(Unavailable(Redact(d, nil)))
 	if d.First().Code == decision.HiddenTool {
 		return MCPAnswer{Error: UnknownTool(d.Call.Tool)}
 	}
@@ -88,15 +106,35 @@ func MCP(d decision.Decision) MCPAnswer {
 		d.Warnings = []decision.Reason{}
 	}
 	return MCPAnswer{Result: &ToolResult{
-		Content:           []Content{{Type: "text", Text: mcpText(d)}},
-		StructuredContent: d,
-		IsError:           true,
+		Content: []Content{{Type: "text", Text: mcpText(d, cmds)}},
+		IsError: true,
+		Meta:    map[string]any{MetaDecision: d},
 	}}
+}
+
+// UnknownOutcome is the tools/call answer for a write whose outcome was
+// lost: an error result a model can act on — what happened, that it may or
+// may not have run, the command that clears it (spelled by cmds), not to
+// retry — and in _meta["mcpx-policy/unknown_outcome"] the facts: server,
+// tool, ledger_id, cause and the clear command.
+func UnknownOutcome(server, tool, ledgerID, cause string, cmds Commands) ToolResult {
+	clear := cmds.WritesClear(server, ledgerID)
+	text := fmt.Sprintf("Outcome unknown: %s.%s was sent to the server but no answer came back (%s). "+
+		"It may or may not have happened. Writes to %q are now refused until an operator checks and clears it "+
+		"(`%s`). Do not retry; tell the user.", server, tool, cause, server, clear)
+	return ToolResult{
+		Content: []Content{{Type: "text", Text: text}},
+		IsError: true,
+		Meta: map[string]any{MetaUnknownOutcome: map[string]any{
+			"outcome": "unknown", "server": server, "tool": tool, "ledger_id": ledgerID, "cause": cause, "clear": clear,
+		}},
+	}
 }
 
 // hints says, per deciding code, what a model should do next.
 var hints = map[decision.Code]string{
-	decision.UnknownOutcomePending:   "An earlier write to %[1]q may or may not have happened, so writes to %[1]q are blocked until an operator checks and clears it (`mcpx-policy writes clear %[1]s`). Do not retry; tell the user.",
+	decision.UnknownOutcomePending:   "An earlier write to %[1]q may or may not have happened, so writes to %[1]q are blocked until an operator checks and clears it (`%[2]s`). Do not retry; tell the user.",
+	decision.ToolDefinitionChanged:   "The server changed this tool's definition after it was trusted, so it is refused until an operator reviews the change and accepts it. Do not retry; tell the user.",
 	decision.LedgerUnreadable:        "Writes are blocked until an operator repairs the unknown-outcome ledger. Do not retry; tell the user.",
 	decision.ArgumentRuleViolation:   "Retry only with arguments that satisfy every constraint above.",
 	decision.WriteDenied:             "Writes to %[1]q are denied by policy. Do not retry this call; read-only tools are still allowed.",
@@ -108,7 +146,7 @@ var hints = map[decision.Code]string{
 }
 
 // mcpText is the text content of an MCP refusal.
-func mcpText(d decision.Decision) string {
+func mcpText(d decision.Decision, cmds Commands) string {
 	first := d.First()
 	code := first.Code
 	if code == "" {
@@ -141,7 +179,10 @@ func mcpText(d decision.Decision) string {
 		}
 		b.WriteString("Retry with only the valid arguments.\n")
 	} else if h, ok := hints[code]; ok {
-		if strings.Contains(h, "%[1]") {
+		switch {
+		case strings.Contains(h, "%[2]"):
+			h = fmt.Sprintf(h, d.Call.Server, cmds.WritesClear(d.Call.Server, ""))
+		case strings.Contains(h, "%[1]"):
 			h = fmt.Sprintf(h, d.Call.Server)
 		}
 		b.WriteString(h + "\n")

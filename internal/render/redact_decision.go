@@ -8,7 +8,8 @@ import (
 // have their secret-shaped keys redacted; violation values, expected values
 // and details are redacted and cut like arguments (a violation's value is
 // judged by the last key of its path, so /token is a secret by name); and
-// every message, detail text and string in details has the secrets found
+// every message, detail text and string in details (of the reasons, the
+// warnings and a shadow-mode decision's reasons) has the secrets found
 // anywhere in d — and in args, when given — replaced (raw or escaped as in
 // JSON text), then every secret shape. args are the call's unredacted
 // arguments; nil is allowed and then only what d itself shows is known. d
@@ -28,9 +29,17 @@ func Redact(d decision.Decision, args map[string]any) decision.Decision {
 	out := d
 	out.Reasons = redactReasons(r, d.Reasons)
 	out.Warnings = redactReasons(r, d.Warnings)
+	if d.Shadow != nil {
+		sh := *d.Shadow
+		sh.Reasons = redactReasons(r, d.Shadow.Reasons)
+		out.Shadow = &sh
+	}
 	// Pass 2: free text, and every string again for secrets seen elsewhere.
 	scrubReasons(r, out.Reasons)
 	scrubReasons(r, out.Warnings)
+	if out.Shadow != nil {
+		scrubReasons(r, out.Shadow.Reasons)
+	}
 	return out
 }
 

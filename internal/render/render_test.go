@@ -19,7 +19,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 	want := map[decision.Code]int{
 		decision.HiddenTool: 400, decision.UnknownArguments: 400, decision.ArgumentRuleViolation: 400,
 		decision.InvalidInput: 400, decision.WriteDenied: 403, decision.OverrideDeny: 403,
-		decision.ConfirmationDeclined: 403, decision.UnknownOutcomePending: 409,
+		decision.ConfirmationDeclined: 403, decision.UnknownOutcomePending: 409, decision.ToolDefinitionChanged: 409,
 		decision.ConfirmationUnavailable: 428, decision.WriteNeedsConfirmation: 428,
 		decision.DestructiveNeedsConfirmation: 428, decision.OverrideAsk: 428,
 		decision.LedgerUnreadable: 503, decision.PolicyError: 500, decision.IgnoredArguments: 200,
@@ -52,6 +52,9 @@ func TestStatusOfFailsClosed(t *testing.T) {
 		{"deny decided by a warning code", decision.Decision{Outcome: decision.Deny,
 			Reasons: []decision.Reason{{Code: decision.IgnoredArguments}}}, 500},
 		{"ledger", decision.Denied(decision.CallRef{}, decision.LedgerUnreadable, "x"), 503},
+		{"pin deny", decision.Denied(decision.CallRef{}, decision.ToolDefinitionChanged, "x"), 409},
+		{"pin ask", decision.Decision{Outcome: decision.Ask, Reasons: []decision.Reason{{Code: decision.ToolDefinitionChanged}}}, 428},
+		{"ask without reasons", decision.Decision{Outcome: decision.Ask}, 500},
 	}
 	for _, c := range cases {
 		if got := render.StatusOf(c.d); got != c.want {
@@ -158,26 +161,39 @@ func TestHiddenToolLeaksNothing(t *testing.T) {
 func TestAddRider(t *testing.T) {
 	t.Parallel()
 	ignored := []string{"colour", "line"}
+	strict := `{"type":"object","properties":{"lines":{"type":"integer"}},"additionalProperties":false}`
+	open := `{"type":"object","properties":{"lines":{"type":"integer"}}}`
 	cases := []struct {
-		name, in string
-		check    func(t *testing.T, out map[string]any)
-		same     bool
+		name, in, schema string
+		mirrored         bool // _ignored_options set in structuredContent
+		check            func(t *testing.T, out map[string]any)
+		same             bool
 	}{
 		{name: "error result untouched", in: `{"content":[{"type":"text","text":"boom"}],"isError":true}`, same: true},
-		{name: "no structuredContent", in: `{"content":[{"type":"text","text":"ok"}]}`,
+		{name: "input_required result untouched", in: `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{}}},"requestState":"s"}`, same: true},
+		{name: "no structuredContent: none is made", in: `{"content":[{"type":"text","text":"ok"}]}`,
 			check: func(t *testing.T, out map[string]any) {
-				sc := out["structuredContent"].(map[string]any)
-				if len(sc) != 1 || len(sc[render.RiderKey].([]any)) != 2 {
-					t.Errorf("structuredContent %v", sc)
+				if _, ok := out["structuredContent"]; ok {
+					t.Errorf("structuredContent made: %v", out)
 				}
 			}},
-		{name: "object structuredContent kept", in: `{"content":[],"structuredContent":{"lines":12,"_meta":{"a":1}},"_meta":{"k":"v"}}`,
+		{name: "object structuredContent kept, no outputSchema", in: `{"content":[],"structuredContent":{"lines":12,"_meta":{"a":1}},"_meta":{"k":"v"}}`,
+			mirrored: true,
 			check: func(t *testing.T, out map[string]any) {
 				sc := out["structuredContent"].(map[string]any)
-				if sc["lines"].(float64) != 12 || sc["_meta"] == nil || out["_meta"] == nil {
+				if sc["lines"].(float64) != 12 || sc["_meta"] == nil || out["_meta"].(map[string]any)["k"] != "v" {
 					t.Errorf("fields lost: %v", out)
 				}
 			}},
+		{name: "outputSchema admits the rider", in: `{"content":[],"structuredContent":{"lines":12}}`, schema: open, mirrored: true},
+		{name: "outputSchema closed: structuredContent untouched", in: `{"content":[],"structuredContent":{"lines":12}}`, schema: strict,
+			check: func(t *testing.T, out map[string]any) {
+				if sc := out["structuredContent"].(map[string]any); len(sc) != 1 {
+					t.Errorf("structuredContent changed: %v", sc)
+				}
+			}},
+		{name: "outputSchema that does not compile: untouched", in: `{"content":[],"structuredContent":{"lines":12}}`, schema: `{"type":"nope"}`},
+		{name: "outputSchema with a remote ref: untouched", in: `{"content":[],"structuredContent":{"lines":12}}`, schema: `{"$ref":"https://example.com/s.json"}`},
 		{name: "image content kept", in: `{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}],"isError":false}`,
 			check: func(t *testing.T, out map[string]any) {
 				c := out["content"].([]any)
@@ -185,11 +201,17 @@ func TestAddRider(t *testing.T) {
 					t.Errorf("content %v", c)
 				}
 			}},
+		{name: "_meta not an object: left alone", in: `{"content":[],"_meta":[1]}`,
+			check: func(t *testing.T, out map[string]any) {
+				if jsonOf(t, out["_meta"]) != `[1]` {
+					t.Errorf("_meta %v", out["_meta"])
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			out, err := render.AddRider(json.RawMessage(c.in), ignored)
+			out, err := render.AddRider(json.RawMessage(c.in), ignored, json.RawMessage(c.schema))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,17 +231,27 @@ func TestAddRider(t *testing.T) {
 			if err := json.Unmarshal([]byte(last["text"].(string)), &rider); err != nil || last["type"] != "text" {
 				t.Fatalf("rider item %v: %v", last, err)
 			}
-			mirror := m["structuredContent"].(map[string]any)[render.RiderKey]
-			if a, b := jsonOf(t, rider[render.RiderKey]), jsonOf(t, mirror); a != b || a != `["colour","line"]` {
-				t.Errorf("content %s and structuredContent %s differ", a, b)
+			if a := jsonOf(t, rider[render.RiderKey]); a != `["colour","line"]` {
+				t.Errorf("rider content %s", a)
 			}
-			c.check(t, m)
+			if meta, ok := m["_meta"].(map[string]any); ok {
+				if a := jsonOf(t, meta[render.MetaIgnored]); a != `["colour","line"]` {
+					t.Errorf("_meta %s", a)
+				}
+			}
+			sc, _ := m["structuredContent"].(map[string]any)
+			if _, got := sc[render.RiderKey]; got != c.mirrored {
+				t.Errorf("structuredContent %v: rider mirrored %v, want %v", sc, got, c.mirrored)
+			}
+			if c.check != nil {
+				c.check(t, m)
+			}
 		})
 	}
-	if _, err := render.AddRider(json.RawMessage(`[1]`), ignored); err == nil {
+	if _, err := render.AddRider(json.RawMessage(`[1]`), ignored, nil); err == nil {
 		t.Error("a non-object result was accepted")
 	}
-	if out, _ := render.AddRider(json.RawMessage(`{"content":[]}`), nil); string(out) != `{"content":[]}` {
+	if out, _ := render.AddRider(json.RawMessage(`{"content":[]}`), nil, nil); string(out) != `{"content":[]}` {
 		t.Error("an empty ignored list changed the result")
 	}
 	many := make([]string, 30)
@@ -398,5 +430,65 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 	}
 	if d.Reasons[0].Violations[0].Value != "hunter2-Correct-Horse" {
 		t.Error("Redact modified its input")
+	}
+}
+
+// TestMCPForSpellsTheAcceptCommand: the accept command a
+// ToolDefinitionChanged refusal names — in its message and details.accept —
+// carries the proxy's state dir, quoted, so it runs as printed.
+func TestMCPForSpellsTheAcceptCommand(t *testing.T) {
+	t.Parallel()
+	sum := strings.Repeat("ab", 32)
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	policy := "mcpx-policy pins accept fs write_file --sha256 " + sum
+	r := reason(decision.ToolDefinitionChanged, "fs.write_file: the tool's definition changed since it was pinned (description changed; pinned sha256 000000000000, now ababababab); refused until an operator reviews the change and accepts it with: "+policy)
+	r.Details = map[string]any{"accept": policy, "sha256": sum}
+	d := deny(t, call, true, r)
+	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state dir"})
+	want := policy + " --state-dir '/srv/state dir'"
+	text := a.Result.Content[0].Text
+	if !strings.Contains(text, want) || strings.Contains(strings.ReplaceAll(text, want, ""), "pins accept") {
+		t.Errorf("text does not name %q everywhere:\n%s", want, text)
+	}
+	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+	if got.Details["accept"] != want || !strings.Contains(got.Message, want) {
+		t.Errorf("_meta decision: %+v", got)
+	}
+	if d.Reasons[0].Details["accept"] != policy {
+		t.Error("the caller's decision was changed")
+	}
+	if got := (render.Commands{StateDir: "/s"}).PinsAccept("my server", "it's", ""); got != `mcpx-policy pins accept 'my server' 'it'\''s' --state-dir /s` {
+		t.Errorf("PinsAccept quoting: %s", got)
+	}
+}
+
+// TestMCPForSpellsTheClearCommand: every command an UnknownOutcomePending
+// refusal names — in its text, its message and details.clear — carries the
+// proxy's state dir, so it runs as printed; the decision passed in is not
+// changed.
+func TestMCPForSpellsTheClearCommand(t *testing.T) {
+	t.Parallel()
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	r := reason(decision.UnknownOutcomePending, "fs.write_file: 1 earlier write to fs has an unknown outcome; clear it with `mcpx-policy writes clear fs` once checked")
+	r.Details = map[string]any{"clear": "mcpx-policy writes clear fs"}
+	d := deny(t, call, true, r)
+	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state dir"})
+	const want = "mcpx-policy writes clear fs --state-dir '/srv/state dir'"
+	text := a.Result.Content[0].Text
+	if strings.Count(text, want) != 2 || strings.Contains(strings.ReplaceAll(text, want, ""), "writes clear") {
+		t.Errorf("text does not name %q everywhere:\n%s", want, text)
+	}
+	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+	if got.Details["clear"] != want || !strings.Contains(got.Message, want) {
+		t.Errorf("_meta decision: %+v", got)
+	}
+	if d.Reasons[0].Details["clear"] != "mcpx-policy writes clear fs" {
+		t.Error("the caller's decision was changed")
+	}
+	if got := render.MCP(d).Result.Content[0].Text; !strings.Contains(got, "(`mcpx-policy writes clear fs`)") {
+		t.Errorf("without a state dir: %s", got)
+	}
+	if got := (render.Commands{Configs: []string{"a.yaml", "my conf.yaml"}}).Check(); got != "mcpx-policy check --config a.yaml --config 'my conf.yaml'" {
+		t.Errorf("Check() = %q", got)
 	}
 }

@@ -191,7 +191,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 }
 
 // TestSecretShapedIgnoredKeysNeverRendered checks the rider: an unknown
-// argument whose name is a secret is redacted in content and
+// argument whose name is a secret is redacted in content, _meta and
 // structuredContent.
 func TestSecretShapedIgnoredKeysNeverRendered(t *testing.T) {
 	t.Parallel()
@@ -200,7 +200,7 @@ func TestSecretShapedIgnoredKeysNeverRendered(t *testing.T) {
 		if !ok || render.SecretKey(s.key) {
 			continue // only shapes are recognisable in a key
 		}
-		out, err := render.AddRider(json.RawMessage(`{"content":[]}`), []string{str})
+		out, err := render.AddRider(json.RawMessage(`{"content":[],"structuredContent":{}}`), []string{str}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

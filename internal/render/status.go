@@ -26,6 +26,10 @@ var statuses = map[decision.Code]int{
 	// The server's state conflicts with the call until an operator clears the
 	// unknown-outcome ledger entries; retrying after the clear can succeed.
 	decision.UnknownOutcomePending: http.StatusConflict,
+	// Likewise the tool's definition conflicts with its pin until an
+	// operator accepts the new one (refused under pinTools: deny; under ask
+	// the decision is an ask, 428, as StatusOf says).
+	decision.ToolDefinitionChanged: http.StatusConflict,
 
 	// The call needs a person's confirmation this surface could not obtain:
 	// 428 Precondition Required (RFC 6585) says "the same request can succeed
@@ -56,12 +60,16 @@ func Status(c decision.Code) int {
 	return statuses[decision.PolicyError]
 }
 
-// StatusOf returns the HTTP status of d: 200 for an allow, else the status
-// of the reason that decided (decision.Decision.First). A deny or an unknown
-// outcome without reasons is a PolicyError (500): fail closed.
+// StatusOf returns the HTTP status of d: 200 for an allow, 428 for an ask
+// (whichever code asked: ToolDefinitionChanged asks or denies), else the
+// status of the reason that decided (decision.Decision.First). A deny or
+// an unknown outcome without reasons is a PolicyError (500): fail closed.
 func StatusOf(d decision.Decision) int {
 	if d.Outcome == decision.Allow {
 		return http.StatusOK
+	}
+	if d.Outcome == decision.Ask && len(d.Reasons) > 0 {
+		return http.StatusPreconditionRequired
 	}
 	r := d.First()
 	if r.Code == "" {

@@ -63,6 +63,18 @@ type LogResult struct {
 	Write       bool               `json:"write"`
 	Destructive bool               `json:"destructive"`
 	Call        decision.CallRef   `json:"call"`
+	// Shadow is the policy's own decision for a server in shadow mode
+	// (what the result would be enforced), as the decision document's
+	// "shadow" member; absent for a server that enforces.
+	Shadow *LogShadow `json:"shadow,omitempty"`
+}
+
+// LogShadow is the logged shadow member: the outcome, step and reasons
+// the policy decided, logged like the result's.
+type LogShadow struct {
+	Outcome mcpxpolicy.Outcome `json:"outcome"`
+	Step    mcpxpolicy.Step    `json:"step"`
+	Reasons []LogReason        `json:"reasons"`
 }
 
 // LogReason is a logged reason: code, step and the violations' places.
@@ -79,7 +91,8 @@ type LogViolation struct {
 	Rule       decision.RuleRef `json:"rule"`
 }
 
-var erased = []string{"/input/args", "/result/reasons/*/message", "/result/reasons/*/details", "/result/reasons/*/violations/*/value"}
+var erased = []string{"/input/args", "/result/reasons/*/message", "/result/reasons/*/details", "/result/reasons/*/violations/*/value",
+	"/result/shadow/reasons/*/message", "/result/shadow/reasons/*/details", "/result/shadow/reasons/*/violations/*/value"}
 
 type decisionLog struct {
 	mu  sync.Mutex
@@ -122,6 +135,9 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 		Timestamp:   l.now().UTC().Format(time.RFC3339Nano),
 		Metrics:     map[string]int64{"timer_server_handler_ns": took.Nanoseconds()},
 		Bundles:     map[string]map[string]any{"mcpx": {"revision": rev}},
+	}
+	if d.Shadow != nil {
+		e.Result.Shadow = &LogShadow{Outcome: d.Shadow.Outcome, Step: d.Shadow.Step, Reasons: logReasons(d.Shadow.Reasons)}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

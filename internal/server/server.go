@@ -1,7 +1,10 @@
 // Package server is the HTTP decision service behind `mcpx-policy serve`:
-// POST /v1/decide, GET /v1/writes, POST /v1/writes/clear and GET /healthz
-// over one *mcpxpolicy.Engine. It renders nothing itself: decisions come
-// from the engine and HTTP bodies from internal/render.
+// POST /v1/decide, GET /v1/writes, POST /v1/writes/clear, the approval
+// routes under /v1/approvals, GET /v1/pins and POST /v1/pins/accept, the
+// AuthZEN access evaluation API, and the
+// probes GET /healthz, GET /readyz and GET /metrics over one
+// *mcpxpolicy.Engine. It renders nothing itself: decisions come from the
+// engine and HTTP bodies from internal/render.
 package server
 
 import (
@@ -23,7 +26,9 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 // Defaults for Options' zero values.
@@ -34,8 +39,9 @@ const (
 
 // Options configure a Handler.
 type Options struct {
-	// Token is the bearer token POST /v1/writes/clear needs. Empty disables
-	// clearing over HTTP (403).
+	// Token is the bearer token POST /v1/writes/clear and POST
+	// /v1/approvals/{id} need. Empty disables clearing and answering asks
+	// over HTTP (403).
 	Token string
 	// DecisionLog receives one JSON line per decision (LogEntry); nil logs
 	// nothing. Writes are serialized.
@@ -50,6 +56,13 @@ type Options struct {
 	DecideTimeout time.Duration
 	// Now is the clock of the decision log; nil means time.Now.
 	Now func() time.Time
+	// Metrics, when set, is served on GET /metrics (health.go); the
+	// Engine reports into it through mcpxpolicy.Options.Observer.
+	Metrics *metrics.Metrics
+	// OnDecision, when set, is given every call POST /v1/decide decided
+	// and its decision (serve --record); not a call decided with an
+	// approval, whose ask it was given when first asked.
+	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -83,10 +96,11 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
 	h.mux.HandleFunc("/v1/writes", only(http.MethodGet, h.writes))
 	h.mux.HandleFunc("/v1/writes/clear", only(http.MethodPost, h.clear))
-	h.mux.HandleFunc("/healthz", only(http.MethodGet, h.healthz))
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no such endpoint %s (see docs/service.md)", r.URL.Path))
-	})
+	h.mux.HandleFunc(EvaluationPath, only(http.MethodPost, h.evaluation))
+	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
+	h.approvalRoutes()
+	h.pinRoutes()
+	addProbes(h.mux, eng, opts.Metrics)
 	return h
 }
 
@@ -174,14 +188,18 @@ type CallDocument = mcpxpolicy.CallDocument
 // DecideResponse is the body of POST /v1/decide: the decision document,
 // redacted as every rendering is (mcpxpolicy.Redact), with "rendered", the
 // rendering for the call's surface (default daemon: {"status", "body"}).
+// An ask also carries the approval request it was put on hold as
+// ("approval"), or why none could be made ("approval_error").
 type DecideResponse struct {
 	mcpxpolicy.Decision
-	Rendered any `json:"rendered"`
+	Rendered      any                         `json:"rendered"`
+	Approval      *mcpxpolicy.ApprovalRequest `json:"approval,omitempty"`
+	ApprovalError string                      `json:"approval_error,omitempty"`
 }
 
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	call, err := h.readCall(r)
+	call, approvalID, err := h.readCall(r)
 	if err != nil {
 		status := http.StatusBadRequest
 		var mbe *http.MaxBytesError
@@ -189,25 +207,42 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusRequestEntityTooLarge
 		}
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+		h.decidedHere(d, time.Since(start))
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
 		writeJSON(w, status, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: mustRender(render.SurfaceDaemon, call, d)})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	d, err := h.eng.Decide(ctx, call)
+	d, err := h.decideOrApproved(ctx, call, approvalID)
 	if err != nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
 	}
 	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+	if h.opts.OnDecision != nil && approvalID == "" {
+		h.opts.OnDecision(call, d)
+	}
+	resp := h.putOnHold(call, d)
 	rendered, err := render.Render(call.Surface, call, d)
+	if resp.Approval != nil {
+		rendered, err = mcpxpolicy.RenderApproval(call.Surface, call, d, *resp.Approval)
+	}
 	if err != nil {
 		h.opts.Logger.Error("render", "err", err)
 		rendered = nil
 	}
 	// The response carries the decision redacted, like every rendering and
 	// the log: the raw one stays in the process.
-	writeJSON(w, http.StatusOK, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: rendered})
+	resp.Decision, resp.Rendered = mcpxpolicy.Redact(call, d), rendered
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// decidedHere counts a decision the handler made without the Engine (a
+// call it could not read): the Engine counts its own.
+func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
+	if h.opts.Metrics != nil {
+		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
+	}
 }
 
 func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {
@@ -218,39 +253,32 @@ func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any
 	return v
 }
 
-// readCall reads and checks a call document. On error the returned call
+// readCall reads and checks a call document, and the id of the approval
+// it is decided with ("approval", optional). On error the returned call
 // holds whatever names were readable, for the deny.
-func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, error) {
+func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
 	var call mcpxpolicy.Call
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return call, err
+		return call, "", err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	var doc CallDocument
-	if err := dec.Decode(&doc); err != nil {
-		return call, fmt.Errorf("not a call document: %v", err)
+	call, approval, err := h.eng.DecodeCall(body)
+	var te *mcpxpolicy.ToolError
+	switch {
+	case errors.As(err, &te):
+		return call, "", fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
+	case err != nil:
+		return call, "", fmt.Errorf("not a call document: %v", err)
 	}
-	if dec.More() {
-		return call, errors.New("not a call document: trailing data after the JSON object")
-	}
-	call = doc.Call()
 	if call.Surface == "" {
 		call.Surface = render.SurfaceDaemon
 	}
 	switch call.Surface {
 	case render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI:
 	default:
-		return call, fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
+		return call, "", fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
 	}
-	t, err := h.eng.ResolveTool(doc.Server, doc.Tool)
-	call.Tool = t
-	if err != nil {
-		return call, fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
-	}
-	return call, nil
+	return call, approval, nil
 }
 
 // WritesResponse is the body of GET /v1/writes.
@@ -293,10 +321,14 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/writes/clear needs Authorization: Bearer <token from --token-file>")
 		return
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
 	var req ClearRequest
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		// Strictly: a case variant ({"server":"fs","SERVER":"fs2"}) or a
+		// duplicate key would name one server here and another elsewhere.
+		err = strictjson.UnmarshalKnown(body, &req)
+	}
+	if err != nil {
 		status := http.StatusBadRequest
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -340,16 +372,6 @@ func (h *Handler) authorized(r *http.Request) bool {
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	return subtle.ConstantTimeCompare(got[:], h.token[:]) == 1
-}
-
-// Health is the body of GET /healthz.
-type Health struct {
-	Status   string `json:"status"`
-	Revision string `json:"revision"`
-}
-
-func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Revision: h.eng.Revision()})
 }
 
 // ErrorBody is the body of every non-decision error answer.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -40,6 +41,7 @@ const token = "0123456789abcdef0123456789abcdef"
 
 type fixture struct {
 	eng  *mcpxpolicy.Engine
+	met  *metrics.Metrics
 	srv  *httptest.Server
 	log  *bytes.Buffer
 	dir  string
@@ -53,12 +55,19 @@ func newFixture(t testing.TB, tok string) *fixture {
 	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{conf}, StateDir: filepath.Join(dir, "state"), Env: []string{}})
+	// The metrics are on, as in serve.
+	f := &fixture{log: &bytes.Buffer{}, dir: dir, conf: conf}
+	f.met = metrics.New(metrics.Options{
+		Revision:  func() string { return f.eng.Revision() },
+		Pending:   func() (map[string]int, error) { return f.eng.PendingWrites() },
+		Approvals: func() (int, error) { return f.eng.PendingApprovals() },
+	})
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{conf}, StateDir: filepath.Join(dir, "state"), Env: []string{}, Observer: f.met})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{eng: eng, log: &bytes.Buffer{}, dir: dir, conf: conf}
-	h := server.New(eng, server.Options{Token: tok, DecisionLog: f.log, MaxBody: 4096})
+	f.eng = eng
+	h := server.New(eng, server.Options{Token: tok, DecisionLog: f.log, MaxBody: 4096, Metrics: f.met})
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -15,10 +15,12 @@ import data.mcpx.lib.config
 import data.mcpx.lib.plan
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
+import data.mcpx.lib.shadow
 import data.mcpx.steps.destructive
 import data.mcpx.steps.hidden
 import data.mcpx.steps.ledger
 import data.mcpx.steps.overrides
+import data.mcpx.steps.pin
 import data.mcpx.steps.rules
 import data.mcpx.steps.unknown_args
 import data.mcpx.steps.write_mode
@@ -42,12 +44,12 @@ default decision := {
 }
 
 # The common case first (common_decision): a well-formed call to a visible
-# tool the config can decide, with nothing in the ledger, no unknown
-# argument, arguments every matched rule accepts and no override finding,
-# is decided by its planned document (lib.plan: the write-mode and
-# destructive-floor reasons, rendered once per tool). Any other call is
-# decided by uncommon_decision. Should no document result, the default
-# above denies.
+# tool the config can decide, whose definition is the pinned one (or is not
+# pinned), with nothing in the ledger, no unknown argument, arguments every
+# matched rule accepts and no override finding, is decided by its planned
+# document (lib.plan: the write-mode and destructive-floor reasons, rendered
+# once per tool, and shadow mode applied). Any other call is decided by
+# uncommon_decision. Should no document result, the default above denies.
 decision := d if {
 	d := common_decision
 } else := d if {
@@ -58,34 +60,53 @@ decision := d if {
 # title: common_decision
 # description: |
 #   The decision of a call in the common case, in one body; undefined for
-#   any other call. It reads the call's names, mode, annotations, ledger
-#   and hash, and asks lib.predicates.common_case about the arguments, so
-#   the embedded engine can ask it before it converts the arguments.
-common_decision := object.union(d, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+#   any other call. It reads the call's names, mode, annotations, pin,
+#   ledger and hash, and asks lib.predicates.common_case about the
+#   arguments, so the embedded engine can ask it before it converts the
+#   arguments.
+common_decision := object.union(p.document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
 	is_string(input.server) # the facts take names only
 	is_string(input.tool.name)
-	d := plan.document(
+	p := plan.common(
 		input.server,
 		input.tool.name,
 		object.get(input, "mode", null),
 		object.get(input.tool, ["annotations", "readOnlyHint"], false),
 		object.get(input.tool, ["annotations", "destructiveHint"], true),
 	)
+	_pin_passes(p.pin_mode)
 	predicates.common_case
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+}
+
+# _pin_passes holds when the pin step finds nothing and has no problem:
+# pinning is off for the server, or on and the caller found the tool's
+# definition the pinned one or new (first sight passes).
+_pin_passes(mode) if mode == "off"
+
+else if {
+	mode in {"ask", "deny"}
+	input.tool.pin.status in {"ok", "new"}
 }
 
 # METADATA
 # title: uncommon_decision
 # description: |
-#   The decision of any call: first, over the planned document, a call
-#   whose only findings are unknown arguments or argument rules (only those
-#   steps build reasons); then a hidden tool's planned document; else the
-#   full check order (_full), which builds every reason. The planned
-#   documents equal what the full order produces (lib/plan_test.rego,
-#   test_planned_paths_equal_the_full_order), and each predicate
-#   (lib.predicates) holds only when its step finds nothing.
-uncommon_decision := {
+#   The decision of any call the common case does not decide, with shadow
+#   mode applied (lib.shadow) when the call's server is in it.
+uncommon_decision := shadow.document(d) if {
+	d := _uncommon
+	shadow.on(input.server)
+} else := _uncommon
+
+# _uncommon is the decision of any call, before shadow mode: first, over
+# the planned document, a call whose only findings are unknown arguments or
+# argument rules (only those steps build reasons); then a hidden tool's
+# planned document; else the full check order (_full), which builds every
+# reason. The planned documents equal what the full order produces
+# (lib/plan_test.rego, test_planned_paths_equal_the_full_order), and each
+# predicate (lib.predicates) holds only when its step finds nothing.
+_uncommon := {
 	"outcome": verdict[0],
 	"step": verdict[1],
 	"reasons": array.concat(array.concat(ua.deny, ar), d.reasons),
@@ -96,6 +117,7 @@ uncommon_decision := {
 } if {
 	d := _planned
 	predicates.well_formed
+	_pin_passes(pin.mode)
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
 	count([f | some f in data.mcpx.overrides.deny]) == 0 # no override finding (cheaper than the step)
 	count([f | some f in data.mcpx.overrides.ask]) == 0
@@ -107,6 +129,8 @@ uncommon_decision := {
 	is_string(input.tool.name)
 	d := plan.hidden_document(input.server, input.tool.name)
 	predicates.well_formed
+	count(pin.problems) == 0
+	count(pin.config_problems) == 0
 } else := _full
 
 # _planned is the call's planned document (lib.plan.document).
@@ -160,12 +184,12 @@ _full := {
 	"destructive": call.destructive,
 	"call": _call,
 } if {
-	count(req.problems) == 0
+	count(_input_problems) == 0
 	count(_config_problems) == 0
 	not hidden.hidden
 	count(rules.problems) == 0
-} else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(req.problems))])) if {
-	count(req.problems) > 0
+} else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(_input_problems))])) if {
+	count(_input_problems) > 0
 } else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
 	count(_config_problems) > 0
 } else := {
@@ -187,7 +211,11 @@ _full := {
 # else is decided. Every step reads the tool's facts; if they could not be
 # computed the steps would see their defaults (not hidden, not a write, no
 # rules), so that is a PolicyError too, never a pass.
-_config_problems := config.problems | {"the config's facts for this tool could not be computed" | not config.facts}
+_config_problems := (config.problems | pin.config_problems) | {"the config's facts for this tool could not be computed" | not config.facts}
+
+# _input_problems make the input malformed: the call's, and with pinning on
+# its pin's.
+_input_problems := req.problems | pin.problems
 
 _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call_sha256}
 
@@ -195,13 +223,13 @@ _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call
 # asks, so the first reason of the deciding step is the one that decided.
 # Each step's findings name their step.
 _reasons := [r |
-	some findings in [ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask]
+	some findings in [pin.deny, pin.ask, ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask]
 	some r in findings
 ]
 
 # _denies are the deny reasons, in check order.
 _denies := [r |
-	some findings in [ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
+	some findings in [pin.deny, ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
 	some r in findings
 ]
 

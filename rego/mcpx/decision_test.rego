@@ -1,6 +1,7 @@
 package mcpx_test
 
 import data.mcpx
+import data.mcpx.lib.shadow
 import data.mcpx.testdata
 
 # _decide evaluates the entrypoint against the fixture config.
@@ -293,4 +294,79 @@ _same(a, b) if {
 	a != b
 	print("differ:", a, b)
 	false
+}
+
+# With pinning and shadow mode on, the planned paths decide what the full
+# check order decides, shadow mode applied as lib.shadow does, on every
+# input above with each kind of pin.
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_0 if _variant_holds(0)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_1 if _variant_holds(1)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_2 if _variant_holds(2)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_3 if _variant_holds(3)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_4 if _variant_holds(4)
+
+_variant_holds(i) if {
+	cfg := _variant_configs[i]
+	every doc in _variant_inputs {
+		_same(_decide_with(doc, cfg), _reference(doc, cfg))
+	}
+}
+
+_variant_configs := [
+	json.patch(testdata.config, [{"op": "add", "path": "/servers/fs/pinTools", "value": "ask"}]),
+	json.patch(testdata.config, [{"op": "add", "path": "/pool/pinTools", "value": "deny"}]),
+	json.patch(testdata.config, [{"op": "add", "path": "/pool/pinTools", "value": "sometimes"}]),
+	json.patch(testdata.config, [{"op": "add", "path": "/servers/fs/enforce", "value": "shadow"}]),
+	json.patch(testdata.config, [
+		{"op": "add", "path": "/enforce", "value": "shadow"},
+		{"op": "add", "path": "/pool/pinTools", "value": "ask"},
+	]),
+]
+
+_pins := [
+	{"status": "ok", "sha256": _sha},
+	{"status": "new", "sha256": _sha},
+	{"status": "changed", "sha256": _sha, "pinned_sha256": _sha, "changed": ["description"]},
+	{"status": "error", "error": "the pin store is unreadable"},
+	{"status": "maybe"},
+	"ok",
+]
+
+_variant_inputs := array.concat(_base_inputs, [object.union(doc, {"tool": object.union(doc.tool, {"pin": p})}) |
+	some doc in _pinned_inputs
+	some p in _pins
+])
+
+# _pinned_inputs reach each path: the common case (a read, a write), unknown
+# arguments, argument rules, the caller's write mode, a hidden tool, an
+# unconfigured server and a pending ledger.
+_pinned_inputs := [
+	testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}),
+	testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "content": "x"}),
+	_extra[3],
+	_extra[4],
+	_extra[6],
+	testdata.call("git", {"name": "shutdown"}, {}),
+	testdata.call("other", {"name": "frob"}, {}),
+	_extra[10],
+]
+
+_base_inputs := array.concat(_extra, [c.input | some c in _cases])
+
+_decide_with(doc, cfg) := d if {
+	d := mcpx.decision with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+}
+
+# _reference is the decision by the full order, in shadow mode's form when
+# the call's server is in it.
+_reference(doc, cfg) := d if {
+	full := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	shadow.on(doc.server) with data.mcpx.config as cfg
+	d := shadow.document(full)
+} else := d if {
+	d := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 }

@@ -53,6 +53,10 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("schemarego: %s at %s: %s", kw, ptr, e.Msg)
 }
 
+// SchemaPointer returns Pointer: where in the schema the error is, for a
+// caller that maps it back to the schema's source (a YAML line).
+func (e *Error) SchemaPointer() string { return e.Pointer }
+
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Compile validates schema (decoded JSON: objects map[string]any, numbers

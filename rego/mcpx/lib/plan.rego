@@ -13,10 +13,33 @@
 package mcpx.lib.plan
 
 import data.mcpx.lib.config
+import data.mcpx.lib.shadow
 import data.mcpx.lib.tool
 import data.mcpx.steps.destructive
 import data.mcpx.steps.hidden
+import data.mcpx.steps.pin
 import data.mcpx.steps.write_mode
+
+# METADATA
+# title: common
+# description: |
+#   What the decision's common case reads for a call to tool name on server
+#   (document's arguments): the planned document as the call's decision,
+#   in shadow mode's form when the server is in it (lib.shadow), and the
+#   server's pinTools mode. Undefined when document is, and when the
+#   pinTools mode is one the pin step does not know (a PolicyError).
+# custom:
+#   memo: true
+common(server, name, mode, read_only_hint, destructive_hint) := {"document": doc, "pin_mode": m} if {
+	d := document(server, name, mode, read_only_hint, destructive_hint)
+	m := pin.mode_of(server)
+	m in {"off", "ask", "deny"}
+	doc := _shadowed(server, d)
+}
+
+_shadowed(server, d) := shadow.document(d) if shadow.on(server)
+
+else := d
 
 # METADATA
 # title: document

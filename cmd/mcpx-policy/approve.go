@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+const approveUsage = `usage: mcpx-policy approvals [--state-dir D] [--format text|json]
+       mcpx-policy approve ID --sha256 S [--state-dir D]
+       mcpx-policy approve ID --decline [--state-dir D]
+
+An ask becomes an approval request when it is decided (eval, serve, the
+proxy): the exact call, redacted, waits in the state dir until a person
+answers it or it expires. 'approvals' lists the requests with the call each
+one is for; 'approve' says yes to one — giving back the sha256 you were
+shown, so that you approve the call you saw and nothing else — or no
+(--decline). Approving runs nothing: the call runs when it is decided again
+with the approval (eval --approval ID, or "approval" in serve's
+/v1/decide), once, and only while it is still the same ask.
+
+  mcpx-policy eval --config mcpx-policy.yaml call.json          # an ask: prints the request
+  mcpx-policy approvals
+  mcpx-policy approve 5f0c2e4b9a7d41c3b8e6f1a2d3c4b5a6 --sha256 9b1e…
+  mcpx-policy eval --config mcpx-policy.yaml --approval 5f0c2e4b9a7d41c3b8e6f1a2d3c4b5a6 call.json
+  mcpx-policy approve 5f0c2e4b9a7d41c3b8e6f1a2d3c4b5a6 --decline
+
+The state dir defaults to $MCPX_POLICY_STATE_DIR, else
+$XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+`
+
+// runApprovals runs `mcpx-policy approvals …`: 0 listed, 1 error.
+func runApprovals(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy approvals", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	stateDir := fs.String("state-dir", "", "state directory holding approvals.json")
+	format := fs.String("format", "text", "output format: text or json")
+	if err := fs.Parse(args); err != nil {
+		return approveUsageErr(stdout, stderr, err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return approveUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	case *format != "text" && *format != "json":
+		return approveUsageErr(stdout, stderr, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	}
+	store, err := mcpxpolicy.OpenApprovals(*stateDir)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	list, err := store.List()
+	if err != nil {
+		return approvalFail(stderr, store, *stateDir, err)
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(map[string]any{"approvals": list}); err != nil {
+			return fail(stderr, err, "")
+		}
+		return 0
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no approval requests are waiting")
+		return 0
+	}
+	for i, r := range list {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		asked := ""
+		if r.Surface != "" {
+			asked = ", asked over " + r.Surface
+		}
+		fmt.Fprintf(stdout, "approval %s: %s, expires %s (in %s)%s\n", r.ID, r.State,
+			r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second), asked)
+		fmt.Fprint(stdout, indent(r.Prompt.Text()))
+		switch r.State {
+		case mcpxpolicy.ApprovalPending:
+			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, *stateDir), declineCommand(r, *stateDir))
+		case mcpxpolicy.ApprovalApproved:
+			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, *stateDir))
+		}
+	}
+	return 0
+}
+
+// runApprove runs `mcpx-policy approve ID …`: 0 answered, 1 error.
+func runApprove(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy approve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	stateDir := fs.String("state-dir", "", "state directory holding approvals.json")
+	sum := fs.String("sha256", "", "the sha256 of the call you were shown (approves it)")
+	decline := fs.Bool("decline", false, "decline the request instead")
+	// Flags may come before or after ID.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return approveUsageErr(stdout, stderr, err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case len(pos) == 0:
+		return approveUsageErr(stdout, stderr, errors.New("approve needs the ID of an approval request (list them with: mcpx-policy approvals)"))
+	case len(pos) > 1:
+		return approveUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
+	case *decline && *sum != "":
+		return approveUsageErr(stdout, stderr, errors.New("give --sha256 to approve or --decline, not both"))
+	case !*decline && *sum == "":
+		return approveUsageErr(stdout, stderr, errors.New("approve needs --sha256, the sha256 of the call you were shown (or --decline)"))
+	}
+	id := pos[0]
+	store, err := mcpxpolicy.OpenApprovals(*stateDir)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	var r mcpxpolicy.ApprovalRequest
+	if *decline {
+		r, err = store.Decline(id)
+	} else {
+		r, err = store.Approve(id, strings.ToLower(strings.TrimSpace(*sum)))
+	}
+	if err != nil {
+		return approvalFail(stderr, store, *stateDir, err)
+	}
+	if *decline {
+		fmt.Fprintf(stdout, "declined approval %s: %s.%s (sha256 %s) will not run with it\n", r.ID, r.Server, r.Tool, r.SHA256)
+		return 0
+	}
+	fmt.Fprintf(stdout, "approved %s: %s.%s (sha256 %s) may run once, when it is decided with --approval %s before %s\n",
+		r.ID, r.Server, r.Tool, r.SHA256, r.ID, r.Expires.Format(time.RFC3339))
+	return 0
+}
+
+// approvalFail reports an error of the approval store with what to do.
+func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
+	list := "mcpx-policy approvals" + stateDirFlag(stateDir)
+	var ue *mcpxpolicy.ApprovalsUnreadableError
+	switch {
+	case errors.As(err, &ue):
+		return fail(stderr, err, ue.Hint+" (nothing was changed; no approval is given or used until then)")
+	case errors.Is(err, mcpxpolicy.ErrApprovalMismatch):
+		return fail(stderr, err, "approve only the call you were shown: compare the sha256 with the one "+list+" shows")
+	case errors.Is(err, mcpxpolicy.ErrApprovalUnknown):
+		return fail(stderr, err, "list the waiting requests with: "+list)
+	case errors.Is(err, mcpxpolicy.ErrApprovalExpired):
+		return fail(stderr, err, "decide the call again for a new request")
+	case errors.Is(err, mcpxpolicy.ErrApprovalDeclined):
+		return fail(stderr, err, "a declined request stays declined: decide the call again for a new request")
+	}
+	return fail(stderr, err, "approval store: "+store.Path())
+}
+
+// approveCommand is the exact command that approves r, runnable as printed.
+func approveCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
+	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
+}
+
+func declineCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
+	return "mcpx-policy approve " + r.ID + " --decline" + stateDirFlag(stateDir)
+}
+
+func stateDirFlag(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return " --state-dir " + writesQuote(stateDir)
+}
+
+func indent(text string) string {
+	lines := strings.SplitAfter(strings.TrimRight(text, "\n"), "\n")
+	return "  " + strings.Join(lines, "  ") + "\n"
+}
+
+func approveUsageErr(stdout, stderr io.Writer, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, approveUsage)
+		return 0
+	}
+	fail(stderr, err, "")
+	fmt.Fprint(stderr, approveUsage)
+	return 1
+}
+
+// approvalTTLFlag registers --approval-ttl: how long an approval request
+// made for an ask lives.
+func approvalTTLFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("approval-ttl", mcpxpolicy.DefaultApprovalTTL, "how long an approval request lives, answered or not")
+}
+
+var errApprovalTTL = errors.New("--approval-ttl must be more than 0: every approval expires")
+
+// decideEval decides call, with approval id when one is given. A refused
+// approval is no warning: the deny says why.
+func decideEval(ctx context.Context, eng *mcpxpolicy.Engine, call mcpxpolicy.Call, id string) (mcpxpolicy.Decision, error) {
+	if id == "" {
+		return eng.Decide(ctx, call)
+	}
+	d, err := eng.DecideApproved(ctx, call, id)
+	if errors.Is(err, mcpxpolicy.ErrApprovalRefused) {
+		err = nil
+	}
+	return d, err
+}
+
+// held is an ask put on hold by eval: its approval request, or why none
+// could be made.
+type held struct {
+	req      *mcpxpolicy.ApprovalRequest
+	err      error
+	path     string
+	stateDir string
+	again    string // the eval command that decides the call with the approval
+}
+
+// putOnHold opens an approval request for the ask d of call.
+func putOnHold(eng *mcpxpolicy.Engine, call mcpxpolicy.Call, d mcpxpolicy.Decision, path, stateDir, again string) *held {
+	req, err := eng.RequestApproval(call, d)
+	if err != nil {
+		return &held{err: err, path: path}
+	}
+	return &held{req: &req, path: path, stateDir: stateDir, again: again}
+}
+
+// text is what eval prints after an ask: the request and the commands
+// that approve it, decline it and run the call with it, each runnable as
+// printed; or why no request could be made.
+func (h *held) text() string {
+	if h.req == nil {
+		return fmt.Sprintf("mcpx-policy: warning: %s: no approval request was made, so this ask cannot be approved: %v\n", h.path, h.err)
+	}
+	r := *h.req
+	return fmt.Sprintf("approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
+		r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
+		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(h.path))
+}
+
+// evalAgain is the eval command line, up to --approval, that decides a
+// call as this one did: its config, catalog, state dir and surface flags.
+func evalAgain(configs []string, catalog, stateDir, surface string) string {
+	var b strings.Builder
+	b.WriteString("mcpx-policy eval")
+	for _, c := range configs {
+		b.WriteString(" --config " + writesQuote(c))
+	}
+	if catalog != "" {
+		b.WriteString(" --catalog " + writesQuote(catalog))
+	}
+	b.WriteString(stateDirFlag(stateDir))
+	if surface != "" {
+		b.WriteString(" --surface " + surface)
+	}
+	return b.String()
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+const diffUsage = `usage: mcpx-policy diff [--catalog F] [--format text|json] OLD.yaml NEW.yaml
+       mcpx-policy diff [--catalog F] [--format text|json] --old F [--old F…] --new F [--new F…]
+
+Says what a config change does before it ships. With --catalog, for every
+tool of the catalog it asks the old and the new policy whether the tool is
+hidden, whether a call to it is a write, its write mode and
+unknown-arguments mode, which keys are exempt from that check and which
+argument rules apply (by id, with file and line), and prints what differs.
+Without --catalog it compares each server's patterns and settings as
+written (and those of the servers neither config names): give a catalog to
+see what each tool gets. Policy-wide it compares confirmDestructive and
+the override files. Each change is marked loosening (some call may now be
+decided less strictly), tightening, or changed (a rule's schema edited, a
+setting with no strictness order).
+
+A config is its files in layer order with the conf.d/*.yaml beside its
+first file layered after them, as --config layers them; --old and --new
+add files after OLD.yaml and NEW.yaml, or name them all. The MCPX_POLICY_*
+environment is not read: the diff compares the files.
+
+  git show main:policy.yaml > /tmp/policy-main.yaml
+  mcpx-policy diff --catalog tools.json /tmp/policy-main.yaml policy.yaml
+  mcpx-policy diff --format json --old base.yaml --old prod.yaml --new base.yaml --new prod-next.yaml
+
+Exit status: 0 no change, 1 the configs differ (the text or the JSON says
+how), 2 error (usage, a config or the catalog that does not load).
+`
+
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy diff", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var olds, news stringList
+	fs.Var(&olds, "old", "a file of the old config (repeatable, layered in order)")
+	fs.Var(&news, "new", "a file of the new config (repeatable, layered in order)")
+	catalog := fs.String("catalog", "", "tool catalog file: compare every tool of it")
+	format := fs.String("format", "text", "output format: text or json")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError2(stdout, stderr, diffUsage, err)
+	}
+	switch {
+	case len(pos) == 2:
+		olds = append(stringList{pos[0]}, olds...)
+		news = append(stringList{pos[1]}, news...)
+	case len(pos) != 0:
+		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("diff takes OLD.yaml NEW.yaml, or --old and --new files (got %d arguments)", len(pos)))
+	}
+	switch {
+	case len(olds) == 0 || len(news) == 0:
+		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("diff needs an old and a new config"))
+	case *format != "text" && *format != "json":
+		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	}
+	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.DiffOptions{Old: olds, New: news, Catalog: *catalog})
+	if err != nil {
+		fail(stderr, err, "run 'mcpx-policy check --config …' on that config to see every problem")
+		return 2
+	}
+	if *format == "json" {
+		b, err := d.JSON()
+		if err != nil {
+			fail(stderr, err, "")
+			return 2
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		fmt.Fprint(stdout, d.Text(strings.Join(olds, "+"), strings.Join(news, "+"), *catalog))
+	}
+	if len(d.Changes) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// the positional arguments, and returns the positional ones. Everything
+// after "--" is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at "--" (dropping it) or at the first positional
+		// argument: find out which
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError2 is usageError for the commands whose errors exit 2 (diff,
+// replay: 1 means "something changed").
+func usageError2(stdout, stderr io.Writer, text string, err error) int {
+	if code := usageError(stdout, stderr, text, err); code == 0 {
+		return 0
+	}
+	return 2
+}

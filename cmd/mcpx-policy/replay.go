@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F]
+                          [--format text|json] CALL.json|DIR…
+
+Decides recorded calls again and prints the ones whose decision changes
+(outcome, step or deciding code). Without --against each call is decided
+under --config and compared with the decision it was recorded with (serve
+--record, proxy --record): does this config still decide the traffic as it
+was decided? With --against the calls are decided under both configs and
+compared: what would the change do to real traffic? A DIR stands for the
+*.json files in it, in the order they were recorded; any call file eval
+reads will do with --against.
+
+The unknown-outcome ledger is left out: each config decides as if no write
+were pending, so a call recorded while the ledger blocked writes is
+reported as not comparable rather than as a change. Arguments redacted
+when the call was recorded are decided as the placeholder "[REDACTED]":
+such a call says so next to its change.
+
+  mcpx-policy replay --config /etc/mcpx-policy/config.yaml /var/lib/mcpx-policy/record
+  mcpx-policy replay --config policy.yaml --against policy-next.yaml record/
+  mcpx-policy replay --config policy.yaml --format json record/20260105T101112.000000000Z-1a2b3c4d.json
+
+Exit status: 0 no decision changes, 1 some do, 2 error (usage, config, a
+call that cannot be read, a recorded call without a decision and no
+--against).
+`
+
+// replayed is one call's line in --format json.
+type replayed struct {
+	File     string   `json:"file"`
+	Server   string   `json:"server"`
+	Tool     string   `json:"tool"`
+	Before   verdict  `json:"before"`
+	After    verdict  `json:"after"`
+	Changed  bool     `json:"changed"`
+	Skipped  string   `json:"skipped,omitempty"`
+	Redacted []string `json:"redacted,omitempty"`
+}
+
+// verdict is what replay compares of a decision.
+type verdict struct {
+	Outcome mcpxpolicy.Outcome `json:"outcome"`
+	Step    mcpxpolicy.Step    `json:"step"`
+	Code    mcpxpolicy.Code    `json:"code,omitempty"`
+	Message string             `json:"message,omitempty"`
+}
+
+func (v verdict) same(o verdict) bool {
+	return v.Outcome == o.Outcome && v.Step == o.Step && v.Code == o.Code
+}
+
+func (v verdict) String() string {
+	if v.Outcome == mcpxpolicy.Allow && v.Code == "" {
+		return "allow"
+	}
+	return fmt.Sprintf("%s (%s %s)", v.Outcome, v.Step, v.Code)
+}
+
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy replay", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var configs, against stringList
+	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
+	fs.Var(&against, "against", "the config to compare with (repeatable, layered in order)")
+	catalog := fs.String("catalog", "", "tool catalog file (for call files that name their tool)")
+	format := fs.String("format", "text", "output format: text or json")
+	decideTimeout := decideTimeoutFlag(fs)
+	paths, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError2(stdout, stderr, replayUsage, err)
+	}
+	switch {
+	case len(configs) == 0:
+		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("replay needs --config"))
+	case len(paths) == 0:
+		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("replay needs recorded calls: files or a record directory"))
+	case *format != "text" && *format != "json":
+		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case *decideTimeout <= 0:
+		return usageError2(stdout, stderr, replayUsage, errDecideTimeout)
+	}
+	files, err := callFiles(paths)
+	if err != nil {
+		fail(stderr, err, "")
+		return 2
+	}
+	// Each config decides without the ledger and without asks on hold: a
+	// state dir of its own, removed at the end.
+	state, err := os.MkdirTemp("", "mcpx-policy-replay-")
+	if err != nil {
+		fail(stderr, err, "")
+		return 2
+	}
+	defer os.RemoveAll(state)
+	ctx := context.Background()
+	open := func(paths []string, which string) (*mcpxpolicy.Engine, bool) {
+		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
+		if err != nil {
+			fail(stderr, fmt.Errorf("%s: %w", which, err), "run 'mcpx-policy check --config …' to see every config problem")
+			return nil, false
+		}
+		for _, w := range eng.Warnings() {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
+		}
+		return eng, true
+	}
+	eng, ok := open(configs, "--config")
+	if !ok {
+		return 2
+	}
+	var other *mcpxpolicy.Engine
+	if len(against) > 0 {
+		if other, ok = open(against, "--against"); !ok {
+			return 2
+		}
+	}
+	failed := false
+	var n, changed, skipped int
+	for _, path := range files {
+		r, err := replayOne(ctx, eng, other, path)
+		if err != nil {
+			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
+			failed = true
+			continue
+		}
+		n++
+		switch {
+		case r.Skipped != "":
+			skipped++
+		case r.Changed:
+			changed++
+		}
+		if *format == "json" {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(r); err != nil {
+				fail(stderr, err, "")
+				return 2
+			}
+			stdout.Write(buf.Bytes())
+			continue
+		}
+		if r.Changed || r.Skipped != "" {
+			fmt.Fprint(stdout, r.text())
+		}
+	}
+	if *format == "text" {
+		what := "its recorded decision"
+		if other != nil {
+			what = "--config and --against"
+		}
+		fmt.Fprintf(stdout, "replayed %d calls: %d decided differently (%s), %d not comparable\n", n, changed, what, skipped)
+	}
+	switch {
+	case failed:
+		return 2
+	case changed > 0:
+		return 1
+	}
+	return 0
+}
+
+// replayOne decides one call file: under eng, and under other when given
+// (else the file's recorded decision is the one before).
+func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) (replayed, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return replayed{}, err
+	}
+	call, doc, err := eng.DecodeDocument(raw)
+	if err != nil {
+		return replayed{}, fmt.Errorf("not a call file: %w", err)
+	}
+	r := replayed{File: path, Server: call.Server, Tool: call.Tool.Name, Redacted: doc.Redacted}
+	decide := func(e *mcpxpolicy.Engine) (verdict, error) {
+		d, err := e.Decide(ctx, call)
+		if err != nil && d.Outcome != mcpxpolicy.Deny {
+			return verdict{}, err
+		}
+		d = mcpxpolicy.Redact(call, d)
+		return verdict{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: d.First().Message}, nil
+	}
+	if r.After, err = decide(eng); err != nil {
+		return r, err
+	}
+	switch {
+	case other != nil:
+		// the config that is in force now decides first: the change is
+		// from it to --against
+		r.Before = r.After
+		if r.After, err = decide(other); err != nil {
+			return r, err
+		}
+	case doc.Decision == nil:
+		return r, fmt.Errorf("the call has no recorded decision to compare with (give --against to compare two configs)")
+	default:
+		rd := doc.Decision
+		r.Before = verdict{Outcome: rd.Outcome, Step: rd.Step, Code: rd.Code, Message: rd.Message}
+		if rd.Step == "ledger" {
+			r.Skipped = "it was decided by the unknown-outcome ledger, which replay leaves out"
+			return r, nil
+		}
+	}
+	r.Changed = !r.Before.same(r.After)
+	return r, nil
+}
+
+func (r replayed) text() string {
+	var b strings.Builder
+	if r.Skipped != "" {
+		fmt.Fprintf(&b, "%s: %s.%s: not comparable: %s\n", r.File, r.Server, r.Tool, r.Skipped)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s: %s.%s: %s -> %s\n", r.File, r.Server, r.Tool, r.Before, r.After)
+	if r.Before.Message != "" {
+		fmt.Fprintf(&b, "  before: %s\n", r.Before.Message)
+	}
+	if r.After.Message != "" {
+		fmt.Fprintf(&b, "  after:  %s\n", r.After.Message)
+	}
+	if len(r.Redacted) > 0 {
+		fmt.Fprintf(&b, "  note: recorded with %s redacted; the replay judged the placeholder %q there\n", strings.Join(r.Redacted, ", "), "[REDACTED]")
+	}
+	return b.String()
+}
+
+// callFiles expands the arguments: a file is itself, a directory the
+// *.json files directly in it, sorted by name (a recording's names sort
+// by time).
+func callFiles(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, e := range ents {
+			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") {
+				names = append(names, e.Name())
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, filepath.Join(p, n))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,304 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
+)
+
+// How an ask completes through the proxy (docs/proxy.md, "Asks"): the ask
+// is put on hold as an approval request of the engine's store
+// (RequestApproval), the person behind the client answers — an MCP
+// 2026-07-28 client by retrying the call with inputResponses after an
+// input_required result, an older one by answering elicitation/create —
+// the proxy approves or declines the request with that answer, and decides
+// the call again with it (DecideApproved), which turns that one ask into
+// an allow once. Only the client's own answer counts.
+
+// protocolMRTR is the first MCP revision in which a server asks its client
+// for input with an input_required result (multi round-trip requests)
+// instead of sending it requests.
+const protocolMRTR = "2026-07-28"
+
+// metaKeys are the _meta keys of the MCP 2026-07-28 per-request client
+// metadata: a server of that revision that was never initialized reads
+// the protocol from them, so the proxy's own requests carry the client's.
+var metaKeys = []string{"io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"}
+
+// noteClientMeta keeps the client's MCP 2026-07-28 request metadata from
+// params' _meta (when it names that revision or a later one) for the
+// proxy's own requests to the server. Params it cannot read change
+// nothing; the request itself is checked where it is handled.
+func (s *session) noteClientMeta(params json.RawMessage) {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(params) == 0 || strictjson.Unmarshal(params, &p) != nil {
+		return
+	}
+	var version string
+	if json.Unmarshal(p.Meta[metaKeys[0]], &version) != nil || version < protocolMRTR {
+		return
+	}
+	meta := map[string]json.RawMessage{}
+	for _, k := range metaKeys {
+		if v, ok := p.Meta[k]; ok {
+			meta[k] = v
+		}
+	}
+	s.mu.Lock()
+	s.meta = meta
+	s.mu.Unlock()
+}
+
+// ownMeta is the _meta of the proxy's own requests to the server: the
+// client's MCP 2026-07-28 metadata, when it has sent any; nil otherwise.
+func (s *session) ownMeta() map[string]json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta
+}
+
+// maxHeld bounds the asks a session keeps waiting for a retry; past it the
+// oldest is forgotten (its approval request expires in the store).
+const maxHeld = 256
+
+// heldAsk is an ask the proxy answered with input_required, waiting for
+// the client's retry. Its requestState, the key it is held under, is
+// ownIDPrefix and at least 128 bits from crypto/rand, known only to this
+// session and its client; it is used once.
+type heldAsk struct {
+	approval string    // the approval request's id
+	sha256   string    // the call's, as the person is shown it
+	created  time.Time // for dropping the oldest
+	// The server's own requestState and inputResponses that the retry
+	// which got this ask carried: restored when the call goes on.
+	serverState     json.RawMessage
+	serverResponses json.RawMessage
+}
+
+// retry is what a tools/call carries for an ask: the client's metadata
+// (protocol, capabilities) and, on a retry of the proxy's input_required,
+// the held ask and the answer.
+type retry struct {
+	mrtr   bool // the client speaks MCP 2026-07-28: ask with input_required
+	elicit bool // the call's client capabilities include form elicitation
+	ours   bool // requestState names an ask of the proxy
+	held   *heldAsk
+	answer *elicitResult // inputResponses[InputRequestKey], when given and readable
+}
+
+// readRetry reads the members of a tools/call that concern asks and takes
+// them out of what goes to the server: a requestState the proxy minted
+// (the held ask is taken: used once) and the proxy's own input response.
+// A requestState of the server's own, and its inputResponses, stay: the
+// call is the retry of the server's input_required. Members that do not
+// decode strictly are an error (the call is refused).
+func (s *session) readRetry(c *toolCall) (retry, error) {
+	var r retry
+	if raw, ok := c.members["_meta"]; ok && string(raw) != "null" {
+		s.noteClientMeta(mustParams("_meta", raw))
+		var meta struct {
+			Version *string `json:"io.modelcontextprotocol/protocolVersion"`
+			Caps    *struct {
+				Elicitation map[string]json.RawMessage `json:"elicitation"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		}
+		if err := strictjson.Unmarshal(raw, &meta); err != nil {
+			return r, fmt.Errorf("_meta: %w", err)
+		}
+		r.mrtr = meta.Version != nil && *meta.Version >= protocolMRTR
+		if meta.Caps != nil {
+			r.elicit = formElicitation(meta.Caps.Elicitation)
+		}
+	}
+	if raw, ok := c.members["inputResponses"]; ok {
+		var responses map[string]json.RawMessage
+		if err := strictjson.Unmarshal(raw, &responses); err != nil {
+			return r, fmt.Errorf("inputResponses: %w", err)
+		}
+		if mine, ok := responses[render.InputRequestKey]; ok {
+			var a elicitResult
+			if strictjson.Unmarshal(mine, &a) == nil {
+				r.answer = &a
+			}
+			delete(responses, render.InputRequestKey)
+			if len(responses) == 0 {
+				delete(c.members, "inputResponses")
+			} else {
+				rest, err := encode(responses)
+				if err != nil {
+					return r, err
+				}
+				c.members["inputResponses"] = rest
+			}
+		}
+	}
+	if raw, ok := c.members["requestState"]; ok {
+		var state string
+		if err := strictjson.Unmarshal(raw, &state); err != nil {
+			return r, fmt.Errorf("requestState: %w", err)
+		}
+		if strings.HasPrefix(state, ownIDPrefix) {
+			r.ours = true
+			delete(c.members, "requestState")
+			s.mu.Lock()
+			r.held = s.held[state]
+			delete(s.held, state)
+			s.mu.Unlock()
+			if r.held != nil {
+				// The retry of the server's own round that this ask
+				// interrupted goes on with that round's state.
+				delete(c.members, "inputResponses")
+				if r.held.serverState != nil {
+					c.members["requestState"] = r.held.serverState
+				}
+				if r.held.serverResponses != nil {
+					c.members["inputResponses"] = r.held.serverResponses
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+// formElicitation reads an elicitation capability: present, and form mode
+// (given, or implied by an empty object) rather than URL mode only.
+func formElicitation(e map[string]json.RawMessage) bool {
+	_, form := e["form"]
+	_, url := e["url"]
+	return e != nil && (form || !url)
+}
+
+// askOutcome is where an ask stands after the proxy put it to the client.
+type askOutcome struct {
+	d       mcpxpolicy.Decision
+	pending any // an input_required result to answer with: the call waits for its retry
+}
+
+// ask completes the ask d of call with the client: an answered retry is
+// decided with its approval; a 2026-07-28 client that can show a form gets
+// an input_required result; an older one with form elicitation an
+// elicitation/create; any other a ConfirmationUnavailable deny. What it
+// returns is an allow or a deny, or a pending input_required result.
+func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.Decision, r retry, members map[string]json.RawMessage) askOutcome {
+	eng := s.opts.Engine
+	if r.held != nil {
+		return askOutcome{d: s.useHeld(ctx, call, r)}
+	}
+	if r.ours {
+		// A requestState of the proxy's that is not held: used already
+		// (a replay), forgotten, or never made in this session.
+		s.log.Warn("refused a retry whose requestState is not a pending ask of this session", "tool", call.Tool.Name, "sha256", d.Call.SHA256)
+		out := mcpxpolicy.ConfirmationUnavailableDecision(d)
+		why := "the retry's requestState is not an ask pending in this session: it was answered already, or never made here"
+		out.Reasons[0].Message = fmt.Sprintf("%s.%s needs confirmation and %s; the call was not executed", call.Server, call.Tool.Name, why)
+		out.Reasons[0].Details["refused"] = why
+		return askOutcome{d: out}
+	}
+	s.mu.Lock()
+	elicit := s.elicit
+	s.mu.Unlock()
+	switch {
+	case r.mrtr && r.elicit:
+	case !r.mrtr && elicit:
+	default:
+		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableDecision(d)}
+	}
+	req, err := eng.RequestApproval(call, d)
+	if err != nil {
+		s.log.Error("the ask could not be put on hold; refused", "tool", call.Tool.Name, "err", err)
+		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableDecision(d)}
+	}
+	if r.mrtr {
+		state := ownIDPrefix + rand.Text()
+		h := &heldAsk{approval: req.ID, sha256: req.SHA256, created: time.Now(),
+			serverState: members["requestState"], serverResponses: members["inputResponses"]}
+		s.hold(state, h)
+		s.log.Info("asked for confirmation (input_required)", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
+		return askOutcome{pending: req.Prompt.InputRequired(state)}
+	}
+	s.log.Info("asked for confirmation (elicitation)", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
+	resp, err := s.request(ctx, s.client, "elicitation/create", req.Prompt.Elicitation())
+	if errors.Is(err, errRefusedAnswer) {
+		// An answer that does not decode strictly approves nothing.
+		return askOutcome{d: s.answered(ctx, call, req.ID, req.SHA256, nil)}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			// Unanswered, the request expires in the store by itself.
+			s.log.Warn("elicitation failed", "tool", call.Tool.Name, "err", err)
+		}
+		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableDecision(d)}
+	}
+	var a elicitResult
+	var answer *elicitResult
+	if strictjson.Unmarshal(resp.Result, &a) == nil {
+		answer = &a
+	}
+	return askOutcome{d: s.answered(ctx, call, req.ID, req.SHA256, answer)}
+}
+
+// useHeld decides the retry of a held ask with the client's answer.
+func (s *session) useHeld(ctx context.Context, call mcpxpolicy.Call, r retry) mcpxpolicy.Decision {
+	return s.answered(ctx, call, r.held.approval, r.held.sha256, r.answer)
+}
+
+// answered approves approval request id (for the call of sha256, as the
+// person was shown it) when the client's answer approves it, declines it
+// otherwise, and decides call with it: an allow only for exactly that
+// call, once.
+func (s *session) answered(ctx context.Context, call mcpxpolicy.Call, id, sha256 string, a *elicitResult) mcpxpolicy.Decision {
+	eng := s.opts.Engine
+	if a != nil && render.Approved(a.Action, a.Content) {
+		if _, err := eng.Approvals().Approve(id, sha256); err != nil {
+			s.log.Warn("recording the approval failed", "tool", call.Tool.Name, "approval", id, "err", err)
+		}
+	} else {
+		action := ""
+		if a != nil {
+			action = a.Action
+		}
+		s.log.Info("confirmation declined", "tool", call.Tool.Name, "approval", id, "action", action, "sha256", sha256)
+		if _, err := eng.Approvals().Decline(id); err != nil && !errors.Is(err, mcpxpolicy.ErrApprovalUnknown) {
+			s.log.Warn("recording the decline failed", "tool", call.Tool.Name, "approval", id, "err", err)
+		}
+	}
+	d, err := eng.DecideApproved(ctx, call, id)
+	if err != nil && ctx.Err() == nil {
+		s.log.Info("the approval was not used", "tool", call.Tool.Name, "approval", id, "outcome", d.Outcome, "why", err)
+	} else if d.Outcome == mcpxpolicy.Allow {
+		s.log.Info("confirmation approved", "tool", call.Tool.Name, "approval", id, "sha256", d.Call.SHA256)
+	}
+	return d
+}
+
+// hold keeps an ask waiting for its retry under state.
+func (s *session) hold(state string, h *heldAsk) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held) >= maxHeld {
+		var oldest string
+		for k, v := range s.held {
+			if oldest == "" || v.created.Before(s.held[oldest].created) {
+				oldest = k
+			}
+		}
+		delete(s.held, oldest)
+	}
+	s.held[state] = h
+}
+
+// mustParams is {key: raw} as params.
+func mustParams(key string, raw json.RawMessage) json.RawMessage {
+	b, _ := encode(map[string]json.RawMessage{key: raw})
+	return b
+}

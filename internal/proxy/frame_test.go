@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+func TestDecodeFrame(t *testing.T) {
+	t.Parallel()
+	ok := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, // params are read later, per method
+		`{"jsonrpc":"2.0","id":"x","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping","params":null}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m","data":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}`, // dropped when passed on, as JSON-RPC defines no other member
+	}
+	for _, f := range ok {
+		if _, err := decodeFrame([]byte(f)); err != nil {
+			t.Errorf("decodeFrame(%s) = %v; want it accepted", f, err)
+		}
+	}
+	id7, _ := jsonrpc.MakeID(float64(7))
+	cases := []struct {
+		frame   string
+		id      jsonrpc.ID // the id a refusal can be answered with
+		request bool
+		want    string
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"a","method":"b"}`, id7, true, `duplicate key "method"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"p":1,"p":2}}}`, id7, true, `duplicate key "p" (at /params/arguments)`},
+		{`{"jsonrpc":"2.0","id":7,"Method":"tools/call"}`, id7, true, `key "Method" is not "method"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"x","Params":{}}`, id7, true, `key "Params" is not "params"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"x","result":{}}`, id7, true, `a request has no "result"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"x","params":[1]}`, id7, true, `"params" must be an object`},
+		{`{"jsonrpc":"2.0","id":7,"method":""}`, id7, true, `"method" must not be empty`},
+		{`{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}`, id7, false, `exactly one of "result" and "error"`},
+		{`{"jsonrpc":"2.0","id":7}`, id7, false, `exactly one of "result" and "error"`},
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":1.5,"message":"m"}}`, id7, false, `"code" must be an integer`},
+		{`{"jsonrpc":"2.0","id":7,"error":{"Code":1,"code":1,"message":"m"}}`, id7, false, `key "Code" is not "code"`},
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":1}}`, id7, false, `needs a "code" and a "message"`},
+		{`{"id":7,"method":"x"}`, id7, true, `"jsonrpc" must be "2.0"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"x"} x`, id7, true, `trailing data`},
+		// Ids readers disagree on, or an id given twice, cannot be
+		// answered.
+		{`{"jsonrpc":"2.0","id":1.5,"method":"x"}`, jsonrpc.ID{}, true, `not an integer`},
+		{`{"jsonrpc":"2.0","id":1e2,"method":"x"}`, jsonrpc.ID{}, true, `not an integer`},
+		{`{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}`, jsonrpc.ID{}, true, `not an integer`},
+		{`{"jsonrpc":"2.0","id":null,"method":"x"}`, jsonrpc.ID{}, true, `must be a string or an integer`},
+		{`{"jsonrpc":"2.0","id":[1],"method":"x"}`, jsonrpc.ID{}, true, `must be a string or an integer`},
+		{`{"jsonrpc":"2.0","id":null,"result":{}}`, jsonrpc.ID{}, false, `must be a string or an integer`},
+		{`{"jsonrpc":"2.0","id":7,"id":8,"method":"x"}`, jsonrpc.ID{}, false, `duplicate key "id"`},
+		{`{"jsonrpc":"2.0","id":7,"ID":8,"method":"x"}`, jsonrpc.ID{}, false, `key "ID" is not "id"`},
+		{`[{"jsonrpc":"2.0","id":7,"method":"x"}]`, jsonrpc.ID{}, false, `batches are not supported`},
+		{`{"jsonrpc":"2.0","id":7,"method":`, jsonrpc.ID{}, false, `unexpected end`},
+	}
+	for _, c := range cases {
+		_, err := decodeFrame([]byte(c.frame))
+		var fe *FrameError
+		if !errors.As(err, &fe) {
+			t.Errorf("decodeFrame(%s) = %v; want a *FrameError", c.frame, err)
+			continue
+		}
+		if fe.ID != c.id || fe.Request != c.request || !strings.Contains(fe.Err.Error(), c.want) {
+			t.Errorf("decodeFrame(%s) = {id %v, request %v, %v}; want {id %v, request %v, %q}", c.frame, fe.ID.Raw(), fe.Request, fe.Err, c.id.Raw(), c.request, c.want)
+		}
+	}
+}
+
+func TestReadToolCallAndWire(t *testing.T) {
+	t.Parallel()
+	c, err := readToolCall([]byte(`{"name":"w","arguments":{"path":"/a","Path":"/b","n":12345678901234567890.0},"_meta":{"k":[1,2]},"task":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.wire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"_meta":{"k":[1,2]},"arguments":{"Path":"/b","n":12345678901234567890.0,"path":"/a"},"name":"w","task":{}}`
+	if string(raw) != want {
+		t.Errorf("wire = %s; want %s", raw, want)
+	}
+	for params, wantWire := range map[string]string{
+		`{"name":"w"}`:                  `{"name":"w"}`,
+		`{"name":"w","arguments":null}`: `{"name":"w"}`,
+		`{"name":"w","arguments":{}}`:   `{"arguments":{},"name":"w"}`,
+		`{"name":"w\u0041","x":"<&>"}`:  `{"name":"wA","x":"<&>"}`,
+	} {
+		c, err := readToolCall([]byte(params))
+		if err != nil {
+			t.Errorf("%s: %v", params, err)
+			continue
+		}
+		if raw, _ := c.wire(); string(raw) != wantWire {
+			t.Errorf("%s: wire %s; want %s", params, raw, wantWire)
+		}
+	}
+	refused := map[string]string{
+		`{"name":"w","Name":"r"}`:                      `key "Name" is not "name"`,
+		`{"name":"w","arguments":{},"ARGUMENTS":{}}`:   `key "ARGUMENTS" is not "arguments"`,
+		`{"name":"w","arguments":{"a":1,"a":1}}`:       `duplicate key "a"`,
+		`{"arguments":{}}`:                             `a tool "name" (a non-empty string) is required`,
+		`{"name":""}`:                                  `a tool "name" (a non-empty string) is required`,
+		`{"name":5}`:                                   `cannot unmarshal number`,
+		`{"name":"w","arguments":{"a":{"b":1,"b":2}}}`: `duplicate key "b"`,
+	}
+	for params, want := range refused {
+		if _, err := readToolCall([]byte(params)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("readToolCall(%s) = %v; want %q", params, err, want)
+		}
+	}
+	if c, err := readToolCall([]byte(`{"name":"w","arguments":[1]}`)); !errors.Is(err, errArgsNotObject) || c.Name != "w" {
+		t.Errorf("array arguments: %v %v; want errArgsNotObject with the name", c, err)
+	}
+}

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The params and results the proxy reads, each decoded strictly
+// (strictjson.Unmarshal): a member spelled like one of these fields in
+// another case is refused, since the peer reads the exact name. Members the
+// proxy does not read pass.
+
+// callParams are the params of a tools/call as the proxy judges them.
+type callParams struct {
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolCall is a tools/call read for judging: the tool's name, the
+// arguments as decided, and the params' members as sent.
+type toolCall struct {
+	Name    string
+	Args    map[string]any
+	hasArgs bool // the params carried an arguments object
+	members map[string]json.RawMessage
+}
+
+// errArgsNotObject is a tools/call whose arguments are neither an object
+// nor null: an InvalidInput decision rather than a refused frame.
+var errArgsNotObject = errors.New("the arguments are not a JSON object")
+
+// readToolCall decodes tools/call params strictly. A missing or non-string
+// name, a case variant of "name" or "arguments", or a duplicate key
+// anywhere (the arguments included) is an error; arguments that are not an
+// object (nor null) are errArgsNotObject, with the name read.
+func readToolCall(params json.RawMessage) (toolCall, error) {
+	var p callParams
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return toolCall{}, err
+	}
+	if p.Name == nil || *p.Name == "" {
+		return toolCall{}, errors.New(`a tool "name" (a non-empty string) is required`)
+	}
+	c := toolCall{Name: *p.Name, Args: map[string]any{}}
+	if err := strictjson.Unmarshal(params, &c.members); err != nil {
+		return toolCall{}, err
+	}
+	switch {
+	case len(p.Arguments) == 0 || string(p.Arguments) == "null":
+	case p.Arguments[0] != '{':
+		return c, errArgsNotObject
+	default:
+		if err := strictjson.Unmarshal(p.Arguments, &c.Args); err != nil {
+			return toolCall{}, err
+		}
+		c.hasArgs = true
+	}
+	return c, nil
+}
+
+// wire re-encodes the params from what was judged: the name and the
+// arguments as decided (numbers as written), every other member (_meta,
+// task…) as sent. Arguments that were null are left out, which servers
+// read as no arguments, as the policy did.
+func (c toolCall) wire() (json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(c.members))
+	for k, v := range c.members {
+		out[k] = v
+	}
+	name, err := encode(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	out["name"] = name
+	delete(out, "arguments")
+	if c.hasArgs {
+		if out["arguments"], err = encode(c.Args); err != nil {
+			return nil, err
+		}
+	}
+	return encode(out)
+}
+
+// encode is json.Marshal without HTML escaping.
+func encode(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// initializeParams are what the proxy reads of initialize: whether the
+// client can answer elicitation/create with a form.
+type initializeParams struct {
+	Capabilities struct {
+		Elicitation map[string]json.RawMessage `json:"elicitation"`
+	} `json:"capabilities"`
+}
+
+// noteInitialize records whether the client can answer elicitation/create
+// with a form: capabilities.elicitation present, empty (form by default)
+// or with "form". Params that do not decode strictly are an error.
+func (s *session) noteInitialize(params json.RawMessage) error {
+	var p initializeParams
+	if len(params) > 0 {
+		if err := strictjson.Unmarshal(params, &p); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.elicit = formElicitation(p.Capabilities.Elicitation)
+	s.mu.Unlock()
+	return nil
+}
+
+// hasCursor reads whether tools/list params ask for a page after the
+// first.
+func hasCursor(params json.RawMessage) (bool, error) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if len(params) == 0 {
+		return false, nil
+	}
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return false, err
+	}
+	return p.Cursor != nil && *p.Cursor != "", nil
+}
+
+// cancelledID reads the requestId of notifications/cancelled.
+func cancelledID(params json.RawMessage) (jsonrpc.ID, error) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return jsonrpc.ID{}, err
+	}
+	id, err := readID(p.RequestID)
+	if err == nil && !id.IsValid() {
+		err = errors.New(`"requestId" is missing`)
+	}
+	return id, err
+}
+
+// elicitResult is the client's answer to the proxy's elicitation/create.
+type elicitResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content"`
+}
+
+// toolsPage is one page of a tools/list result.
+type toolsPage struct {
+	Tools      []json.RawMessage `json:"tools"`
+	NextCursor *string           `json:"nextCursor"`
+}
+
+func readToolsPage(result json.RawMessage) (toolsPage, error) {
+	var page toolsPage
+	if err := strictjson.Unmarshal(result, &page); err != nil {
+		return page, fmt.Errorf("not a tools/list result: %w", err)
+	}
+	if page.Tools == nil {
+		return page, errors.New(`not a tools/list result: "tools" is missing`)
+	}
+	return page, nil
+}

@@ -1,0 +1,108 @@
+package render
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Commands spells the mcpx-policy commands an output tells a person to run
+// (clearing unknown outcomes, listing them, checking the config) so that
+// they run as printed: with the state dir and the config files of the
+// process that printed them. The zero value names neither, which is right
+// for a process that uses the default state dir.
+type Commands struct {
+	// StateDir is the state dir the process was given (--state-dir or
+	// MCPX_POLICY_STATE_DIR), best absolute; "" leaves --state-dir out.
+	StateDir string
+	// Configs are the --config files the process was given, in order.
+	Configs []string
+}
+
+// WritesClear is `mcpx-policy writes clear SERVER [--id ID] [--state-dir
+// D]`; id "" clears every entry of server. Arguments a POSIX shell would
+// split are single-quoted.
+func (c Commands) WritesClear(server, id string) string {
+	s := "mcpx-policy writes clear " + shellQuote(server)
+	if id != "" {
+		s += " --id " + shellQuote(id)
+	}
+	return s + c.stateDir()
+}
+
+// PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
+// [--state-dir D]`, quoted as WritesClear is; sha256 "" leaves --sha256
+// out.
+func (c Commands) PinsAccept(server, tool, sha256 string) string {
+	s := "mcpx-policy pins accept " + shellQuote(server) + " " + shellQuote(tool)
+	if sha256 != "" {
+		s += " --sha256 " + shellQuote(sha256)
+	}
+	return s + c.stateDir()
+}
+
+// Pins is `mcpx-policy pins [--state-dir D]`.
+func (c Commands) Pins() string { return "mcpx-policy pins" + c.stateDir() }
+
+// Writes is `mcpx-policy writes [--state-dir D]`.
+func (c Commands) Writes() string { return "mcpx-policy writes" + c.stateDir() }
+
+// Check is `mcpx-policy check --config F…` with every config file.
+func (c Commands) Check() string {
+	s := "mcpx-policy check"
+	for _, f := range c.Configs {
+		s += " --config " + shellQuote(f)
+	}
+	return s
+}
+
+func (c Commands) stateDir() string {
+	if c.StateDir == "" {
+		return ""
+	}
+	return " --state-dir " + shellQuote(c.StateDir)
+}
+
+// respell replaces the commands the policy names — the clear command of
+// an UnknownOutcomePending reason (details "clear"), the accept command of
+// a ToolDefinitionChanged one (details "accept"), each quoted in its
+// message — with WritesClear and PinsAccept, so that they carry the state
+// dir. d is not modified.
+func (c Commands) respell(d decision.Decision) decision.Decision {
+	copied := false
+	for i, r := range d.Reasons {
+		var key, ours string
+		switch r.Code {
+		case decision.UnknownOutcomePending:
+			key, ours = "clear", c.WritesClear(d.Call.Server, "")
+		case decision.ToolDefinitionChanged:
+			sum, _ := r.Details["sha256"].(string)
+			key, ours = "accept", c.PinsAccept(d.Call.Server, d.Call.Tool, sum)
+		default:
+			continue
+		}
+		policy, _ := r.Details[key].(string)
+		if policy == "" || policy == ours {
+			continue
+		}
+		if !copied {
+			d.Reasons = append([]decision.Reason(nil), d.Reasons...)
+			copied = true
+		}
+		r.Details = maps.Clone(r.Details)
+		r.Details[key] = ours
+		r.Message = strings.ReplaceAll(r.Message, policy, ours)
+		d.Reasons[i] = r
+	}
+	return d
+}
+
+// shellQuote single-quotes s unless a POSIX shell would read it as one
+// word as it is.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

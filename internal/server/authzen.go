@@ -1,0 +1,426 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
+)
+
+// The OpenID AuthZEN Authorization API 1.0 access evaluation endpoints
+// (docs/service.md#authzen): a gateway that speaks the standard asks
+// "may this subject call this tool with these arguments?" and gets true
+// only for an allow.
+const (
+	EvaluationPath  = "/access/v1/evaluation"
+	EvaluationsPath = "/access/v1/evaluations"
+)
+
+// The vocabulary of the mapping.
+const (
+	// AuthZENAction is the only action name decided: an MCP tools/call.
+	AuthZENAction = "tools/call"
+	// AuthZENResourceType is the only resource type decided: an MCP tool,
+	// its id "<server>/<tool>".
+	AuthZENResourceType = "mcp_tool"
+	// MaxEvaluations caps the evaluations of one batch.
+	MaxEvaluations = 100
+)
+
+// The evaluations semantics of a batch (options.evaluations_semantic).
+const (
+	ExecuteAll          = "execute_all"
+	DenyOnFirstDeny     = "deny_on_first_deny"
+	PermitOnFirstPermit = "permit_on_first_permit"
+)
+
+// AZSubject is an AuthZEN Subject; it becomes the call's principal: id,
+// and properties.groups (a list of strings) as its groups. Other
+// properties are accepted and not used.
+type AZSubject struct {
+	Type       string         `json:"type"`
+	ID         string         `json:"id"`
+	Properties map[string]any `json:"properties,omitempty"`
+}
+
+// AZAction is an AuthZEN Action; its name must be AuthZENAction.
+type AZAction struct {
+	Name       string         `json:"name"`
+	Properties map[string]any `json:"properties,omitempty"`
+}
+
+// AZResource is an AuthZEN Resource: type AuthZENResourceType, id
+// "<server>/<tool>" (split at the first "/"), and optionally the tool's
+// definition in properties (AZToolProperties); without properties the tool
+// comes from serve's --catalog.
+type AZResource struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Properties json.RawMessage `json:"properties,omitempty"`
+}
+
+// AZToolProperties are the resource properties that carry a tool's
+// definition, as the server's tools/list gave it. title, description and
+// outputSchema are accepted and not used; any other key is refused.
+type AZToolProperties struct {
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+}
+
+// AZContext is an AuthZEN Context; "arguments", an object, holds the
+// call's arguments (absent: none). Other keys are accepted and not used.
+type AZContext map[string]any
+
+// EvaluationRequest is the body of POST /access/v1/evaluation: the 4-tuple.
+type EvaluationRequest struct {
+	Subject  *AZSubject  `json:"subject"`
+	Action   *AZAction   `json:"action"`
+	Resource *AZResource `json:"resource"`
+	Context  AZContext   `json:"context,omitempty"`
+}
+
+// EvaluationsRequest is the body of POST /access/v1/evaluations: a 4-tuple
+// of defaults, the evaluations, and options.
+type EvaluationsRequest struct {
+	Subject     *AZSubject          `json:"subject,omitempty"`
+	Action      *AZAction           `json:"action,omitempty"`
+	Resource    *AZResource         `json:"resource,omitempty"`
+	Context     AZContext           `json:"context,omitempty"`
+	Evaluations []EvaluationRequest `json:"evaluations"`
+	Options     map[string]any      `json:"options,omitempty"`
+}
+
+// EvaluationResponse is one AuthZEN decision: true only for an allow.
+type EvaluationResponse struct {
+	Decision bool               `json:"decision"`
+	Context  *AZDecisionContext `json:"context,omitempty"`
+}
+
+// AZDecisionContext says why a decision is false: the outcome (deny or
+// ask), the deciding reason code, and every reason's message, redacted.
+// Error is set for an evaluation of a batch that could not be read. For a
+// true decision that shadow mode let through it is the allow with Shadow,
+// the policy's own outcome, code and messages.
+type AZDecisionContext struct {
+	Outcome mcpxpolicy.Outcome `json:"outcome"`
+	Code    mcpxpolicy.Code    `json:"code"`
+	Reasons []string           `json:"reasons"`
+	Error   *AZError           `json:"error,omitempty"`
+	Shadow  *AZDecisionContext `json:"shadow,omitempty"`
+}
+
+// AZError is the error of one evaluation of a batch.
+type AZError struct {
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+// EvaluationsResponse is the body answering POST /access/v1/evaluations
+// with an evaluations array: one answer per evaluation, in order (fewer
+// when a short-circuit semantic stopped early).
+type EvaluationsResponse struct {
+	Evaluations []EvaluationResponse `json:"evaluations"`
+}
+
+// requestIDHeader is echoed back when the caller sends it.
+const requestIDHeader = "X-Request-ID"
+
+func (h *Handler) evaluation(w http.ResponseWriter, r *http.Request) {
+	echoRequestID(w, r)
+	body, status, err := readBody(r)
+	if err != nil {
+		writeError(w, status, string(mcpxpolicy.InvalidInput), err.Error())
+		return
+	}
+	var req EvaluationRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+		return
+	}
+	if err := req.complete(); err != nil {
+		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, h.evaluate(r, req))
+}
+
+func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
+	echoRequestID(w, r)
+	body, status, err := readBody(r)
+	if err != nil {
+		writeError(w, status, string(mcpxpolicy.InvalidInput), err.Error())
+		return
+	}
+	var req EvaluationsRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluations request: "+err.Error())
+		return
+	}
+	semantic := ExecuteAll
+	if v, ok := req.Options["evaluations_semantic"]; ok {
+		s, _ := v.(string)
+		switch s {
+		case ExecuteAll, DenyOnFirstDeny, PermitOnFirstPermit:
+			semantic = s
+		default:
+			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput),
+				fmt.Sprintf("options.evaluations_semantic %v is not one of %s, %s, %s", jsonText(v), ExecuteAll, DenyOnFirstDeny, PermitOnFirstPermit))
+			return
+		}
+	}
+	defaults := EvaluationRequest{Subject: req.Subject, Action: req.Action, Resource: req.Resource, Context: req.Context}
+	if req.Evaluations == nil {
+		// No evaluations array: the request is a single evaluation.
+		if err := defaults.complete(); err != nil {
+			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, h.evaluate(r, defaults))
+		return
+	}
+	if len(req.Evaluations) > MaxEvaluations {
+		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput),
+			fmt.Sprintf("%d evaluations in one request; at most %d", len(req.Evaluations), MaxEvaluations))
+		return
+	}
+	out := EvaluationsResponse{Evaluations: make([]EvaluationResponse, 0, len(req.Evaluations))}
+	for i, ev := range req.Evaluations {
+		ev = ev.withDefaults(defaults)
+		var resp EvaluationResponse
+		if err := ev.complete(); err != nil {
+			start := time.Now()
+			d := mcpxpolicy.Denied("", "", mcpxpolicy.InvalidInput, fmt.Sprintf("evaluations[%d]: %v", i, err))
+			h.decidedHere(d, time.Since(start))
+			resp = answer(mcpxpolicy.Call{}, d)
+			resp.Context.Error = &AZError{Status: http.StatusBadRequest, Message: d.Reasons[0].Message}
+		} else {
+			resp = h.evaluate(r, ev)
+		}
+		out.Evaluations = append(out.Evaluations, resp)
+		if (semantic == DenyOnFirstDeny && !resp.Decision) || (semantic == PermitOnFirstPermit && resp.Decision) {
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// evaluate decides one complete evaluation.
+func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResponse {
+	start := time.Now()
+	call, err := h.azCall(ev)
+	if err != nil {
+		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+		h.decidedHere(d, time.Since(start))
+		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+		return answer(call, d)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
+	defer cancel()
+	d, err := h.eng.Decide(ctx, call)
+	if err != nil {
+		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
+	}
+	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+	return answer(call, d)
+}
+
+// answer renders a decision as AuthZEN does: true for an allow; false with
+// the outcome, code and redacted reason messages for a deny or an ask.
+func answer(call mcpxpolicy.Call, d mcpxpolicy.Decision) EvaluationResponse {
+	if d.Relaxed() {
+		return EvaluationResponse{Decision: true, Context: &AZDecisionContext{Outcome: mcpxpolicy.Allow, Reasons: []string{},
+			Shadow: azContext(mcpxpolicy.Redact(call, d).Enforced())}}
+	}
+	if d.Outcome == mcpxpolicy.Allow {
+		return EvaluationResponse{Decision: true}
+	}
+	return EvaluationResponse{Decision: false, Context: azContext(mcpxpolicy.Redact(call, d))}
+}
+
+// azContext is the context of a redacted deny or ask.
+func azContext(d mcpxpolicy.Decision) *AZDecisionContext {
+	c := &AZDecisionContext{Outcome: d.Outcome, Code: d.First().Code, Reasons: make([]string, 0, len(d.Reasons))}
+	for _, rs := range d.Reasons {
+		c.Reasons = append(c.Reasons, rs.Message)
+	}
+	return c
+}
+
+// complete checks that the 4-tuple has what a decision needs.
+func (ev EvaluationRequest) complete() error {
+	var missing []string
+	if ev.Subject == nil {
+		missing = append(missing, "subject")
+	}
+	if ev.Action == nil {
+		missing = append(missing, "action")
+	}
+	if ev.Resource == nil {
+		missing = append(missing, "resource")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s missing (subject, action and resource are required)", strings.Join(missing, ", "))
+	}
+	if ev.Subject.Type == "" || ev.Subject.ID == "" {
+		return errors.New(`subject needs "type" and "id"`)
+	}
+	if ev.Action.Name == "" {
+		return errors.New(`action needs "name"`)
+	}
+	if ev.Resource.Type == "" || ev.Resource.ID == "" {
+		return errors.New(`resource needs "type" and "id"`)
+	}
+	return nil
+}
+
+// withDefaults fills the members an evaluation of a batch leaves out from
+// the request's top level; a member the evaluation has wins whole.
+func (ev EvaluationRequest) withDefaults(d EvaluationRequest) EvaluationRequest {
+	if ev.Subject == nil {
+		ev.Subject = d.Subject
+	}
+	if ev.Action == nil {
+		ev.Action = d.Action
+	}
+	if ev.Resource == nil {
+		ev.Resource = d.Resource
+	}
+	if ev.Context == nil {
+		ev.Context = d.Context
+	}
+	return ev
+}
+
+// azCall maps a complete evaluation to the call it asks about. On error
+// the call holds the names that could be read, for the deny.
+func (h *Handler) azCall(ev EvaluationRequest) (mcpxpolicy.Call, error) {
+	call := mcpxpolicy.Call{Surface: render.SurfaceDaemon}
+	if ev.Resource.Type != AuthZENResourceType {
+		return call, fmt.Errorf("resource type %q is not decided here (want %q, id \"<server>/<tool>\")", ev.Resource.Type, AuthZENResourceType)
+	}
+	server, tool, ok := strings.Cut(ev.Resource.ID, "/")
+	if !ok || server == "" || tool == "" {
+		return call, fmt.Errorf("resource id %q is not \"<server>/<tool>\"", ev.Resource.ID)
+	}
+	call.Server, call.Tool.Name = server, tool
+	if ev.Action.Name != AuthZENAction {
+		return call, fmt.Errorf("action %q is not decided here (want %q)", ev.Action.Name, AuthZENAction)
+	}
+	p := &mcpxpolicy.Principal{ID: ev.Subject.ID}
+	if g, ok := ev.Subject.Properties["groups"]; ok {
+		list, ok := g.([]any)
+		if !ok {
+			return call, fmt.Errorf("subject.properties.groups is %s, not a list of strings", jsonText(g))
+		}
+		for _, x := range list {
+			s, ok := x.(string)
+			if !ok {
+				return call, fmt.Errorf("subject.properties.groups holds %s, not a string", jsonText(x))
+			}
+			p.Groups = append(p.Groups, s)
+		}
+	}
+	call.Principal = p
+	if a, ok := ev.Context["arguments"]; ok {
+		args, ok := a.(map[string]any)
+		if !ok {
+			return call, fmt.Errorf("context.arguments is %s, not an object", jsonText(a))
+		}
+		call.Args = args
+	}
+	if call.Args == nil {
+		call.Args = map[string]any{}
+	}
+	if len(ev.Resource.Properties) == 0 || string(ev.Resource.Properties) == "null" {
+		t, ok := h.eng.ToolFromCatalog(server, tool)
+		if !ok {
+			return call, fmt.Errorf("tool %q of server %q is not in the catalog (start serve with --catalog, or send the tool's annotations and inputSchema in resource.properties)", tool, server)
+		}
+		call.Tool = t
+		return call, nil
+	}
+	var props AZToolProperties
+	if err := decodeStrict(ev.Resource.Properties, &props); err != nil {
+		return call, fmt.Errorf("resource.properties: %v (it holds the tool's annotations and inputSchema)", err)
+	}
+	def := map[string]json.RawMessage{"name": mustJSON(tool)}
+	if len(props.Annotations) > 0 {
+		def["annotations"] = props.Annotations
+	}
+	if len(props.InputSchema) > 0 {
+		def["inputSchema"] = props.InputSchema
+	}
+	t, err := mcpxpolicy.ParseTool(mustJSON(def))
+	if err != nil {
+		return call, fmt.Errorf("resource.properties is not an MCP tool's definition: %v", err)
+	}
+	call.Tool = t
+	return call, nil
+}
+
+// readBody reads a request body whole; the status goes with the error.
+func readBody(r *http.Request) ([]byte, int, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("the body is larger than %d bytes", mbe.Limit)
+		}
+		return nil, http.StatusBadRequest, err
+	}
+	return body, 0, nil
+}
+
+// decodeStrict decodes one JSON value into v with the project's strict
+// decoder: valid JSON only (no duplicate keys, no trailing data), exact
+// member names (no case variants), no member v does not declare, numbers
+// kept exact.
+func decodeStrict(b []byte, v any) error { return strictjson.UnmarshalKnown(b, v) }
+
+func echoRequestID(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get(requestIDHeader); id != "" {
+		w.Header().Set(requestIDHeader, id)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only strings and raw JSON already parsed
+	}
+	return b
+}
+
+// jsonText names a JSON value's kind for an error message, quoting a
+// short string; it never echoes a longer value, which could be a secret.
+func jsonText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if len(x) <= 40 {
+			return fmt.Sprintf("%q", x)
+		}
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,540 @@
+// Package strictjson decodes JSON that crosses a trust boundary so that
+// every reader agrees on what it says. Parsers disagree on a duplicate key
+// (first wins, last wins, error), on keys that differ from a field name
+// only by case (Go's encoding/json matches them, Node and Python do not),
+// on invalid UTF-8 and lone surrogates (replaced, kept, refused) and on
+// what follows the value. Here all of those are refused:
+//
+//   - a duplicate key in any object, at any depth (after unescaping, so
+//     "a" and "\u0061" are the same key);
+//   - in an object decoded into a struct, a key that is not a field's
+//     exact name but matches one case-insensitively (as Go's encoding/json
+//     would match it: "Name", "NAME", "ſerver" for "server");
+//   - bytes that are not UTF-8, control characters in strings, and \u
+//     escapes of lone surrogates;
+//   - anything after the value but whitespace;
+//   - nesting deeper than MaxDepth.
+//
+// Numbers are kept as written (json.Number). Inside a map (an MCP tool's
+// arguments, a JSON Schema) keys that differ only by case are distinct keys
+// and pass: readers of those maps read keys exactly.
+//
+// Errors are *Error values whose text starts with "json: ". Every function
+// is safe for concurrent use.
+package strictjson
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects accepted.
+const MaxDepth = 1000
+
+// Error is a refusal: what is wrong and where. Path is a JSON Pointer to the
+// value concerned ("" for the whole document); Offset is the byte offset in
+// the input where it was found.
+type Error struct {
+	Path   string
+	Offset int
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return "json: " + e.Msg
+	}
+	return fmt.Sprintf("json: %s (at %s)", e.Msg, e.Path)
+}
+
+// Valid checks that data is one strict JSON value: no duplicate keys,
+// valid UTF-8 without lone surrogates, nothing after the value, nesting at
+// most MaxDepth. It builds nothing.
+func Valid(data []byte) error {
+	p := parser{data: data}
+	return p.document(nil, false)
+}
+
+// Parse decodes data, checked as Valid does, into plain values:
+// map[string]any, []any, string, json.Number, bool and nil.
+func Parse(data []byte) (any, error) {
+	p := parser{data: data, build: true}
+	var v any
+	p.out = &v
+	if err := p.document(nil, false); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// parser is a one-pass recursive-descent JSON reader. With build set it
+// stores the value in *out; with a shape it checks the keys of the objects
+// that decode into structs.
+type parser struct {
+	data  []byte
+	pos   int
+	depth int
+	build bool
+	out   *any
+	known bool     // refuse keys that are not a struct's fields
+	path  []string // JSON Pointer segments of the value being read
+}
+
+func (p *parser) fail(msg string, args ...any) error {
+	return &Error{Path: pointer(p.path), Offset: p.pos, Msg: fmt.Sprintf(msg, args...)}
+}
+
+// pointer renders path segments as a JSON Pointer.
+func pointer(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s))
+	}
+	return b.String()
+}
+
+func (p *parser) document(s *shape, known bool) error {
+	p.known = known
+	p.space()
+	v, err := p.value(s)
+	if err != nil {
+		return err
+	}
+	p.space()
+	if p.pos < len(p.data) {
+		return p.fail("trailing data after the JSON value")
+	}
+	if p.build {
+		*p.out = v
+	}
+	return nil
+}
+
+func (p *parser) space() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(s *shape) (any, error) {
+	if p.pos >= len(p.data) {
+		return nil, p.fail("unexpected end of JSON input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(s)
+	case c == '[':
+		return p.array(s)
+	case c == '"':
+		if !p.build {
+			return nil, p.skipStr()
+		}
+		str, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return str, nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		return p.number()
+	case c == 't':
+		return true, p.literal("true")
+	case c == 'f':
+		return false, p.literal("false")
+	case c == 'n':
+		return nil, p.literal("null")
+	default:
+		return nil, p.fail("invalid character %s looking for a value", quoteByte(c))
+	}
+}
+
+func quoteByte(c byte) string {
+	if c < utf8.RuneSelf {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+func (p *parser) literal(lit string) error {
+	if len(p.data)-p.pos < len(lit) || string(p.data[p.pos:p.pos+len(lit)]) != lit {
+		return p.fail("invalid literal (want %s)", lit)
+	}
+	p.pos += len(lit)
+	return nil
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > MaxDepth {
+		return p.fail("nesting deeper than %d", MaxDepth)
+	}
+	return nil
+}
+
+func (p *parser) object(s *shape) (any, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	p.pos++ // {
+	var obj map[string]any
+	if p.build {
+		obj = map[string]any{}
+	}
+	var keys keySet
+	p.space()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		p.depth--
+		return obj, nil
+	}
+	for {
+		p.space()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.fail("want a string key in an object")
+		}
+		keyAt := p.pos
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if !keys.add(key) {
+			p.pos = keyAt
+			return nil, p.fail("duplicate key %q", key)
+		}
+		child, err := s.member(key, p.known)
+		if err != nil {
+			p.pos = keyAt
+			return nil, p.fail("%v", err)
+		}
+		p.space()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.fail("want ':' after an object key")
+		}
+		p.pos++
+		p.space()
+		p.path = append(p.path, key)
+		v, err := p.value(child)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		if p.build {
+			obj[key] = v
+		}
+		p.space()
+		if p.pos >= len(p.data) {
+			return nil, p.fail("unexpected end of JSON input in an object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			p.depth--
+			return obj, nil
+		default:
+			return nil, p.fail("want ',' or '}' in an object, found %s", quoteByte(p.data[p.pos]))
+		}
+	}
+}
+
+func (p *parser) array(s *shape) (any, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	p.pos++ // [
+	var arr []any
+	if p.build {
+		arr = []any{}
+	}
+	elem := s.elem()
+	p.space()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		p.depth--
+		return arr, nil
+	}
+	for i := 0; ; i++ {
+		p.space()
+		p.path = append(p.path, strconv.Itoa(i))
+		v, err := p.value(elem)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		if p.build {
+			arr = append(arr, v)
+		}
+		p.space()
+		if p.pos >= len(p.data) {
+			return nil, p.fail("unexpected end of JSON input in an array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			p.depth--
+			return arr, nil
+		default:
+			return nil, p.fail("want ',' or ']' in an array, found %s", quoteByte(p.data[p.pos]))
+		}
+	}
+}
+
+// keySet holds the keys of one object: a short list, a map past 16.
+type keySet struct {
+	few  []string
+	many map[string]struct{}
+}
+
+// add adds k and reports whether it was new.
+func (ks *keySet) add(k string) bool {
+	if ks.many != nil {
+		if _, ok := ks.many[k]; ok {
+			return false
+		}
+		ks.many[k] = struct{}{}
+		return true
+	}
+	for _, f := range ks.few {
+		if f == k {
+			return false
+		}
+	}
+	if len(ks.few) < 16 {
+		ks.few = append(ks.few, k)
+		return true
+	}
+	ks.many = make(map[string]struct{}, 32)
+	for _, f := range ks.few {
+		ks.many[f] = struct{}{}
+	}
+	ks.many[k] = struct{}{}
+	return true
+}
+
+// skipStr checks a string at p.pos (an opening quote) as str does,
+// without building its value.
+func (p *parser) skipStr() error {
+	p.pos++ // "
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return nil
+		case c == '\\':
+			if p.pos+1 >= len(p.data) {
+				return p.fail("unterminated string")
+			}
+			e := p.data[p.pos+1]
+			p.pos += 2
+			switch e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, err := p.escapedRune(); err != nil {
+					return err
+				}
+			default:
+				return p.fail("invalid escape %s in a string", quoteByte(e))
+			}
+		case c < 0x20:
+			return p.fail("control character 0x%02x in a string", c)
+		case c < utf8.RuneSelf:
+			p.pos++
+		default:
+			r, n := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && n <= 1 {
+				return p.fail("invalid UTF-8 in a string")
+			}
+			p.pos += n
+		}
+	}
+	return p.fail("unterminated string")
+}
+
+// escapedRune reads the four hex digits after \u (p.pos is past the u),
+// and the low half after a high surrogate.
+func (p *parser) escapedRune() (rune, error) {
+	r, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, nil
+	}
+	// A high surrogate must be followed by \u and a low one.
+	if r >= 0xDC00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+		return 0, p.fail(`lone surrogate \u%04x in a string`, r)
+	}
+	p.pos += 2
+	r2, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if r2 < 0xDC00 || r2 > 0xDFFF {
+		return 0, p.fail(`lone surrogate \u%04x in a string`, r)
+	}
+	return utf16.DecodeRune(r, r2), nil
+}
+
+// str reads a string at p.pos (an opening quote) and returns its value.
+func (p *parser) str() (string, error) {
+	p.pos++ // "
+	start := p.pos
+	// Fast path: no escapes.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			s := string(p.data[start:p.pos])
+			p.pos++
+			return s, nil
+		case c == '\\':
+			return p.slowStr(start)
+		case c < 0x20:
+			return "", p.fail("control character 0x%02x in a string", c)
+		case c < utf8.RuneSelf:
+			p.pos++
+		default:
+			r, n := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && n <= 1 {
+				return "", p.fail("invalid UTF-8 in a string")
+			}
+			p.pos += n
+		}
+	}
+	return "", p.fail("unterminated string")
+}
+
+func (p *parser) slowStr(start int) (string, error) {
+	buf := make([]byte, 0, p.pos-start+16)
+	buf = append(buf, p.data[start:p.pos]...)
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return string(buf), nil
+		case c == '\\':
+			if p.pos+1 >= len(p.data) {
+				return "", p.fail("unterminated string")
+			}
+			e := p.data[p.pos+1]
+			p.pos += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, err := p.escapedRune()
+				if err != nil {
+					return "", err
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", p.fail("invalid escape %s in a string", quoteByte(e))
+			}
+		case c < 0x20:
+			return "", p.fail("control character 0x%02x in a string", c)
+		case c < utf8.RuneSelf:
+			// A run of plain ASCII at once.
+			end := p.pos + 1
+			for end < len(p.data) && p.data[end] >= 0x20 && p.data[end] < utf8.RuneSelf && p.data[end] != '"' && p.data[end] != '\\' {
+				end++
+			}
+			buf = append(buf, p.data[p.pos:end]...)
+			p.pos = end
+		default:
+			r, n := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && n <= 1 {
+				return "", p.fail("invalid UTF-8 in a string")
+			}
+			buf = append(buf, p.data[p.pos:p.pos+n]...)
+			p.pos += n
+		}
+	}
+	return "", p.fail("unterminated string")
+}
+
+func (p *parser) hex4() (rune, error) {
+	if len(p.data)-p.pos < 4 {
+		return 0, p.fail(`invalid \u escape in a string`)
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, p.fail(`invalid \u escape in a string`)
+		}
+	}
+	p.pos += 4
+	return r, nil
+}
+
+// number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? as written.
+func (p *parser) number() (any, error) {
+	start := p.pos
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.data) && '0' <= p.data[p.pos] && p.data[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.data[p.pos] == '-' {
+		p.pos++
+	}
+	switch {
+	case p.pos < len(p.data) && p.data[p.pos] == '0':
+		p.pos++
+	case digits() == 0:
+		return nil, p.fail("invalid number")
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return nil, p.fail("invalid number")
+		}
+	}
+	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.fail("invalid number")
+		}
+	}
+	if !p.build {
+		return nil, nil
+	}
+	return json.Number(p.data[start:p.pos]), nil
+}

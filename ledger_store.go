@@ -1,0 +1,93 @@
+package mcpxpolicy
+
+import (
+	"fmt"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger"
+)
+
+// openStore opens the ledger the config's ledger section names: the file
+// in stateDir ("" means DefaultStateDir) by default, or the PostgreSQL
+// database a fleet shares (docs/ledger.md#a-ledger-a-fleet-shares).
+func openStore(lc bundle.LedgerConfig, stateDir string) (ledger.Store, error) {
+	if lc.Store == bundle.StorePostgres {
+		s, err := pgledger.Open(lc.DSN, lc.Source, pgledger.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("mcpxpolicy: %w", err)
+		}
+		return s, nil
+	}
+	if stateDir == "" {
+		d, err := ledger.DefaultStateDir()
+		if err != nil {
+			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
+		}
+		stateDir = d
+	}
+	l, err := ledger.Open(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	return l, nil
+}
+
+// sameLedger reports whether two ledger sections name the same store.
+func sameLedger(a, b bundle.LedgerConfig) bool { return a.Store == b.Store && a.DSN == b.DSN }
+
+// Writes is the unknown-outcome ledger an Engine with the same Options
+// uses, opened without the policy: what `mcpx-policy writes` lists and
+// clears. Its methods are safe for concurrent use.
+type Writes struct{ s ledger.Store }
+
+// WritesState is the whole ledger: entries, writes in flight and cleared
+// entries.
+type WritesState = ledger.State
+
+// OpenWrites opens the ledger opts name: the config's ledger section when
+// opts.ConfigPaths are given (the config must load), else the file in
+// opts.StateDir. It touches nothing until used.
+func OpenWrites(opts Options) (*Writes, error) {
+	lc := bundle.LedgerConfig{Store: bundle.StoreFile}
+	if len(opts.ConfigPaths) > 0 {
+		c, err := compileConfig(opts)
+		if err != nil {
+			return nil, err
+		}
+		lc = c.Ledger
+	}
+	s, err := openStore(lc, opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Writes{s: s}, nil
+}
+
+// List reads the whole ledger. An unreadable ledger is an error that
+// errors.Is matches to ErrLedgerUnreadable.
+func (w *Writes) List() (WritesState, error) { return w.s.List() }
+
+// Clear clears a server's unknown-outcome entries (id "" clears all of
+// them), keeping each with reason, and returns them. An id that names no
+// entry of server is an error errors.Is matches to ErrWriteNotFound.
+func (w *Writes) Clear(server, id, reason string) ([]UnknownWrite, error) {
+	return w.s.Clear(server, id, reason)
+}
+
+// Where names the ledger: the file's path, or the database without its
+// password.
+func (w *Writes) Where() string { return w.s.Where() }
+
+// Close releases the ledger's connections.
+func (w *Writes) Close() error { return w.s.Close() }
+
+// Errors of the ledger, for errors.Is.
+var (
+	// ErrLedgerUnreadable: the ledger cannot be used (a corrupt or
+	// untrusted file, a database that does not answer); writes are denied
+	// meanwhile.
+	ErrLedgerUnreadable = ledger.ErrUnreadable
+	// ErrWriteNotFound: Clear's id names no entry of the server.
+	ErrWriteNotFound = ledger.ErrNotFound
+)

@@ -1,0 +1,52 @@
+package mcpxpolicy
+
+import "time"
+
+// Observer watches an Engine at work; the metrics of `serve` and `proxy`
+// are one (docs/service.md#metrics). Its methods run on the goroutine of
+// the Decide or Reload they report, so they must be quick and safe for
+// concurrent use.
+type Observer interface {
+	// Decided is called once per Decide with the policy's own outcome and
+	// deciding reason code ("" for an allow) — for a server in shadow mode
+	// the decision as it would be enforced (Decision.Enforced) —, whether
+	// shadow mode let the call go ahead against that outcome
+	// (Decision.Relaxed), the time Decide took, and the error Decide
+	// returns with it (nil when the policy decided).
+	Decided(outcome Outcome, code Code, shadow bool, elapsed time.Duration, err error)
+	// Reloaded is called once per Reload with its error: nil when the new
+	// policy is in use, else the old one stays.
+	Reloaded(err error)
+}
+
+// decidingCode is the code of the reason that decided d; "" for an allow.
+func decidingCode(d *Decision) Code {
+	if d.Outcome == Allow {
+		return ""
+	}
+	for i := range d.Reasons {
+		if d.Reasons[i].Step == d.Step {
+			return d.Reasons[i].Code
+		}
+	}
+	if len(d.Reasons) > 0 {
+		return d.Reasons[0].Code
+	}
+	return ""
+}
+
+// PendingApprovals counts the approval requests of the state dir that wait
+// for an answer (the metrics' approvals_pending). Safe for concurrent use.
+func (e *Engine) PendingApprovals() (int, error) {
+	rs, err := e.approvals.List()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rs {
+		if r.State == ApprovalPending {
+			n++
+		}
+	}
+	return n, nil
+}

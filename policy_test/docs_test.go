@@ -1,0 +1,672 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDocs runs the commands shown in README.md and docs/**/*.md and checks
+// what they print against what the page shows, so the docs cannot drift
+// from the code. The rules (which blocks run, the <!-- doc-test: … -->
+// markers, /tmp/, long-running commands) are in docs/contributing.md.
+func TestDocs(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{"README.md"}
+	err = filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			rel, _ := filepath.Rel(root, p)
+			pages = append(pages, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := testNames(t, root)
+	for _, page := range pages {
+		src, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := parseDocBlocks(string(src))
+		if err != nil {
+			t.Errorf("%s: %v", page, err)
+			continue
+		}
+		if !runsAnything(blocks) {
+			for _, b := range blocks {
+				checkSee(t, page, b, tests)
+			}
+			continue
+		}
+		t.Run(page, func(t *testing.T) {
+			t.Parallel()
+			runDocPage(t, root, page, blocks, tests)
+		})
+	}
+}
+
+// docBlock is one fenced block of a page with the doc-test markers above it.
+type docBlock struct {
+	line    int    // 1-based line of the opening fence
+	info    string // the fence's info string: sh, console, json, text…
+	body    string // the content, the fence's indentation removed
+	exit    int    // expected exit status of a command block
+	role    string // "" (run if sh or console), "stdout", "stderr", "file"
+	file    string // for role "file": where to write body
+	skip    string // why the block is not run
+	see     []string
+	setup   []string // commands run, unshown, before the block
+	except  []string // commands of the block that are not run (with a reason)
+	markers bool     // whether any marker was given
+}
+
+var (
+	fenceRE  = regexp.MustCompile("^(\\s*)(```+)\\s*([A-Za-z0-9_+-]*)\\s*$")
+	markerRE = regexp.MustCompile(`^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$`)
+	// commandLike is the start of an unlabelled block that holds commands:
+	// such a block must say sh or console, or it would not be run.
+	commandLike = regexp.MustCompile(`^(\$ |(mcpx-policy|go|make|curl|npx|opa|jq) )`)
+)
+
+// parseDocBlocks returns the fenced blocks of a Markdown page, each with
+// the markers written on the lines right above its fence.
+func parseDocBlocks(src string) ([]docBlock, error) {
+	lines := strings.Split(src, "\n")
+	var out []docBlock
+	var pending []string
+	for i := 0; i < len(lines); i++ {
+		if m := markerRE.FindStringSubmatch(lines[i]); m != nil {
+			pending = append(pending, m[1])
+			continue
+		}
+		m := fenceRE.FindStringSubmatch(lines[i])
+		if m == nil {
+			if len(pending) > 0 && strings.TrimSpace(lines[i]) != "" {
+				return nil, fmt.Errorf("line %d: a doc-test marker must be right above a fenced block", i)
+			}
+			continue
+		}
+		indent, fence := m[1], m[2]
+		b := docBlock{line: i + 1, info: m[3]}
+		var body []string
+		j := i + 1
+		for ; j < len(lines); j++ {
+			if strings.TrimSpace(lines[j]) == fence {
+				break
+			}
+			body = append(body, strings.TrimPrefix(lines[j], indent))
+		}
+		if j == len(lines) {
+			return nil, fmt.Errorf("line %d: fenced block never closed", i+1)
+		}
+		b.body = strings.Join(body, "\n")
+		for _, mk := range pending {
+			if err := b.mark(mk); err != nil {
+				return nil, fmt.Errorf("line %d: marker %q: %v", i, mk, err)
+			}
+		}
+		pending = nil
+		switch b.info {
+		case "sh", "console":
+		case "bash", "shell", "shell-session":
+			return nil, fmt.Errorf("line %d: write commands in a ```sh block (a script) or a ```console block ($ lines and their output), not ```%s", i+1, b.info)
+		case "":
+			if b.role == "" && len(body) > 0 && commandLike.MatchString(body[0]) {
+				return nil, fmt.Errorf("line %d: this block starts with a command: label it ```sh or ```console so it is run", i+1)
+			}
+		}
+		out = append(out, b)
+		i = j
+	}
+	if len(pending) > 0 {
+		return nil, fmt.Errorf("doc-test markers %q at the end of the page belong to no block", pending)
+	}
+	return out, nil
+}
+
+// mark applies one marker (see docs/contributing.md).
+func (b *docBlock) mark(m string) error {
+	b.markers = true
+	key, arg, _ := strings.Cut(m, " ")
+	arg = strings.TrimSpace(arg)
+	switch key {
+	case "exit":
+		n, err := strconv.Atoi(arg)
+		if err != nil {
+			return fmt.Errorf("want exit N")
+		}
+		b.exit = n
+	case "stdout", "stderr":
+		b.role = key
+	case "file":
+		if arg == "" {
+			return fmt.Errorf("want file PATH")
+		}
+		b.role, b.file = "file", arg
+	case "skip":
+		if arg == "" {
+			return fmt.Errorf("a skip says why")
+		}
+		b.skip = arg
+	case "see":
+		b.see = strings.Fields(arg)
+		if len(b.see) == 0 {
+			return fmt.Errorf("want see TestName…")
+		}
+	case "setup":
+		if arg == "" {
+			return fmt.Errorf("want setup COMMAND")
+		}
+		b.setup = append(b.setup, arg)
+	case "except":
+		// except "COMMAND" REASON
+		if !strings.HasPrefix(arg, `"`) {
+			return fmt.Errorf(`want except "COMMAND" REASON`)
+		}
+		cmd, reason, ok := strings.Cut(arg[1:], `"`)
+		if !ok || cmd == "" || strings.TrimSpace(reason) == "" {
+			return fmt.Errorf(`want except "COMMAND" REASON`)
+		}
+		b.except = append(b.except, cmd)
+	default:
+		return fmt.Errorf("unknown marker (exit, stdout, stderr, file, skip, see, setup, except)")
+	}
+	return nil
+}
+
+func (b docBlock) isCommand() bool {
+	return (b.info == "sh" || b.info == "console") && b.role == ""
+}
+
+func runsAnything(blocks []docBlock) bool {
+	for _, b := range blocks {
+		if b.isCommand() && b.skip == "" && b.see == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// testNames lists the Test, Benchmark, Fuzz and Example functions of the
+// repository, for the see marker.
+func testNames(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	re := regexp.MustCompile(`(?m)^func ((Test|Benchmark|Fuzz|Example)\w*)\(`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, "_test.go") {
+			src, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+				names[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func checkSee(t *testing.T, page string, b docBlock, tests map[string]bool) {
+	t.Helper()
+	for _, name := range b.see {
+		if !tests[name] {
+			t.Errorf("%s:%d: see %s: no such test, benchmark or fuzz function in the repository", page, b.line, name)
+		}
+	}
+}
+
+// docRun is the state one page's blocks share: a copy of the repository to
+// run in, its own /tmp, and the last command's output.
+type docRun struct {
+	t       *testing.T
+	page    string
+	repo    string // the copy the commands run in
+	tmp     string // stands for /tmp/ in the page
+	env     []string
+	last    *docBlock
+	skipped bool   // the last command block was not run (skip, see)
+	lastOut string // the last command's stdout (console: stdout and stderr)
+	lastErr string
+}
+
+func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[string]bool) {
+	work := t.TempDir()
+	r := &docRun{t: t, page: page, repo: filepath.Join(work, "repo"), tmp: filepath.Join(work, "tmp")}
+	if err := copyRepo(root, r.repo); err != nil {
+		t.Fatal(err)
+	}
+	gobin := filepath.Join(work, "gobin")
+	for _, d := range []string{r.tmp, gobin, filepath.Join(work, "state")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The page's own binary (README's go install) comes first, then the
+	// one TestMain built; the default state dir and TMPDIR are the page's.
+	r.env = append(os.Environ(),
+		"PATH="+gobin+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"GOBIN="+gobin,
+		"TMPDIR="+r.tmp,
+		"MCPX_POLICY_STATE_DIR="+filepath.Join(work, "state"),
+		"NO_COLOR=1",
+	)
+	for i := range blocks {
+		b := &blocks[i]
+		where := fmt.Sprintf("%s:%d", page, b.line)
+		checkSee(t, page, *b, tests)
+		switch {
+		case b.skip != "" || b.see != nil:
+			if b.isCommand() {
+				r.last, r.skipped = nil, true
+			}
+		case b.role == "file":
+			p := r.path(b.file)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(b.body+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case b.role == "stdout" || b.role == "stderr":
+			if r.last == nil && r.skipped {
+				continue // the output of a command not run here
+			}
+			if r.last == nil {
+				t.Errorf("%s: a %s block must follow a command block that runs", where, b.role)
+				continue
+			}
+			got := r.lastOut
+			if b.role == "stderr" {
+				got = r.lastErr
+			}
+			if msg := matchOutput(b.info, b.body, got); msg != "" {
+				t.Errorf("%s: the %s of the command at line %d differs from the page: %s\n--- got:\n%s", where, b.role, r.last.line, msg, got)
+			}
+		case b.info == "sh":
+			r.runSh(b, where)
+		case b.info == "console":
+			r.runConsole(b, where)
+		}
+	}
+}
+
+// path resolves a page path: /tmp/… is the page's tmp, others are relative
+// to the repository copy.
+func (r *docRun) path(p string) string {
+	if strings.HasPrefix(p, "/tmp/") {
+		return filepath.Join(r.tmp, p[len("/tmp/"):])
+	}
+	return filepath.Join(r.repo, filepath.FromSlash(p))
+}
+
+var tmpRE = regexp.MustCompile(`(^|[\s"'=:(@])/tmp/`)
+
+// tmpToWork rewrites every /tmp/ of a page to the page's own temp folder.
+func (r *docRun) tmpToWork(s string) string {
+	return tmpRE.ReplaceAllString(s, "${1}"+strings.ReplaceAll(r.tmp, "$", "$$")+"/")
+}
+
+// notFound explains bash's exit status 127: the block uses a program this
+// machine lacks (jq and openssl come with the machine, not with .ci/run).
+func notFound(code int) string {
+	if code == 127 {
+		return "; 127 is bash's \"command not found\": install the program the block uses"
+	}
+	return ""
+}
+
+// workToTmp turns the page's temp folder back into /tmp/ in what a command
+// printed, to compare it with the page.
+func (r *docRun) workToTmp(s string) string {
+	return strings.ReplaceAll(s, r.tmp+"/", "/tmp/")
+}
+
+func (r *docRun) runSh(b *docBlock, where string) {
+	script := r.tmpToWork(b.body)
+	for _, ex := range b.except {
+		var kept []string
+		for _, l := range strings.Split(script, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), ex) {
+				continue
+			}
+			kept = append(kept, l)
+		}
+		script = strings.Join(kept, "\n")
+	}
+	r.setup(b, where)
+	out, errOut, code, err := r.bash(script, false)
+	r.skipped = false
+	r.last, r.lastOut, r.lastErr = b, r.workToTmp(out), r.workToTmp(errOut)
+	if err != nil {
+		r.t.Errorf("%s: %v", where, err)
+		return
+	}
+	if code != b.exit {
+		r.t.Errorf("%s: exit status %d, the page says %d (<!-- doc-test: exit N --> above the block)%s\n--- script:\n%s\n--- stdout:\n%s--- stderr:\n%s", where, code, b.exit, notFound(code), script, out, errOut)
+	}
+}
+
+// runConsole runs each "$ " command of a console block; the lines up to the
+// next "$ " are what it prints (stdout and stderr as a terminal shows them).
+// The exit marker is the last command's; the others must succeed.
+func (r *docRun) runConsole(b *docBlock, where string) {
+	type step struct {
+		cmd  string
+		want []string
+	}
+	var steps []step
+	cont := false
+	for _, l := range strings.Split(b.body, "\n") {
+		switch {
+		case cont:
+			steps[len(steps)-1].cmd += "\n" + l
+		case strings.HasPrefix(l, "$ "):
+			steps = append(steps, step{cmd: l[2:]})
+		case len(steps) == 0:
+			if strings.TrimSpace(l) != "" {
+				r.t.Errorf("%s: a console block starts with a $ command", where)
+				return
+			}
+			continue
+		default:
+			steps[len(steps)-1].want = append(steps[len(steps)-1].want, l)
+		}
+		cont = strings.HasSuffix(l, "\\") && (cont || strings.HasPrefix(l, "$ "))
+	}
+	r.setup(b, where)
+	for i, s := range steps {
+		cmd := r.tmpToWork(s.cmd)
+		out, _, code, err := r.bash(cmd, true)
+		out = r.workToTmp(out)
+		r.skipped = false
+		r.last, r.lastOut, r.lastErr = b, out, ""
+		if err != nil {
+			r.t.Errorf("%s: %v", where, err)
+			return
+		}
+		want := 0
+		if i == len(steps)-1 {
+			want = b.exit
+		}
+		if code != want {
+			r.t.Errorf("%s: $ %s\nexit status %d, the page says %d%s\n--- output:\n%s", where, s.cmd, code, want, notFound(code), out)
+			continue
+		}
+		if len(s.want) > 0 {
+			if msg := matchOutput("text", strings.Join(s.want, "\n"), out); msg != "" {
+				r.t.Errorf("%s: $ %s\nthe output differs from the page: %s\n--- got:\n%s", where, s.cmd, msg, out)
+			}
+		}
+	}
+}
+
+func (r *docRun) setup(b *docBlock, where string) {
+	for _, s := range b.setup {
+		out, errOut, code, err := r.bash(r.tmpToWork(s), false)
+		if err != nil || code != 0 {
+			r.t.Fatalf("%s: setup %q failed (%v, exit %d): %s%s", where, s, err, code, out, errOut)
+		}
+	}
+}
+
+// bash runs script with bash -e -o pipefail in the repository copy, in its
+// own process group, killed after five minutes. combined sends stderr to
+// stdout, in order.
+func (r *docRun) bash(script string, combined bool) (string, string, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	cmd.Dir = r.repo
+	cmd.Env = r.env
+	cmd.Stdin = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var out, errOut bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errOut
+	if combined {
+		cmd.Stderr = &out
+	}
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return out.String(), errOut.String(), -1, fmt.Errorf("timed out after 5 minutes: %s", script)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), errOut.String(), ee.ExitCode(), nil
+	}
+	return out.String(), errOut.String(), 0, err
+}
+
+// matchOutput compares what a page shows with what the command printed and
+// returns "" when they agree. JSON blocks (json, jsonc without comments)
+// are compared as JSON, one shown value per printed value, where an object
+// shown may leave keys out ("`rendered` left out") but every key shown must
+// be there with that value. Other blocks are compared line by line after
+// trailing spaces: … stands for any text within a line, and a line that is
+// only … for any number of lines.
+func matchOutput(info, want, got string) string {
+	if info == "json" {
+		return matchJSON(want, got)
+	}
+	return matchText(want, got)
+}
+
+func matchJSON(want, got string) string {
+	wv, err := decodeAll(want)
+	if err != nil {
+		return "the page's JSON does not parse: " + err.Error()
+	}
+	gv, err := decodeAll(got)
+	if err != nil {
+		return "the output is not JSON: " + err.Error()
+	}
+	if len(wv) != len(gv) {
+		return fmt.Sprintf("the page shows %d JSON values, the command printed %d", len(wv), len(gv))
+	}
+	for i := range wv {
+		if msg := jsonSubset(wv[i], gv[i], ""); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func decodeAll(s string) ([]any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var out []any
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+}
+
+// jsonSubset reports where want is not got, objects of want possibly
+// leaving keys out.
+func jsonSubset(want, got any, at string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("at %s: the page shows an object, the command printed %s", slash(at), short(got))
+		}
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			gk, ok := g[k]
+			if !ok {
+				return fmt.Sprintf("at %s: the page shows key %q, the command printed no such key", slash(at), k)
+			}
+			if msg := jsonSubset(w[k], gk, at+"/"+k); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return fmt.Sprintf("at %s: the page shows an array, the command printed %s", slash(at), short(got))
+		}
+		if len(g) != len(w) {
+			return fmt.Sprintf("at %s: the page shows %d elements, the command printed %d: %s", slash(at), len(w), len(g), short(got))
+		}
+		for i := range w {
+			if msg := jsonSubset(w[i], g[i], fmt.Sprintf("%s/%d", at, i)); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	default:
+		if !reflect.DeepEqual(want, got) {
+			return fmt.Sprintf("at %s: the page shows %s, the command printed %s", slash(at), short(want), short(got))
+		}
+		return ""
+	}
+}
+
+func slash(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+func short(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 400 {
+		return string(b[:400]) + "…"
+	}
+	return string(b)
+}
+
+func matchText(want, got string) string {
+	wl, gl := textLines(want), textLines(got)
+	if matchLines(wl, gl) {
+		return ""
+	}
+	// name the first line that differs (without … lines, exactly)
+	for i := range wl {
+		switch {
+		case strings.TrimSpace(wl[i]) == "…":
+			return fmt.Sprintf("from line %d on (after a … line), the page shows\n%s", i+1, strings.Join(wl[i:], "\n"))
+		case i >= len(gl):
+			return fmt.Sprintf("the page shows %d lines, the command printed %d; the first missing is\n%s", len(wl), len(gl), wl[i])
+		case !lineRE(wl[i]).MatchString(gl[i]):
+			return fmt.Sprintf("line %d: the page shows\n%s\nthe command printed\n%s", i+1, wl[i], gl[i])
+		}
+	}
+	return fmt.Sprintf("the page shows %d lines, the command printed %d; the first extra is\n%s", len(wl), len(gl), gl[len(wl)])
+}
+
+func textLines(s string) []string {
+	lines := strings.Split(strings.TrimRight(s, " \t\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	return lines
+}
+
+// matchLines matches shown lines against printed ones: … is any text in a
+// line, a line of only … any run of lines.
+func matchLines(want, got []string) bool {
+	if len(want) == 0 {
+		return len(got) == 0
+	}
+	if strings.TrimSpace(want[0]) == "…" {
+		for i := 0; i <= len(got); i++ {
+			if matchLines(want[1:], got[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(got) == 0 || !lineRE(want[0]).MatchString(got[0]) {
+		return false
+	}
+	return matchLines(want[1:], got[1:])
+}
+
+func lineRE(w string) *regexp.Regexp {
+	parts := strings.Split(w, "…")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}
+
+// copyRepo copies the repository's files to dst, without .git, installed
+// npm modules and build output.
+func copyRepo(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			switch rel {
+			case ".git", "bin", "build", "tmp", filepath.Join("e2e", "node_modules"):
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() || rel == ".git" {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
+	})
+}

@@ -1,0 +1,192 @@
+package policy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The MCP Inspector CLI (npm @modelcontextprotocol/inspector, pinned in
+// e2e/package.json) is a client nobody here wrote: the TypeScript SDK's,
+// which validates structuredContent against the tool's outputSchema, on
+// error results too. These tests drive the built proxy with it in front of
+// server-filesystem, whose tools declare an outputSchema, as a new user
+// would: an inspector config file naming the proxy command.
+
+// inspectorGate is a proxy config and an Inspector config file naming it.
+type inspectorGate struct {
+	inspector, config string
+}
+
+func newInspectorGate(t *testing.T, policy, root string) *inspectorGate {
+	t.Helper()
+	inspector := npmServer(t, "mcp-inspector")
+	fsServer := npmServer(t, "mcp-server-filesystem")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mcpx-policy.yaml")
+	if err := os.WriteFile(conf, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The proxy's own `--` is left out: the Inspector passes the method
+	// options after the config's args, and a `--` would hand them to the
+	// server. Flag parsing stops at the server command all the same.
+	servers := map[string]any{"mcpServers": map[string]any{"fs": map[string]any{
+		"command": filepath.Join(binDir, "mcpx-policy"),
+		"args":    []string{"proxy", "--config", conf, "--server", "fs", "--state-dir", filepath.Join(dir, "state"), fsServer, root},
+	}}}
+	b, _ := json.Marshal(servers)
+	insp := filepath.Join(dir, "inspector.json")
+	if err := os.WriteFile(insp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &inspectorGate{inspector: inspector, config: insp}
+}
+
+// call runs `mcp-inspector --cli --config … --method tools/call` and returns
+// its exit status, stdout and stderr.
+func (g *inspectorGate) call(t *testing.T, tool string, args ...string) (int, string, string) {
+	t.Helper()
+	argv := []string{"--cli", "--config", g.config, "--server", "fs", "--method", "tools/call", "--tool-name", tool}
+	for _, a := range args {
+		argv = append(argv, "--tool-arg", a)
+	}
+	cmd := exec.Command(g.inspector, argv...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// inspectorResult is the CallToolResult the Inspector printed.
+type inspectorResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Meta              map[string]any  `json:"_meta"`
+}
+
+func (r inspectorResult) text() string {
+	var parts []string
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// result requires exit status 0 and a CallToolResult on stdout.
+func (g *inspectorGate) result(t *testing.T, what, tool string, args ...string) inspectorResult {
+	t.Helper()
+	code, out, errb := g.call(t, tool, args...)
+	if code != 0 {
+		t.Fatalf("%s: the Inspector exited %d; want 0 and the result\nstdout: %s\nstderr: %s", what, code, out, errb)
+	}
+	var r inspectorResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%s: stdout is not a CallToolResult: %v\n%s", what, err, out)
+	}
+	return r
+}
+
+// refusal requires a refusal of code, shown as text, with nothing in
+// structuredContent and the decision in _meta.
+func (r inspectorResult) refusal(t *testing.T, what, code string, texts ...string) {
+	t.Helper()
+	if !r.IsError || len(r.StructuredContent) != 0 {
+		t.Errorf("%s: isError %v, structuredContent %s; want a refusal without structuredContent", what, r.IsError, r.StructuredContent)
+	}
+	d, _ := r.Meta["mcpx-policy/decision"].(map[string]any)
+	reasons, _ := d["reasons"].([]any)
+	if len(reasons) == 0 || reasons[0].(map[string]any)["code"] != code {
+		t.Errorf("%s: _meta decision %v; want %s first", what, r.Meta, code)
+	}
+	for _, s := range append([]string{"was not executed", code}, texts...) {
+		if !strings.Contains(r.text(), s) {
+			t.Errorf("%s: text lacks %q:\n%s", what, s, r.text())
+		}
+	}
+}
+
+// TestInspectorWarnGate: under unknownArgs warn and writes allowed, a rule
+// refusal reaches the Inspector as the refusal (not a schema error), and
+// an allowed write with an ignored option as a success whose
+// structuredContent still validates; the file system shows what ran.
+func TestInspectorWarnGate(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	g := newInspectorGate(t, fmt.Sprintf(`version: 1
+policy: {write: ask, unknownArgs: warn}
+servers:
+  fs:
+    writePolicy: allow
+    argumentRules:
+      - id: no-dotfiles
+        tools: ["write_file"]
+        description: no dotfiles
+        schema: {properties: {path: {type: string, pattern: "^%s/[^.][^/]*$"}}}
+`, root), root)
+
+	r := g.result(t, "a rule refusal", "write_file", "path="+root+"/.env", "content=SECRET=1")
+	r.refusal(t, "a rule refusal", "ArgumentRuleViolation", "no-dotfiles", "Retry only with arguments")
+
+	r = g.result(t, "an allowed write with an ignored option", "write_file", "path="+root+"/a.txt", "content=hello", "colour=red")
+	if r.IsError || !strings.Contains(r.text(), "Successfully wrote to "+root+"/a.txt") || !strings.Contains(r.text(), `{"_ignored_options":["colour"]}`) {
+		t.Errorf("allowed write: isError %v, text:\n%s", r.IsError, r.text())
+	}
+	var sc bytes.Buffer
+	json.Compact(&sc, r.StructuredContent)
+	if sc.String() != `{"content":"Successfully wrote to `+root+`/a.txt"}` {
+		t.Errorf("structuredContent %s; want the server's, unchanged", r.StructuredContent)
+	}
+
+	if b, err := os.ReadFile(filepath.Join(root, "a.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("a.txt = %q, %v; want the allowed write on disk", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".env")); !os.IsNotExist(err) {
+		t.Errorf(".env exists (%v): the refused write ran", err)
+	}
+}
+
+// TestInspectorRejectAndAskGate: an unknown-argument refusal and an ask the
+// Inspector cannot show (it declares no elicitation) reach it as what they
+// are; neither call ran.
+func TestInspectorRejectAndAskGate(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newInspectorGate(t, `version: 1
+policy: {write: ask, unknownArgs: reject}
+servers:
+  fs: {}
+`, root)
+
+	r := g.result(t, "an unknown-argument refusal", "read_text_file", "path="+root+"/notes.txt", "lines=1")
+	r.refusal(t, "an unknown-argument refusal", "UnknownArguments", "Unknown arguments: lines", "Valid arguments: head, path, tail")
+
+	r = g.result(t, "an ask the client cannot show", "write_file", "path="+root+"/b.txt", "content=x")
+	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's confirmation")
+
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("b.txt exists (%v): the unconfirmed write ran", err)
+	}
+	r = g.result(t, "a read", "read_text_file", "path="+root+"/notes.txt")
+	if r.IsError || !strings.Contains(r.text(), "one\ntwo") {
+		t.Errorf("a read: %s", r.text())
+	}
+}

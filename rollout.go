@@ -1,0 +1,213 @@
+package mcpxpolicy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/rollout"
+)
+
+// Rolling a config change out (docs/rollout.md): DiffConfigs says what a
+// change does to every tool before it ships.
+
+// DiffOptions says which two configs DiffConfigs compares.
+type DiffOptions struct {
+	// Old and New are each config's files in layer order; conf.d/*.yaml
+	// beside the first file of each is layered after them, as Options
+	// does. The environment is not read: the diff compares the files.
+	Old, New []string
+	// Catalog is an optional tool catalog file: with it every catalog
+	// tool is compared, without it every server as written.
+	Catalog string
+}
+
+// ConfigDiff is what changes from one config to another, each change
+// marked loosening, tightening or changed (internal/rollout documents the
+// fields).
+type ConfigDiff = rollout.Diff
+
+// ToolFacts are what a config's policy computes about one catalog tool
+// (a ConfigDiff change of a tool that stops being hidden carries them).
+type ToolFacts = rollout.ToolFacts
+
+// The directions of a config change.
+const (
+	Loosening  = rollout.Loosening
+	Tightening = rollout.Tightening
+	Changed    = rollout.Changed
+)
+
+// RecordedDecision is the decision a recorded call got (CallDocument's
+// Decision): outcome, step, deciding code, its message redacted, the
+// call's SHA-256 and the revision of the config that decided it.
+type RecordedDecision = rollout.RecordedDecision
+
+// factsQuery reads, for each probe (an input document of one catalog
+// tool), the facts the policy computes for the tool and whether a call to
+// it is a write: the same rules the decision reads.
+const factsQuery = `[{"i": i, "facts": f, "write": w} |
+	some i, p in input.probes
+	f := data.mcpx.lib.tool.facts(p.server, p.tool.name)
+	w := data.mcpx.lib.call.write with input as p
+]`
+
+// DiffConfigs loads both configs, and with a catalog asks the policy of
+// each what it makes of every catalog tool (hidden, a write, its write and
+// unknown-arguments modes, exempt keys, the rules that apply), and
+// compares: the decision of a config change through the compiled policy,
+// not its YAML text. Each config is prepared as Check prepares it; an
+// error names the config that failed to load.
+func DiffConfigs(ctx context.Context, opts DiffOptions) (ConfigDiff, error) {
+	if len(opts.Old) == 0 || len(opts.New) == 0 {
+		return ConfigDiff{}, fmt.Errorf("mcpxpolicy: a diff needs an old and a new config")
+	}
+	oldSnap, err := snapshot(ctx, opts.Old, opts.Catalog)
+	if err != nil {
+		return ConfigDiff{}, fmt.Errorf("old config: %w", err)
+	}
+	newSnap, err := snapshot(ctx, opts.New, opts.Catalog)
+	if err != nil {
+		return ConfigDiff{}, fmt.Errorf("new config: %w", err)
+	}
+	return rollout.Compare(oldSnap, newSnap), nil
+}
+
+func snapshot(ctx context.Context, paths []string, catalog string) (rollout.Snapshot, error) {
+	compiled, err := compileConfig(Options{ConfigPaths: paths, Catalog: catalog, Env: []string{}})
+	if err != nil {
+		return rollout.Snapshot{}, err
+	}
+	cfg, _ := compiled.Data["config"].(map[string]any)
+	snap := rollout.Snapshot{Config: cfg, Overrides: map[string]string{}}
+	for name, src := range compiled.Modules {
+		if strings.HasPrefix(name, "overrides/") {
+			snap.Overrides[name] = decision.SHA256Hex([]byte(src))[:16]
+		}
+	}
+	if compiled.Catalog == nil {
+		// no facts to ask for, but a config that would not prepare (an
+		// override that does not compile) is an error here too
+		if _, err := engine.Prepare(ctx, Policy(compiled)); err != nil {
+			return rollout.Snapshot{}, fmt.Errorf("mcpxpolicy: %w", err)
+		}
+		return snap, nil
+	}
+	snap.Tools, err = toolFacts(ctx, compiled)
+	return snap, err
+}
+
+type probeRef struct{ server, tool string }
+
+// toolFacts asks the config's policy for the facts of every catalog tool.
+func toolFacts(ctx context.Context, compiled *bundle.Compiled) (map[string]map[string]rollout.ToolFacts, error) {
+	var refs []probeRef
+	var probes []any
+	cat := compiled.Catalog
+	for _, server := range cat.Servers() {
+		for _, name := range cat.Tools(server) {
+			tool, ok := catalogTool(cat, server, name)
+			if !ok {
+				return nil, fmt.Errorf("catalog: tool %s of server %s is not an MCP Tool the policy can read", name, server)
+			}
+			raw, err := engine.InputJSON(Call{Server: server, Tool: tool, Args: map[string]any{}}, nil)
+			if err != nil {
+				return nil, fmt.Errorf("catalog: tool %s of server %s: %w", name, server, err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			var in any
+			if err := dec.Decode(&in); err != nil {
+				return nil, err
+			}
+			refs = append(refs, probeRef{server, name})
+			probes = append(probes, in)
+		}
+	}
+	out := map[string]map[string]rollout.ToolFacts{}
+	for _, server := range cat.Servers() {
+		out[server] = map[string]rollout.ToolFacts{}
+	}
+	if len(probes) == 0 {
+		return out, nil
+	}
+	eng, err := engine.PrepareQuery(ctx, Policy(compiled), factsQuery)
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	v, err := eng.Value(ctx, map[string]any{"probes": probes})
+	if err != nil {
+		return nil, fmt.Errorf("mcpxpolicy: the policy's tool facts: %w", err)
+	}
+	rows, _ := v.([]any)
+	seen := make([]bool, len(refs))
+	for _, row := range rows {
+		m, _ := row.(map[string]any)
+		i, err := m["i"].(json.Number).Int64()
+		if err != nil || i < 0 || int(i) >= len(refs) {
+			return nil, fmt.Errorf("mcpxpolicy: the policy's tool facts: bad row %v", row)
+		}
+		f, _ := m["facts"].(map[string]any)
+		ref := refs[i]
+		seen[i] = true
+		w, _ := m["write"].(bool)
+		hidden, _ := f["hidden"].(bool)
+		wm, _ := f["write_mode"].(string)
+		ua, _ := f["unknown_args_mode"].(string)
+		out[ref.server][ref.tool] = rollout.ToolFacts{
+			Hidden: hidden, Write: w, WriteMode: wm, UnknownArgs: ua,
+			ExemptArgs: sortedStrings(f["exempt"]), Rules: sortedStrings(f["matched"]),
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("mcpxpolicy: the policy computed no facts for tool %s of server %s", refs[i].tool, refs[i].server)
+		}
+	}
+	return out, nil
+}
+
+func sortedStrings(v any) []string {
+	out := []string{}
+	l, _ := v.([]any)
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Recording decided calls for replay (docs/rollout.md, "Recording").
+
+// Recorder writes decided calls to a directory, one call document each
+// (the file `mcpx-policy eval` reads, plus the decision and its time),
+// within a size and an age cap, their arguments redacted where
+// RecorderOptions.Redact says: what `mcpx-policy replay` decides again.
+// Call Record(call, decision, engine.Revision()) after a decision. Safe
+// for concurrent use.
+type Recorder = rollout.Recorder
+
+// RecorderOptions configure a Recorder: its directory, caps and
+// redaction.
+type RecorderOptions = rollout.RecorderOptions
+
+// Defaults and words of a recording.
+const (
+	DefaultRecordMaxBytes = rollout.DefaultRecordMaxBytes
+	DefaultRecordMaxAge   = rollout.DefaultRecordMaxAge
+	// RedactSecrets in RecorderOptions.Redact names every argument whose
+	// key is a secret's name (token, password, api_key, …); the default.
+	RedactSecrets = rollout.RedactSecrets
+)
+
+// OpenRecorder checks or makes the directory (0700, this user's, closed
+// to group and others), reads what it holds and applies the caps.
+func OpenRecorder(opts RecorderOptions) (*Recorder, error) { return rollout.OpenRecorder(opts) }
