@@ -153,7 +153,7 @@ func TestHiddenToolLeaksNothing(t *testing.T) {
 			t.Errorf("hidden tool rendering leaks its pattern or hash: %s", out)
 		}
 	}
-	if s != 400 || !strings.Contains(string(b), `tool \"delete_file\" on \"fs\" is hidden by its tools/excludeTools configuration`) {
+	if s != 400 || !strings.Contains(string(b), `tool \"delete_file\" on \"fs\" is hidden by its hiddenTools configuration`) {
 		t.Errorf("daemon: %d %s", s, b)
 	}
 }
