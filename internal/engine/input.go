@@ -136,6 +136,9 @@ func ledgerValue(led *Ledger) ast.Object {
 	}
 	obj.Insert(ast.InternedTerm("entries"), ast.ArrayTerm(entries...))
 	obj.Insert(ast.InternedTerm("total"), ast.IntNumberTerm(max(led.Total, len(led.Entries))))
+	if led.Clear != "" {
+		obj.Insert(ast.InternedTerm("clear"), ast.StringTerm(led.Clear))
+	}
 	return obj
 }
 

@@ -20,5 +20,5 @@ hidden := config.facts.hidden
 deny contains {
 	"code": "HiddenTool",
 	"step": "hidden",
-	"message": sprintf("tool %s on %s is hidden by its tools/excludeTools configuration", [json.marshal(req.doc.tool), json.marshal(req.doc.server)]),
+	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(req.doc.tool), json.marshal(req.doc.server)]),
 } if hidden
