@@ -93,7 +93,7 @@ func ExampleRender() {
 	fmt.Println(text)
 	// Output:
 	// daemon status: 400
-	// deny fs.move_file: tool "move_file" on "fs" is hidden by its tools/excludeTools configuration (HiddenTool)
+	// deny fs.move_file: tool "move_file" on "fs" is hidden by its hiddenTools configuration (HiddenTool)
 }
 
 // Track a write through the ledger's dispatch lifecycle. A write whose

@@ -40,7 +40,9 @@ func (e *Engine) stateView(c *bundle.Compiled, call Call) (*engine.Ledger, Call)
 
 // ledgerView is what the policy sees of server's unknown-outcome entries:
 // the oldest ledger.Listed of them and the total, so that a decision and
-// its deny stay small however many there are (docs/ledger.md). It must
+// its deny stay small however many there are (docs/ledger.md), and, when
+// there are any, the command that clears them (ClearCommand), which the
+// deny names. It must
 // match what Decide feeds the engine (the stock-OPA equivalence test
 // compares the two on a corrupt ledger).
 func (e *Engine) ledgerView(server string) *engine.Ledger {
@@ -57,6 +59,9 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:
 		led.Entries, led.Total = p.Entries, p.Total
+		if led.Total > 0 || len(led.Entries) > 0 {
+			led.Clear = e.ClearCommand(server, "")
+		}
 	}
 	return led
 }

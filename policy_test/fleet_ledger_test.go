@@ -72,15 +72,19 @@ func TestFleetSharesThePostgresLedger(t *testing.T) {
 			}
 		}
 	}
-	lose := func() {
+	// lose has the proxy lose a write and returns the command its answer
+	// prints to clear it.
+	lose := func() string {
 		t.Helper()
 		cmd := g.command(t, server)
 		cmd.Env = append(cmd.Env, env...)
 		cs := connect(t, ctx, cmd, nil)
-		if res := call(t, ctx, cs, "write_note", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "Outcome unknown") {
+		res := call(t, ctx, cs, "write_note", map[string]any{"text": "x"})
+		if !res.IsError || !strings.Contains(text(res), "Outcome unknown") {
 			t.Fatalf("the write that killed the server = %q; want an unknown outcome", text(res))
 		}
 		cs.Close()
+		return printed(text(res))
 	}
 	cli := func(args ...string) string {
 		t.Helper()
@@ -130,9 +134,19 @@ func TestFleetSharesThePostgresLedger(t *testing.T) {
 	clearHTTP(b)
 	both("after a clear through serve b", "allow")
 
-	lose()
+	// The commands the proxy and serve print name the database through
+	// --config (not the proxy's --state-dir), and run as printed.
+	lost := lose()
 	both("after the third loss", "UnknownOutcomePending")
-	if out := cli("writes", "clear", "notes", "--config", g.config, "--reason", "fleet test"); !strings.Contains(out, "1 write(s) cleared") {
+	if want := " --config " + g.config; !strings.HasPrefix(lost, "mcpx-policy writes clear notes --id ") || !strings.HasSuffix(lost, want) {
+		t.Errorf("the proxy prints %q; want it to end in %q", lost, want)
+	}
+	_, _, body := a.post(t, "/v1/decide", noteWrite)
+	clear := clearDetail(t, body)
+	if want := "mcpx-policy writes clear notes --config " + g.config; clear != want {
+		t.Errorf("serve's decision names %q; want %q", clear, want)
+	}
+	if out := paste(t, clear+" --reason 'fleet test'", env...); !strings.Contains(out, "1 write(s) cleared") {
 		t.Errorf("writes clear --config: %s", out)
 	}
 	both("after writes clear --config", "allow")

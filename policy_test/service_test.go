@@ -118,7 +118,7 @@ func TestAuthZEN(t *testing.T) {
 		body: `{"subject": {"type": "user", "id": "alice@acmecorp.com"}, "resource": {"type": "mcp_tool", "id": "fs/move_file"},
 		        "action": {"name": "tools/call"}, "context": {"arguments": {"source": "/a", "destination": "/b"}}}`,
 		status: 200,
-		want:   `{"decision": false, "context": {"outcome": "deny", "code": "HiddenTool", "reasons": ["tool \"move_file\" on \"fs\" is hidden by its tools/excludeTools configuration"]}}`,
+		want:   `{"decision": false, "context": {"outcome": "deny", "code": "HiddenTool", "reasons": ["tool \"move_file\" on \"fs\" is hidden by its hiddenTools configuration"]}}`,
 	}, {
 		// The spec's boxcarring example with defaults: subject and context
 		// at the top, the action a default the third evaluation overrides
@@ -147,7 +147,7 @@ func TestAuthZEN(t *testing.T) {
 		                        {"resource": {"type": "mcp_tool", "id": "fs/list_directory"}}]}`,
 		status: 200,
 		want: `{"evaluations": [{"decision": true},
-		        {"decision": false, "context": {"outcome": "deny", "code": "HiddenTool", "reasons": ["tool \"move_file\" on \"fs\" is hidden by its tools/excludeTools configuration"]}},
+		        {"decision": false, "context": {"outcome": "deny", "code": "HiddenTool", "reasons": ["tool \"move_file\" on \"fs\" is hidden by its hiddenTools configuration"]}},
 		        {"decision": true}]}`,
 	}, {
 		name: "deny_on_first_deny",
@@ -159,7 +159,7 @@ func TestAuthZEN(t *testing.T) {
 		                        {"resource": {"type": "mcp_tool", "id": "fs/list_directory"}}]}`,
 		status: 200,
 		want: `{"evaluations": [{"decision": true},
-		        {"decision": false, "context": {"outcome": "deny", "code": "HiddenTool", "reasons": ["tool \"move_file\" on \"fs\" is hidden by its tools/excludeTools configuration"]}}]}`,
+		        {"decision": false, "context": {"outcome": "deny", "code": "HiddenTool", "reasons": ["tool \"move_file\" on \"fs\" is hidden by its hiddenTools configuration"]}}]}`,
 	}, {
 		name: "permit_on_first_permit",
 		path: "/access/v1/evaluations",

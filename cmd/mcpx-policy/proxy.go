@@ -126,6 +126,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: --pool-only: %s\n", mcpxpolicy.UnconfiguredWarning(*name, eng.Servers()))
 	}
 	defer eng.Close()
+	cmds.LedgerInConfig = eng.LedgerInConfig() // a database's entries are cleared through --config
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}

@@ -19,7 +19,7 @@ const DecisionCacheSize = 4096
 // cacheKey identifies everything a decision depends on: the policy
 // revision and the whole input the policy reads — server, tool (name,
 // annotations, inputSchema), arguments, surface, mode, principal, this
-// server's ledger entries (or why they could not be read) and the tool's
+// server's ledger entries (or why they could not be read) and clear command, and the tool's
 // pin status. It is the
 // SHA-256 of a deterministic, unambiguous encoding of those values
 // (keyEncoder): exact, not canonical, so two calls that differ only in
@@ -77,6 +77,7 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 	} else {
 		b = append(b, 1)
 		b.str(led.Unreadable)
+		b.str(led.Clear)
 		b.len(led.Total)
 		b.len(len(led.Entries))
 		for _, e := range led.Entries {

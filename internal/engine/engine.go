@@ -344,6 +344,12 @@ type Ledger struct {
 	Entries    []decision.LedgerEntry
 	Total      int // all of the server's entries; below len(Entries) counts as len(Entries)
 	Unreadable string
+	// Clear is input.ledger.clear: the command that clears the server's
+	// entries as the caller's operator runs it (with the state dir or the
+	// config the caller reads its ledger from), which the policy names in
+	// UnknownOutcomePending; "" leaves it out, and the policy names the
+	// command for the default state dir.
+	Clear string
 	// Pin is input.tool.pin; nil leaves it out (pinning off).
 	Pin *Pin
 }

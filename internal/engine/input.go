@@ -145,6 +145,9 @@ func ledgerValue(led *Ledger) ast.Object {
 	}
 	obj.Insert(kEntries, ast.ArrayTerm(entries...))
 	obj.Insert(kTotal, ast.IntNumberTerm(max(led.Total, len(led.Entries))))
+	if led.Clear != "" {
+		obj.Insert(kClear, ast.StringTerm(led.Clear))
+	}
 	return obj
 }
 

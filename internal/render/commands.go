@@ -18,17 +18,23 @@ type Commands struct {
 	StateDir string
 	// Configs are the --config files the process was given, in order.
 	Configs []string
+	// LedgerInConfig says the unknown-outcome ledger is the one the
+	// config names (a database a fleet shares, docs/ledger.md), not the
+	// state dir's file: the writes commands then carry the --config files
+	// instead of --state-dir.
+	LedgerInConfig bool
 }
 
-// WritesClear is `mcpx-policy writes clear SERVER [--id ID] [--state-dir
-// D]`; id "" clears every entry of server. Arguments a POSIX shell would
-// split are single-quoted.
+// WritesClear is `mcpx-policy writes clear SERVER [--id ID]` with the
+// ledger's place (--state-dir D, or --config F… with LedgerInConfig); id ""
+// clears every entry of server. Arguments a POSIX shell would split are
+// single-quoted.
 func (c Commands) WritesClear(server, id string) string {
 	s := "mcpx-policy writes clear " + shellQuote(server)
 	if id != "" {
 		s += " --id " + shellQuote(id)
 	}
-	return s + c.stateDir()
+	return s + c.ledger()
 }
 
 // PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
@@ -45,16 +51,27 @@ func (c Commands) PinsAccept(server, tool, sha256 string) string {
 // Pins is `mcpx-policy pins [--state-dir D]`.
 func (c Commands) Pins() string { return "mcpx-policy pins" + c.stateDir() }
 
-// Writes is `mcpx-policy writes [--state-dir D]`.
-func (c Commands) Writes() string { return "mcpx-policy writes" + c.stateDir() }
+// Writes is `mcpx-policy writes` with the ledger's place, as WritesClear.
+func (c Commands) Writes() string { return "mcpx-policy writes" + c.ledger() }
 
 // Check is `mcpx-policy check --config F…` with every config file.
-func (c Commands) Check() string {
-	s := "mcpx-policy check"
+func (c Commands) Check() string { return "mcpx-policy check" + c.configs() }
+
+func (c Commands) configs() string {
+	s := ""
 	for _, f := range c.Configs {
 		s += " --config " + shellQuote(f)
 	}
 	return s
+}
+
+// ledger is the flags that name the ledger: --config F… when it is the
+// config's, else --state-dir D.
+func (c Commands) ledger() string {
+	if c.LedgerInConfig {
+		return c.configs()
+	}
+	return c.stateDir()
 }
 
 func (c Commands) stateDir() string {
@@ -68,7 +85,10 @@ func (c Commands) stateDir() string {
 // an UnknownOutcomePending reason (details "clear"), the accept command of
 // a ToolDefinitionChanged one (details "accept"), each quoted in its
 // message — with WritesClear and PinsAccept, so that they carry the state
-// dir. d is not modified.
+// dir. A clear command that already names where the ledger is (the
+// Engine's: it carries --state-dir or --config) is the deciding process's
+// own and is kept; only the policy's bare default is replaced. d is not
+// modified.
 func (c Commands) respell(d decision.Decision) decision.Decision {
 	copied := false
 	for i, r := range d.Reasons {
@@ -83,7 +103,7 @@ func (c Commands) respell(d decision.Decision) decision.Decision {
 			continue
 		}
 		policy, _ := r.Details[key].(string)
-		if policy == "" || policy == ours {
+		if policy == "" || policy == ours || (key == "clear" && policy != bareClear(d.Call.Server)) {
 			continue
 		}
 		if !copied {
@@ -97,6 +117,10 @@ func (c Commands) respell(d decision.Decision) decision.Decision {
 	}
 	return d
 }
+
+// bareClear is the clear command the policy names when its caller gives
+// none (a stock OPA fed the documented input): no flags, the server as is.
+func bareClear(server string) string { return "mcpx-policy writes clear " + server }
 
 // shellQuote single-quotes s unless a POSIX shell would read it as one
 // word as it is.

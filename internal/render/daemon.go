@@ -37,9 +37,9 @@ type HTTPAnswer struct {
 
 // Daemon renders d for an HTTP daemon: the status from the one table
 // (Status) and the body. An allow is 200 with the (redacted) decision
-// document as body. A refusal is a *DaemonBody. A HiddenTool refusal reads
-// exactly like mcpx's: 400, `tool "x" on "y" is hidden by its
-// tools/excludeTools configuration`. An ask is rendered as
+// document as body. A refusal is a *DaemonBody. A HiddenTool refusal has
+// mcpx's shape: 400, `tool "x" on "y" is hidden by its hiddenTools
+// configuration`, naming this config's key. An ask is rendered as
 // Unavailable(d) — 428, ConfirmationUnavailable — since a daemon answering
 // an HTTP request has no person to ask; a daemon with a broker renders the
 // prompt with DaemonAsk or Prompt instead.

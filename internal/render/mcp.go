@@ -181,7 +181,11 @@ func mcpText(d decision.Decision, cmds Commands) string {
 	} else if h, ok := hints[code]; ok {
 		switch {
 		case strings.Contains(h, "%[2]"):
-			h = fmt.Sprintf(h, d.Call.Server, cmds.WritesClear(d.Call.Server, ""))
+			clear := stringIn(first.Details, "clear")
+			if clear == "" {
+				clear = cmds.WritesClear(d.Call.Server, "")
+			}
+			h = fmt.Sprintf(h, d.Call.Server, clear)
 		case strings.Contains(h, "%[1]"):
 			h = fmt.Sprintf(h, d.Call.Server)
 		}

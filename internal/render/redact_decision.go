@@ -1,6 +1,8 @@
 package render
 
 import (
+	"strings"
+
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
@@ -14,6 +16,13 @@ import (
 // JSON text), then every secret shape. args are the call's unredacted
 // arguments; nil is allowed and then only what d itself shows is known. d
 // is not modified.
+//
+// One string is kept as it is: the clear command of an
+// UnknownOutcomePending reason (details "clear", and where its message
+// names it). The process that decided built it from the server's name and
+// its own state dir or config files (Engine.ClearCommand), none of them
+// from the call's arguments, and a path that merely looks random (a
+// mktemp directory) must not turn it into a command that finds nothing.
 //
 // Every surface function calls Redact(d, nil) itself; every caller that
 // holds the arguments (the proxy, serve, eval, the decision log) calls
@@ -35,12 +44,37 @@ func Redact(d decision.Decision, args map[string]any) decision.Decision {
 		out.Shadow = &sh
 	}
 	// Pass 2: free text, and every string again for secrets seen elsewhere.
-	scrubReasons(r, out.Reasons)
-	scrubReasons(r, out.Warnings)
+	scrubReasons(r, out.Reasons, d.Reasons)
+	scrubReasons(r, out.Warnings, d.Warnings)
 	if out.Shadow != nil {
-		scrubReasons(r, out.Shadow.Reasons)
+		scrubReasons(r, out.Shadow.Reasons, d.Shadow.Reasons)
 	}
 	return out
+}
+
+// keptCommand is the command of reason rs that Redact keeps as it is (the
+// clear command of an UnknownOutcomePending), or "".
+func keptCommand(rs decision.Reason) string {
+	if rs.Code != decision.UnknownOutcomePending {
+		return ""
+	}
+	c, _ := rs.Details["clear"].(string)
+	if !strings.HasPrefix(c, "mcpx-policy writes clear ") {
+		return ""
+	}
+	return c
+}
+
+// textKeeping is r.text(s) with every occurrence of kept left as it is.
+func textKeeping(r *redactor, s, kept string) string {
+	if kept == "" {
+		return r.text(s)
+	}
+	parts := strings.Split(s, kept)
+	for i, p := range parts {
+		parts[i] = r.text(p)
+	}
+	return strings.Join(parts, kept)
 }
 
 func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
@@ -72,9 +106,11 @@ func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
 	return out
 }
 
-func scrubReasons(r *redactor, rs []decision.Reason) {
+// scrubReasons is pass 2 over rs, the pass-1 copies of orig.
+func scrubReasons(r *redactor, rs, orig []decision.Reason) {
 	for i := range rs {
-		rs[i].Message = r.text(rs[i].Message)
+		kept := keptCommand(orig[i])
+		rs[i].Message = textKeeping(r, rs[i].Message, kept)
 		for j := range rs[i].Violations {
 			v := &rs[i].Violations[j]
 			v.Value = scrubTree(r, v.Value)
@@ -84,6 +120,9 @@ func scrubReasons(r *redactor, rs []decision.Reason) {
 		}
 		if rs[i].Details != nil {
 			rs[i].Details, _ = scrubTree(r, rs[i].Details).(map[string]any)
+			if kept != "" {
+				rs[i].Details["clear"] = kept
+			}
 		}
 	}
 }

@@ -153,7 +153,7 @@ func TestHiddenToolLeaksNothing(t *testing.T) {
 			t.Errorf("hidden tool rendering leaks its pattern or hash: %s", out)
 		}
 	}
-	if s != 400 || !strings.Contains(string(b), `tool \"delete_file\" on \"fs\" is hidden by its tools/excludeTools configuration`) {
+	if s != 400 || !strings.Contains(string(b), `tool \"delete_file\" on \"fs\" is hidden by its hiddenTools configuration`) {
 		t.Errorf("daemon: %d %s", s, b)
 	}
 }
@@ -490,5 +490,62 @@ func TestMCPForSpellsTheClearCommand(t *testing.T) {
 	}
 	if got := (render.Commands{Configs: []string{"a.yaml", "my conf.yaml"}}).Check(); got != "mcpx-policy check --config a.yaml --config 'my conf.yaml'" {
 		t.Errorf("Check() = %q", got)
+	}
+}
+
+// TestMCPForKeepsTheEngineClearCommand: a clear command that already names
+// where the ledger is — the deciding Engine's, with --config for a ledger
+// in a database — is the one the text, the message and details.clear show;
+// the proxy's state dir does not replace it with one that finds nothing.
+func TestMCPForKeepsTheEngineClearCommand(t *testing.T) {
+	t.Parallel()
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	cmds := render.Commands{Configs: []string{"/etc/mcpx/fleet.yaml", "/etc/mcpx/my site.yaml"}, LedgerInConfig: true}
+	const want = "mcpx-policy writes clear fs --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml'"
+	if got := cmds.WritesClear("fs", ""); got != want {
+		t.Fatalf("WritesClear with LedgerInConfig = %q", got)
+	}
+	if got := cmds.Writes(); got != "mcpx-policy writes --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml'" {
+		t.Errorf("Writes with LedgerInConfig = %q", got)
+	}
+	r := reason(decision.UnknownOutcomePending, "fs.write_file: an earlier write's outcome is unknown; no further writes to fs until an operator checks what happened and clears them with: "+want)
+	r.Details = map[string]any{"clear": want}
+	d := deny(t, call, true, r)
+	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state"})
+	text := a.Result.Content[0].Text
+	if strings.Count(text, want) != 2 || strings.Contains(strings.ReplaceAll(text, want, ""), "writes clear") {
+		t.Errorf("text does not name %q everywhere:\n%s", want, text)
+	}
+	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+	if got.Details["clear"] != want || !strings.Contains(got.Message, want) {
+		t.Errorf("_meta decision: %+v", got)
+	}
+}
+
+// TestRedactKeepsTheClearCommand: the clear command of an
+// UnknownOutcomePending reason comes out of Redact whole, in details.clear
+// and in its message, even when its state dir looks like a random
+// credential; a secret anywhere else in the message, and a look-alike in
+// another code's details, are still redacted.
+func TestRedactKeepsTheClearCommand(t *testing.T) {
+	t.Parallel()
+	const state = "/tmp/TestPrintedClearCommandRunseval_text266577991/001"
+	const clear = "mcpx-policy writes clear fs --state-dir " + state
+	const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	r := reason(decision.UnknownOutcomePending, "fs.write_file: "+secret+"; no further writes to fs until an operator checks what happened and clears them with: "+clear)
+	r.Details = map[string]any{"clear": clear}
+	other := reason(decision.OverrideDeny, "see "+clear)
+	other.Details = map[string]any{"clear": clear}
+	d := render.Redact(deny(t, call, true, r, other), nil)
+	got := d.Reasons[0]
+	if got.Details["clear"] != clear || !strings.HasSuffix(got.Message, "clears them with: "+clear) {
+		t.Errorf("the clear command did not come out whole: %q / %v", got.Message, got.Details)
+	}
+	if strings.Contains(got.Message, secret) {
+		t.Errorf("a secret beside the clear command was kept: %q", got.Message)
+	}
+	if strings.Contains(jsonOf(t, d.Reasons[1]), state) {
+		t.Errorf("another code's look-alike command was kept: %s", jsonOf(t, d.Reasons[1]))
 	}
 }

@@ -33,9 +33,10 @@ func JSON(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// hiddenMessage is mcpx's HiddenTool error text, word for word.
+// hiddenMessage is the HiddenTool text of rego/mcpx/steps/hidden.rego:
+// mcpx's HiddenTool error, naming this config's key (hiddenTools).
 func hiddenMessage(server, tool string) string {
-	return fmt.Sprintf("tool %q on %q is hidden by its tools/excludeTools configuration", tool, server)
+	return fmt.Sprintf("tool %q on %q is hidden by its hiddenTools configuration", tool, server)
 }
 
 // callName is "server.tool".

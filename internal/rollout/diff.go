@@ -75,6 +75,7 @@ type RuleInfo struct {
 // says what changed:
 //
 //	hidden, write, writeMode, unknownArgs   Old and New are the values
+//	enforce, pinTools                       Old and New are the server's effective modes
 //	exemptArg, hiddenPattern, writePattern  Item is the key or pattern; Old/New: whether present
 //	unknownArgsTool                         Item is the pattern; Old/New: its mode (null: none)
 //	rule                                    Item is the rule id; Old/New: RuleInfo (null: none)
@@ -123,21 +124,16 @@ func (d Diff) Count() (loosening, tightening, changed int) {
 	return
 }
 
-// settingKinds gives the strictness order of a per-server or policy-wide
-// setting the diff compares as written (Field "setting"): a setting named
-// here is marked loosening or tightening, any other as changed. A new
-// setting of the config shows up in the diff the day it is compiled into
-// data.mcpx.config, and gets its direction by being named here.
-var settingKinds = map[string]string{"enforce": bundle.KindEnforce}
-
 // Compare compares two configs. With a catalog (both Snapshots hold
 // Tools) it compares every catalog tool's facts, and the servers the
 // catalog does not hold as written; without one, every server either
 // config names, and the servers neither names (OtherServers), as written:
 // the effective write and unknown-arguments modes, exempt keys, hidden and
 // write patterns, unknownArgsTools entries and the rules with their tool
-// patterns. Policy-wide it compares confirmDestructive and the override
-// modules, and everywhere any setting it has no field for.
+// patterns. Every server compared gets its effective enforce and pinTools
+// modes compared (compareModes). Policy-wide it compares
+// confirmDestructive and the override modules, and everywhere any setting
+// it has no field for, as changed: no order says which way it goes.
 func Compare(old, new Snapshot) Diff {
 	d := Diff{Catalog: old.Tools != nil && new.Tools != nil, Changes: []Change{}}
 	servers := unionKeys(mapOf(old.Config["servers"]), mapOf(new.Config["servers"]))
@@ -151,6 +147,7 @@ func Compare(old, new Snapshot) Diff {
 					d.Changes = append(d.Changes, compareTool(server, tool, of, nf, old.Config, new.Config)...)
 				}
 			}
+			d.Changes = append(d.Changes, compareModes(server, old.Config, new.Config)...)
 		}
 		for _, s := range servers {
 			if _, ok := new.Tools[s]; ok {
@@ -172,8 +169,8 @@ func Compare(old, new Snapshot) Diff {
 // knownServerKeys are the per-server keys of the compiled config the diff
 // compares field by field; knownTopKeys the top-level ones.
 var (
-	knownServerKeys = []string{"write", "unknownArgs", "exemptArgs", "hidden", "writeTools", "rules", "unknownArgsTools"}
-	knownTopKeys    = []string{"write", "unknownArgs", "confirmDestructive", "exemptArgs", "pool", "servers", "rules"}
+	knownServerKeys = []string{"write", "unknownArgs", "exemptArgs", "hidden", "writeTools", "rules", "unknownArgsTools", "enforce", "pinTools"}
+	knownTopKeys    = []string{"write", "unknownArgs", "confirmDestructive", "exemptArgs", "pool", "servers", "rules", "enforce"}
 )
 
 func compareTool(server, tool string, of, nf ToolFacts, oldCfg, newCfg map[string]any) []Change {
@@ -261,9 +258,37 @@ func compareServer(name string, oldCfg, newCfg map[string]any) []Change {
 	for _, c := range compareRules(o.rules, n.rules) {
 		add(c)
 	}
+	out = append(out, compareModes(name, oldCfg, newCfg)...)
 	if name != OtherServers {
 		for _, c := range compareSettings(name, server(oldCfg, name), server(newCfg, name), knownServerKeys) {
 			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// compareModes compares a server's effective enforce mode (its own, else
+// the policy's, else enforce; shadow is the looser) and pinTools mode (its
+// own, else the pool's, else off; off < ask < deny), so that a change of
+// the policy's or the pool's mode shows, with its direction, on every
+// server it reaches, and a server's own mode removed shows as the mode it
+// now inherits.
+func compareModes(name string, oldCfg, newCfg map[string]any) []Change {
+	var out []Change
+	for _, m := range []struct {
+		field, kind string
+		mode        func(cfg map[string]any) string
+	}{
+		{"enforce", bundle.KindEnforce, func(cfg map[string]any) string {
+			return firstString(server(cfg, name)["enforce"], cfg["enforce"], bundle.DefaultEnforce)
+		}},
+		{"pinTools", bundle.KindPin, func(cfg map[string]any) string {
+			return firstString(server(cfg, name)["pinTools"], mapOf(cfg["pool"])["pinTools"], bundle.DefaultPinTools)
+		}},
+	} {
+		o, n := m.mode(oldCfg), m.mode(newCfg)
+		if o != n {
+			out = append(out, Change{Server: name, Field: m.field, Old: o, New: n, Direction: direction(m.kind, o, n)})
 		}
 	}
 	return out
@@ -307,11 +332,7 @@ func compareSettings(server string, o, n map[string]any, known []string) []Chang
 		if okO && okN && reflect.DeepEqual(ov, nv) {
 			continue
 		}
-		c := Change{Server: server, Field: "setting", Item: k, Old: ov, New: nv, Direction: Changed}
-		if kind, ok := settingKinds[k]; ok {
-			c.Direction = direction(kind, fmt.Sprint(ov), fmt.Sprint(nv))
-		}
-		out = append(out, c)
+		out = append(out, Change{Server: server, Field: "setting", Item: k, Old: ov, New: nv, Direction: Changed})
 	}
 	return out
 }

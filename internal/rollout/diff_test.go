@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,9 +121,11 @@ servers:
 			},
 		},
 		{
+			// fs keeps enforcing (its own enforce), every other server
+			// goes to shadow mode
 			name: "shadow mode, for the policy and back to enforce for a server",
 			new:  strings.Replace(base, "  unknownArgs: warn\n", "  unknownArgs: warn\n  enforce: shadow\n", 1) + "    enforce: enforce\n",
-			want: []string{"server fs: changed setting enforce: null -> \"enforce\"", "policy: loosening setting enforce: \"enforce\" -> \"shadow\""},
+			want: []string{"servers neither config names: loosening enforcement enforce -> shadow"},
 		},
 	}
 	for _, tc := range cases {
@@ -143,4 +146,97 @@ servers:
 			}
 		})
 	}
+}
+
+// TestCompareModes: a server's effective enforce mode (its own, else the
+// policy's) and pinTools mode (its own, else the pool's) are compared with
+// a direction — shadow is looser than enforce, off < ask < deny — on every
+// server a change reaches, in text and JSON.
+func TestCompareModes(t *testing.T) {
+	t.Parallel()
+	const base = `version: 1
+pool:
+  pinTools: ask
+servers:
+  fs:
+    pinTools: deny
+    enforce: shadow
+  git: {}
+`
+	cases := []struct {
+		name string
+		new  string
+		want []string
+	}{
+		{"the same config", base, nil},
+		{
+			name: "the policy in shadow mode",
+			new:  "version: 1\npolicy:\n  enforce: shadow\n" + strings.TrimPrefix(base, "version: 1\n"),
+			want: []string{"server git: loosening enforcement enforce -> shadow", "servers neither config names: loosening enforcement enforce -> shadow"},
+		},
+		{
+			name: "a server's own modes removed: it inherits the pool's and the policy's",
+			new:  strings.Replace(base, "    pinTools: deny\n    enforce: shadow\n", "", 1),
+			want: []string{"server fs: tightening enforcement shadow -> enforce", "server fs: loosening pinTools deny -> ask"},
+		},
+		{
+			name: "the pool's pinTools from ask to deny",
+			new:  strings.Replace(base, "  pinTools: ask\n", "  pinTools: deny\n", 1),
+			want: []string{"server git: tightening pinTools ask -> deny", "servers neither config names: tightening pinTools ask -> deny"},
+		},
+		{
+			name: "the pool stops pinning, a server pins with ask",
+			new:  strings.Replace(strings.Replace(base, "  pinTools: ask\n", "", 1), "  git: {}\n", "  git:\n    pinTools: ask\n", 1),
+			want: []string{"servers neither config names: loosening pinTools ask -> off"},
+		},
+		{
+			name: "a server from deny to off, back to enforce",
+			new:  strings.Replace(base, "    pinTools: deny\n    enforce: shadow\n", "    pinTools: off\n    enforce: enforce\n", 1),
+			want: []string{"server fs: tightening enforcement shadow -> enforce", "server fs: loosening pinTools deny -> off"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			d := rollout.Compare(asWritten(t, dir, "old.yaml", base), asWritten(t, dir, "new.yaml", tc.new))
+			got := changeLines(d.Text("old.yaml", "new.yaml", ""))
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("changes:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(tc.want, "\n      "))
+			}
+			for _, c := range d.Changes {
+				if c.Direction == rollout.Changed {
+					t.Errorf("a mode change without a direction: %+v", c)
+				}
+			}
+		})
+	}
+	// With a catalog, each catalog server — one neither config names too —
+	// gets its modes compared once, beside its tools' changes.
+	t.Run("catalog", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		old, new := asWritten(t, dir, "old.yaml", base), asWritten(t, dir, "new.yaml", strings.Replace(base, "  pinTools: ask\n", "  pinTools: deny\n", 1))
+		tools := map[string]map[string]rollout.ToolFacts{"fs": {"read_file": {}}, "git": {"git_log": {}}, "web": {"fetch": {}}}
+		old.Tools, new.Tools = tools, tools
+		got := changeLines(rollout.Compare(old, new).Text("old.yaml", "new.yaml", "catalog.json"))
+		want := []string{"server git: tightening pinTools ask -> deny", "server web: tightening pinTools ask -> deny"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("changes:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		d := rollout.Compare(asWritten(t, dir, "old.yaml", base), asWritten(t, dir, "new.yaml", strings.Replace(base, "    pinTools: deny\n    enforce: shadow\n", "", 1)))
+		b, err := json.Marshal(d.Changes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = `[{"server":"fs","field":"enforce","old":"shadow","new":"enforce","direction":"tightening"},` +
+			`{"server":"fs","field":"pinTools","old":"deny","new":"ask","direction":"loosening"}]`
+		if string(b) != want {
+			t.Errorf("JSON changes:\n got %s\nwant %s", b, want)
+		}
+	})
 }

@@ -75,6 +75,10 @@ func describe(c Change) string {
 		return fmt.Sprintf("write mode %v -> %v", c.Old, c.New)
 	case "unknownArgs":
 		return fmt.Sprintf("unknown arguments %v -> %v", c.Old, c.New)
+	case "enforce":
+		return fmt.Sprintf("enforcement %v -> %v", c.Old, c.New)
+	case "pinTools":
+		return fmt.Sprintf("pinTools %v -> %v", c.Old, c.New)
 	case "exemptArg":
 		if c.New == true {
 			return fmt.Sprintf("argument %q now exempt from the unknown-arguments check", c.Item)

@@ -107,7 +107,7 @@ test_hidden_tool_reports_only_hidden if {
 		"reasons": [{
 			"code": "HiddenTool",
 			"step": "hidden",
-			"message": `tool "delete_file" on "fs" is hidden by its tools/excludeTools configuration`,
+			"message": `tool "delete_file" on "fs" is hidden by its hiddenTools configuration`,
 		}],
 		"warnings": [],
 		"write": false,

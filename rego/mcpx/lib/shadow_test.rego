@@ -118,9 +118,13 @@ test_binding if {
 	}
 }
 
+_policy_error := _decide(
+	testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}),
+	json.patch(_shadowed("enforce"), [{"op": "replace", "path": "/servers/fs/write", "value": "maybe"}]),
+)
+
 test_policy_error_is_binding if {
-	broken := json.patch(_shadowed("enforce"), [{"op": "replace", "path": "/servers/fs/write", "value": "maybe"}])
-	d := _decide(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), broken)
+	d := _policy_error
 	d.outcome == "deny"
 	[r.code | some r in d.reasons] == ["PolicyError"]
 	d.shadow.outcome == "deny"
@@ -187,4 +191,46 @@ test_pin_step_holds_in_shadow if {
 	[r.code | some r in both.reasons] == ["ToolDefinitionChanged"]
 	both.shadow.outcome == "deny"
 	both.shadow.step == "argument_rules"
+}
+
+_pin_error := {"status": "error", "error": "the pin store cannot be read"}
+
+_pin_through(pin, path) := object.union(
+	testdata.call("fs", object.union(testdata.write_file, {"pin": pin}), {"path": path, "content": "x"}),
+	{"mode": "ask"},
+)
+
+# Through the pin step, what cannot be checked holds too: a pin store that
+# cannot be read denies with ToolDefinitionChanged under ask and deny, and
+# a caller that leaves the pin out while the server pins is InvalidInput;
+# shadow mode keeps both denies, beside a rule's deny as alone.
+test_pin_step_unchecked_holds_in_shadow if {
+	every mode in ["ask", "deny"] {
+		_unchecked_pin_denies(mode)
+	}
+}
+
+_unchecked_pin_denies(mode) if {
+	every path in ["/workspace/a", "/etc/passwd"] {
+		err := _decide(_pin_through(_pin_error, path), _pinned_fs(mode))
+		err.outcome == "deny"
+		err.step == "pin"
+		err.reasons[0].code == "ToolDefinitionChanged"
+		err.reasons[0].details.error == "the pin store cannot be read"
+		object.remove(err, {"shadow"}) == _decide(_pin_through(_pin_error, path), json.patch(_pinned_fs(mode), [{"op": "replace", "path": "/servers/fs/enforce", "value": "enforce"}]))
+		err.shadow == {"outcome": "deny", "step": "pin", "reasons": err.reasons}
+	}
+	missing := _decide(testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "content": "x"}), _pinned_fs(mode))
+	missing.outcome == "deny"
+	[r.code | some r in missing.reasons] == ["InvalidInput"]
+	missing.shadow.outcome == "deny"
+}
+
+# Every binding code is shown holding in shadow mode by a test above (the
+# decisions of _binding, _policy_error and the pin step's): a code added to
+# binding without such a test fails here.
+test_every_binding_code_is_tested if {
+	decisions := [_policy_error, _decide(_changed_write("/workspace/a"), _pinned_fs("deny"))]
+	tested := {code | some c in _binding; some code in c.codes} | {r.code | some d in decisions; some r in d.reasons}
+	shadow.binding - tested == set()
 }

@@ -24,5 +24,5 @@ deny contains reason(req.doc.server, req.doc.tool) if hidden
 reason(server, tool) := {
 	"code": "HiddenTool",
 	"step": "hidden",
-	"message": sprintf("tool %s on %s is hidden by its tools/excludeTools configuration", [json.marshal(tool), json.marshal(server)]),
+	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(tool), json.marshal(server)]),
 }

@@ -25,5 +25,5 @@ test_hidden_patterns if {
 test_hidden_message_names_tool_and_server if {
 	r := hidden.deny with input as testdata.call("fs", {"name": "delete_file"}, {})
 		with data.mcpx.config as testdata.config
-	r == {{"code": "HiddenTool", "step": "hidden", "message": `tool "delete_file" on "fs" is hidden by its tools/excludeTools configuration`}}
+	r == {{"code": "HiddenTool", "step": "hidden", "message": `tool "delete_file" on "fs" is hidden by its hiddenTools configuration`}}
 }

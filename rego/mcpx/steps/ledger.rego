@@ -11,8 +11,17 @@ package mcpx.steps.ledger
 import data.mcpx.lib.call
 import data.mcpx.lib.req
 
-# clear_command is the exact command that clears this server's entries.
-clear_command := sprintf("mcpx-policy writes clear %s", [req.doc.server])
+# clear_command is the exact command that clears this server's entries: the
+# caller's input.ledger.clear (optional, so read here rather than through
+# req.doc: it changes no outcome, only what the deny tells the operator to
+# run), which carries the state dir or the config the caller's ledger lives
+# in; else, as on a stock OPA fed the documented input, the command for the
+# default state dir.
+clear_command := c if {
+	c := object.get(input, ["ledger", "clear"], null)
+	is_string(c)
+	c != ""
+} else := sprintf("mcpx-policy writes clear %s", [req.doc.server])
 
 # max_listed bounds the entries a deny names (the engine passes as many:
 # internal/ledger's Listed, tied to this by TestLedgerLargeDecision).

@@ -19,6 +19,36 @@ test_pending_entry_denies_write_and_names_clear_command if {
 	endswith(reason.message, "clears them with: mcpx-policy writes clear fs")
 }
 
+# The caller names the command that works for it (its state dir or config):
+# the deny uses it, in the message and in details.clear.
+test_caller_clear_command_is_named if {
+	cmd := "mcpx-policy writes clear fs --state-dir '/var/lib/mcpx policy'"
+	inp := object.union(_write([_entry("e1", "fs")]), {"ledger": {"entries": [_entry("e1", "fs")], "clear": cmd}})
+	r := ledger.deny with input as inp with data.mcpx.config as testdata.config
+	some reason in r
+	reason.details.clear == cmd
+	endswith(reason.message, concat("", ["clears them with: ", cmd]))
+}
+
+# Without one, or with one that is not a command (not a string, empty), the
+# deny names the command for the default state dir.
+test_clear_command_defaults if {
+	every clear in [null, "", 3, ["x"]] {
+		_default_clear(clear)
+	}
+	r := ledger.deny with input as _write([_entry("e1", "fs")]) with data.mcpx.config as testdata.config
+	some reason in r
+	reason.details.clear == "mcpx-policy writes clear fs"
+}
+
+_default_clear(clear) if {
+	inp := object.union(_write([_entry("e1", "fs")]), {"ledger": {"entries": [_entry("e1", "fs")], "clear": clear}})
+	r := ledger.deny with input as inp with data.mcpx.config as testdata.config
+	some reason in r
+	reason.details.clear == "mcpx-policy writes clear fs"
+	endswith(reason.message, "clears them with: mcpx-policy writes clear fs")
+}
+
 test_several_entries_counted if {
 	r := ledger.deny with input as _write([_entry("e1", "fs"), _entry("e2", "fs")]) with data.mcpx.config as testdata.config
 	some reason in r

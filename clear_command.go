@@ -1,0 +1,53 @@
+package mcpxpolicy
+
+import (
+	"path/filepath"
+
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/render"
+)
+
+// ClearCommand is the command an operator runs to clear server's
+// unknown-outcome entries from this Engine's ledger (id "" clears all of
+// them, else the one entry): `mcpx-policy writes clear SERVER [--id ID]`
+// with --state-dir when Options.StateDir was given (as an absolute path),
+// or, when the config keeps the ledger in a database, with every
+// Options.ConfigPaths file as --config. It is the command an
+// UnknownOutcomePending deny names (details "clear"), so that it runs as
+// printed from any directory. Arguments a POSIX shell would split are
+// single-quoted. Environment and Set layers are not repeated: a config
+// that names its database only through them needs the same environment
+// where the command runs. Safe for concurrent use.
+func (e *Engine) ClearCommand(server, id string) string {
+	return e.commands().WritesClear(server, id)
+}
+
+// LedgerInConfig reports whether the Engine's unknown-outcome ledger is
+// the database its config names (docs/ledger.md) rather than the state
+// dir's file: a command that lists or clears it then needs the --config
+// files, not --state-dir. It is fixed for the Engine's life (Reload keeps
+// the ledger it opened).
+func (e *Engine) LedgerInConfig() bool { return e.ledgerCfg.Store == bundle.StorePostgres }
+
+// commands spells the mcpx-policy commands for this Engine's ledger.
+func (e *Engine) commands() render.Commands {
+	c := render.Commands{StateDir: absPath(e.opts.StateDir)}
+	if e.LedgerInConfig() {
+		c.LedgerInConfig = true
+		for _, f := range e.opts.ConfigPaths {
+			c.Configs = append(c.Configs, absPath(f))
+		}
+	}
+	return c
+}
+
+// absPath is p made absolute, or p when that fails; "" stays "".
+func absPath(p string) string {
+	if p == "" {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

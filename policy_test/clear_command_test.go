@@ -1,0 +1,159 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+// loseWrite records an unknown outcome for a write_file call to fs in the
+// ledger of state, as a daemon that lost the answer does.
+func loseWrite(t *testing.T, cfg, state string) {
+	t.Helper()
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	w, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Sent()
+	if err := w.Unknown("server exited"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// paste runs a printed command as a person pastes it: in a POSIX shell,
+// from another directory, without MCPX_POLICY_* in the environment (env
+// adds to it), and returns what it printed.
+func paste(t *testing.T, command string, env ...string) string {
+	t.Helper()
+	sh := exec.Command("sh", "-c", command)
+	sh.Dir = t.TempDir()
+	sh.Env = append(append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the printed command %q: %v\n%s", command, err, out)
+	}
+	return string(out)
+}
+
+// clearDetail is details.clear of the UnknownOutcomePending reason of a
+// decision document, checking that its message names the same command.
+func clearDetail(t *testing.T, doc []byte) string {
+	t.Helper()
+	var d struct {
+		Reasons []struct {
+			Code    string
+			Message string
+			Details map[string]any
+		}
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatalf("decision %s: %v", doc, err)
+	}
+	for _, r := range d.Reasons {
+		if r.Code == "UnknownOutcomePending" {
+			c, _ := r.Details["clear"].(string)
+			if c == "" || !strings.HasSuffix(r.Message, "clears them with: "+c) {
+				t.Fatalf("details.clear %q is not the command the message names: %s", c, r.Message)
+			}
+			return c
+		}
+	}
+	t.Fatalf("no UnknownOutcomePending in %s", doc)
+	return ""
+}
+
+// TestPrintedClearCommandRuns: the command an UnknownOutcomePending deny
+// tells the operator to run is the one that works for the process that
+// decided — `eval` (text and JSON) and `serve` given a --state-dir, the
+// state dir relative to where they ran — so pasting it from another
+// directory, in a shell without MCPX_POLICY_STATE_DIR, clears the entry.
+// The state dirs are Go's temp dirs, whose names look random enough to be
+// redacted anywhere else in an output: the command is kept whole.
+func TestPrintedClearCommandRuns(t *testing.T) {
+	t.Parallel()
+	const config = "version: 1\npolicy:\n  write: allow\n"
+	const write = `{"server": "fs", "tool": {"name": "write_file", "annotations": {"readOnlyHint": false}}, "args": {"path": "/a"}}`
+	cleared := func(t *testing.T, state, out string) {
+		t.Helper()
+		if !strings.Contains(out, "1 write(s) cleared") {
+			t.Fatalf("the printed command cleared nothing:\n%s", out)
+		}
+		if code, stdout, _ := cli(t, "writes", "--state-dir", state); code != 0 || strings.Contains(stdout, "write_file") {
+			t.Fatalf("writes after the clear (exit %d):\n%s", code, stdout)
+		}
+	}
+	evalIn := func(t *testing.T, dir string, args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
+		cmd.Dir = dir
+		cmd.Env = cleanEnv()
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+
+	t.Run("eval text", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
+		state := filepath.Join(dir, "state dir")
+		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
+		code, _, stderr := evalIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir", "write.json")
+		_, clear, ok := strings.Cut(stderr, "    clear with: ")
+		clear, _, _ = strings.Cut(clear, "\n")
+		if code != 2 || !ok {
+			t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
+		}
+		if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
+			t.Errorf("eval prints %q; want %q", clear, want)
+		}
+		cleared(t, state, paste(t, clear+" --reason pasted"))
+	})
+
+	t.Run("eval json", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
+		state := filepath.Join(dir, "state")
+		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
+		code, stdout, stderr := evalIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state", "--format", "json", "write.json")
+		if code != 2 {
+			t.Fatalf("eval --format json: exit %d\n%s", code, stderr)
+		}
+		cleared(t, state, paste(t, clearDetail(t, []byte(stdout))))
+	})
+
+	t.Run("serve", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+		state := filepath.Join(dir, "state")
+		cfg := filepath.Join(dir, "mcpx-policy.yaml")
+		loseWrite(t, cfg, state)
+		p := runServe(t, nil, "--config", cfg, "--state-dir", state)
+		status, _, body := p.post(t, "/v1/decide", write)
+		if status != 200 {
+			t.Fatalf("decide: %d %s", status, body)
+		}
+		clear := clearDetail(t, body)
+		if !strings.Contains(clear, "--state-dir "+state) {
+			t.Errorf("serve's decision names %q, without its state dir", clear)
+		}
+		cleared(t, state, paste(t, clear))
+	})
+}
