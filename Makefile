@@ -66,7 +66,7 @@ BENCH_COUNT ?= 5
 BENCH_CALLS ?= 2000
 BENCH_OUT   ?= $${TMPDIR:-/tmp}/mcpx-policy-bench.txt
 bench:
-	@{ $(GO) test -run '^$$' -bench '^Benchmark(Decide|DecideNewTools|DecideWarm|Native|MatchSchema|RulesOnly|OPAServer)$$' -benchmem \
+	@{ $(GO) test -run '^$$' -bench '^Benchmark(Decide|DecideNewTools|DecideWarm|Native|MatchSchema|RulesOnly|OPAServer|StockOPA)$$' -benchmem \
 	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/bench/ && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkPrepare$$' -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/bench/; \
 	 } > $(BENCH_OUT) || { cat $(BENCH_OUT); exit 1; }

@@ -172,7 +172,7 @@ func Policy(c *bundle.Compiled) engine.Policy {
 		data[k] = v
 	}
 	data["secrets"] = render.SecretsData()
-	return engine.Policy{Modules: mods, Data: data, Revision: c.Revision}
+	return engine.Policy{Modules: mods, Data: data, Revision: c.Revision, Schemas: c.Schemas}
 }
 
 // Reload loads the config files again and swaps the new policy in. When the

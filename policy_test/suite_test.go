@@ -7,12 +7,60 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
+
+// stockDecider evaluates the bundle opts compile to as a stock OPA does
+// (OPA's rego package, its in-memory store, the policy's own Rego for
+// every predicate), in process: input JSON in, decision out.
+func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) mcpxpolicy.Decision {
+	t.Helper()
+	files, err := mcpxpolicy.BundleFiles(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropts := []func(*rego.Rego){rego.Query("data.mcpx.decision"), rego.SetRegoVersion(ast.RegoV1)}
+	for name, src := range files {
+		switch {
+		case strings.HasSuffix(name, ".rego"):
+			ropts = append(ropts, rego.Module(name, string(src)))
+		case name == "data.json":
+			var data map[string]any
+			dec := json.NewDecoder(bytes.NewReader(src))
+			dec.UseNumber()
+			if err := dec.Decode(&data); err != nil {
+				t.Fatal(err)
+			}
+			ropts = append(ropts, rego.Store(inmem.NewFromObject(data)))
+		}
+	}
+	pq, err := rego.New(ropts...).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(input []byte) mcpxpolicy.Decision {
+		t.Helper()
+		rs, err := pq.Eval(context.Background(), rego.EvalInput(decodeNumbers(t, input)))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("stock evaluation: %v %v", rs, err)
+		}
+		d, err := engine.FromValue(rs[0].Expressions[0].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+}
 
 func decodeNumbers(t *testing.T, raw []byte) any {
 	t.Helper()
@@ -78,6 +126,7 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the accepted schemas do not load together: %v", err)
 	}
+	stock := stockDecider(t, mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}})
 	disagree := 0
 	for _, c := range cases {
 		call := mcpxpolicy.Call{Server: "s", Tool: mcpxpolicy.Tool{Name: c.tool, Annotations: readOnly}, Args: map[string]any{"v": c.data}}
@@ -87,6 +136,18 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 		if !ok {
 			disagree++
 			t.Errorf("%s: valid=%v, got %s at %q (%v): %v", c.name, c.valid, d.Outcome, d.Step, err, d.First().Message)
+		}
+		// the whole document, violations and messages included, is the
+		// one the policy gives on a stock OPA (the engine's Go predicates
+		// only ever spare work)
+		input, err := eng.OPAInput(call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := generic(t, stock(input)), generic(t, d); !reflect.DeepEqual(g, w) {
+			gj, _ := json.MarshalIndent(g, "", "  ")
+			wj, _ := json.MarshalIndent(w, "", "  ")
+			t.Errorf("%s: stock OPA decided\n%s\nthe engine decided\n%s", c.name, gj, wj)
 		}
 	}
 	t.Logf("suite through config → compiler → engine: %d cases accepted, %d refused, %d disagreements", accepted, refused, disagree)

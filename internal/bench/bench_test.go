@@ -43,6 +43,8 @@ type fixture struct {
 	native *Native
 	ms     *MatchSchema
 	rules  *engine.Engine // the argument-rules step alone
+	// stockPQ is the bundle's policy prepared as a stock OPA prepares it
+	stockPQ *rego.PreparedEvalQuery
 }
 
 var (
@@ -54,7 +56,7 @@ var (
 	seq atomic.Int64
 )
 
-func load(b *testing.B, s Shape) *fixture {
+func load(b testing.TB, s Shape) *fixture {
 	b.Helper()
 	fixMu.Lock()
 	defer fixMu.Unlock()
@@ -97,19 +99,56 @@ func (f *fixture) fresh(n int) []decision.Call {
 // p99 of those per-call timings next to ns/op.
 func timed(b *testing.B, one func(i int)) {
 	b.Helper()
+	timedByClass(b, func(i int) string { one(i); return "" })
+}
+
+// timedByClass is timed for calls that name their class (a decision's
+// outcome and step): besides p50 and p99 over all calls it reports, per
+// class, p50 ("<class>-p50-ns"), p99 and the share of calls ("<class>-pct").
+// The class is named after the call's timing ends.
+func timedByClass(b *testing.B, one func(i int) string) {
+	b.Helper()
 	ds := make([]time.Duration, b.N)
+	classes := make([]string, b.N)
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		one(i)
+		c := one(i)
 		ds[i] = time.Since(t0)
+		classes[i] = c
 	}
 	b.StopTimer()
+	by := map[string][]time.Duration{}
+	for i, c := range classes {
+		if c != "" {
+			by[c] = append(by[c], ds[i])
+		}
+	}
 	slices.Sort(ds)
 	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(ds[min(len(ds)-1, len(ds)*99/100)].Nanoseconds()), "p99-ns")
+	for c, cds := range by {
+		slices.Sort(cds)
+		b.ReportMetric(float64(cds[len(cds)/2].Nanoseconds()), c+"-p50-ns")
+		b.ReportMetric(float64(cds[min(len(cds)-1, len(cds)*99/100)].Nanoseconds()), c+"-p99-ns")
+		b.ReportMetric(100*float64(len(cds))/float64(len(ds)), c+"-pct")
+	}
+}
+
+// outcomeClass names a decision's class for the per-outcome figures:
+// "allow", "ask:<step>" or "deny:<step>", and "+warn" when it carries a
+// warning.
+func outcomeClass(d decision.Decision) string {
+	c := string(d.Outcome)
+	if d.Step != "" {
+		c += ":" + string(d.Step)
+	}
+	if len(d.Warnings) > 0 {
+		c += "+warn"
+	}
+	return c
 }
 
 var shapes = []Shape{M, L}
@@ -126,17 +165,19 @@ func BenchmarkDecide(b *testing.B) {
 			f.warmTools(b)
 			calls := f.fresh(b.N)
 			ctx := context.Background()
-			timed(b, func(i int) {
-				if _, err := f.eng.Decide(ctx, calls[i]); err != nil {
+			timedByClass(b, func(i int) string {
+				d, err := f.eng.Decide(ctx, calls[i])
+				if err != nil {
 					b.Fatal(err)
 				}
+				return outcomeClass(d)
 			})
 		})
 	}
 }
 
 // warmTools decides one call on every tool of every server, once.
-func (f *fixture) warmTools(b *testing.B) {
+func (f *fixture) warmTools(b testing.TB) {
 	f.warm.Do(func() {
 		ctx := context.Background()
 		for _, srv := range f.w.Servers {
@@ -402,9 +443,9 @@ func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value)
 	return e, ins
 }
 
-// policy returns the fixture's policy as the engine evaluates it.
+// policy returns the fixture's policy as the SDK hands it to the engine.
 func (f *fixture) policy(b *testing.B) engine.Policy {
-	return bundlePolicy(b, f.opts)
+	return enginePolicy(b, f.opts)
 }
 
 // bundlePolicy is the policy of the bundle opts compile to.
@@ -484,6 +525,52 @@ func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
 		b.Fatal(err)
 	}
 	return f.rules
+}
+
+// BenchmarkStockOPA is the bundle's policy evaluated in this process as a
+// stock OPA server evaluates it (OPA's rego package, its default in-memory
+// store, none of the engine's caches or predicates), on the input document
+// a gateway sends, decoded as OPA's server decodes it: the evaluation
+// without the HTTP round trip of BenchmarkOPAServer, with its allocations.
+func BenchmarkStockOPA(b *testing.B) {
+	for _, s := range shapes {
+		b.Run(s.Name, func(b *testing.B) {
+			f := load(b, s)
+			pq := f.stock(b)
+			calls := f.fresh(b.N)
+			ins := make([]any, len(calls))
+			for i, c := range calls {
+				raw, err := f.eng.OPAInput(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dec := json.NewDecoder(bytes.NewReader(raw))
+				dec.UseNumber()
+				if err := dec.Decode(&ins[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			timed(b, func(i int) {
+				if rs, err := pq.Eval(ctx, rego.EvalInput(ins[i])); err != nil || len(rs) != 1 {
+					b.Fatalf("%v %v", rs, err)
+				}
+			})
+		})
+	}
+}
+
+// stock prepares (once) the fixture's bundle as a stock OPA does.
+func (f *fixture) stock(b *testing.B) rego.PreparedEvalQuery {
+	b.Helper()
+	p := bundlePolicy(b, f.opts)
+	fixMu.Lock()
+	defer fixMu.Unlock()
+	if f.stockPQ == nil {
+		pq := stockQuery(b, p, "rego")
+		f.stockPQ = &pq
+	}
+	return *f.stockPQ
 }
 
 // BenchmarkPrepare loads, compiles and prepares the config (mcpxpolicy.New)

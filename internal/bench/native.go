@@ -149,7 +149,7 @@ func (n *Native) Decide(call decision.Call) decision.Decision {
 	if matchAny(n.pool.hidden, name) || matchAny(srv.hidden, name) {
 		return decision.Decision{Outcome: decision.Deny, Step: decision.StepHidden, Call: ref, Warnings: []decision.Reason{},
 			Reasons: []decision.Reason{{Code: decision.HiddenTool, Step: decision.StepHidden,
-				Message: fmt.Sprintf("tool %q on %q is hidden by its tools/excludeTools configuration", name, call.Server)}}}
+				Message: fmt.Sprintf("tool %q on %q is hidden by its hiddenTools configuration", name, call.Server)}}}
 	}
 	ann := call.Tool.Annotations
 	write := ann == nil || ann.ReadOnlyHint == nil || !*ann.ReadOnlyHint

@@ -53,6 +53,11 @@ type Compiled struct {
 	// without policy files, and with a catalog the rules and patterns that
 	// match no tool.
 	Warnings []Warning
+	// Schemas maps each generated package's name to the argument-rule
+	// schema it was compiled from (decoded JSON, as written), for the
+	// embedded engine's Go check of the same schemas
+	// (docs/decisions/0008-engine-only-predicates.md). Not part of a bundle.
+	Schemas map[string]any
 	// Revision is the hex SHA-256 over the canonical data and the sorted
 	// modules: equal revisions mean equal policies.
 	Revision string
@@ -72,7 +77,7 @@ type Compiled struct {
 
 // compile merges the layers and builds the compiled policy; problems go to c.
 func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
-	out := &Compiled{Modules: map[string]string{}, servers: map[string]*scope{}}
+	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*scope{}}
 
 	// The global modes are layered through viper: defaults, then each
 	// layer merged over the one before (a later layer replaces).
@@ -353,6 +358,9 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 			cs = &compiledSchema{}
 			done[pkg] = cs
 			cs.err = out.compileSchema(sc, r.schema, pkg)
+			if cs.err == nil {
+				out.Schemas[pkg] = r.schema
+			}
 		}
 		if cs.err != nil {
 			c.add(r.schemaAt.file, schemaErrorLine(r, cs.err), r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))

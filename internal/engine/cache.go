@@ -28,8 +28,14 @@ const DecisionCacheSize = 4096
 // policy that calls no non-deterministic builtin.
 type cacheKey [sha256.Size]byte
 
-func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger) (cacheKey, bool) {
-	b := keyEncoder(make([]byte, 0, 2048))
+// The arguments enter as their canonical form and what that form does not
+// keep (decision.AppendCallDigest: one walk gives the call's hash and this).
+func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger, d callDigest) (cacheKey, bool) {
+	if !d.ok {
+		return cacheKey{}, false
+	}
+	b := keyEncoder(getBuf())
+	defer func() { putBuf(b) }()
 	b.str(revision)
 	b.str(call.Surface)
 	b.str(call.Server)
@@ -53,9 +59,8 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 		b = append(b, 1)
 		b = append(b, schema.sum[:]...)
 	}
-	if !b.value(call.Args) {
-		return cacheKey{}, false
-	}
+	b.bytes(d.canon)
+	b.bytes(d.exact)
 	b.str(call.Mode)
 	if p := call.Principal; p == nil {
 		b = append(b, 0)
@@ -110,10 +115,11 @@ func newToolSchema(doc map[string]any) toolSchema {
 	if doc == nil {
 		return ts
 	}
-	b := keyEncoder(make([]byte, 0, 1024))
+	b := keyEncoder(getBuf())
 	if ts.ok = b.value(doc); ts.ok {
 		ts.sum = sha256.Sum256(b)
 	}
+	putBuf(b)
 	return ts
 }
 
@@ -128,6 +134,52 @@ func (b *keyEncoder) len(n int) { *b = binary.AppendUvarint(*b, uint64(n)) }
 func (b *keyEncoder) str(s string) {
 	b.len(len(s))
 	*b = append(*b, s...)
+}
+
+func (b *keyEncoder) bytes(s []byte) {
+	b.len(len(s))
+	*b = append(*b, s...)
+}
+
+// callDigest is a call's canonical form and what it does not keep of the
+// arguments (decision.AppendCallDigest), made once per decision: the
+// call's hash and the decision cache's key both come from it. ok is false
+// when the arguments are not decoded JSON the direct writer takes.
+type callDigest struct {
+	canon, exact []byte
+	ok           bool
+}
+
+// digestCall digests call into buffers from the pool; release returns
+// them once the digest's bytes are no longer read.
+func digestCall(call decision.Call) callDigest {
+	canon, exact, ok := decision.AppendCallDigest(getBuf(), getBuf(), call.Server, call.Tool.Name, call.Args)
+	return callDigest{canon: canon, exact: exact, ok: ok}
+}
+
+func (d callDigest) release() {
+	putBuf(d.canon)
+	putBuf(d.exact)
+}
+
+// bufs recycles the byte buffers of digests and keys: a decision writes
+// a few kilobytes it reads once.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getBuf() []byte { return (*bufs.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) <= 64<<10 {
+		bufs.Put(&b)
+	}
+}
+
+// sha256 is the call's hash, as decision.CallSHA256 computes it.
+func (d callDigest) sha256(call decision.Call) (string, error) {
+	if d.ok {
+		return decision.SHA256Hex(d.canon), nil
+	}
+	return decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 }
 
 func (b *keyEncoder) boolPtr(p *bool) {
@@ -179,7 +231,13 @@ func (b *keyEncoder) value(v any) bool {
 	case map[string]any:
 		*b = append(*b, 'o')
 		b.len(len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
+		var buf [16]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
 			b.str(k)
 			if !b.value(x[k]) {
 				return false

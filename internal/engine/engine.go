@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown/cache"
@@ -30,6 +32,11 @@ type Policy struct {
 	Modules  map[string]string
 	Data     map[string]any
 	Revision string
+	// Schemas maps generated rule packages to their argument-rule schemas
+	// (bundle.Compiled.Schemas), for the Go form of the rules predicate
+	// (predicates.go). Optional: without a package's schema the Rego path
+	// checks its rule.
+	Schemas map[string]any
 }
 
 // Engine is a prepared policy. It is safe for concurrent use: its caches
@@ -37,11 +44,17 @@ type Policy struct {
 // for compiled regexes, and the decision cache) are internally locked and
 // never change a decision.
 type Engine struct {
-	query    rego.PreparedEvalQuery
-	revision string
-	memo     *memo
-	schemas  *schemaCache
-	builtins cache.InterQueryValueCache
+	query rego.PreparedEvalQuery
+	// common and uncommon are the decision's two halves (data.mcpx.
+	// common_decision and uncommon_decision), prepared when the engine
+	// answers the predicates and no operator override could read the
+	// arguments: the common half is asked first on an input without the
+	// arguments, which are converted only when it is undefined (lite).
+	common, uncommon *rego.PreparedEvalQuery
+	revision         string
+	memo             *memo
+	schemas          *schemaCache
+	builtins         cache.InterQueryValueCache
 	// decisions is nil when the policy calls a non-deterministic builtin
 	// (time.now_ns, rand.intn, …): then equal inputs may decide differently.
 	decisions *decisionCache
@@ -104,11 +117,60 @@ func PrepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 // input, same caches except the decision cache) and returns the number of
 // results; for measurements.
 func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) (int, error) {
-	in, err := Input(call, led)
+	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+	if err != nil {
+		sum = ""
+	}
+	in, err := input(call, led, sum, newToolSchema(call.Tool.InputSchema), e.schemas)
 	if err != nil {
 		return 0, err
 	}
+	if args := in.(ast.Object).Get(kArgs); args != nil {
+		ctx = withCallArgs(ctx, args.Value, call.Args)
+	}
 	return e.EvaluateInput(ctx, in)
+}
+
+// Results evaluates the prepared query for call as Evaluate does and
+// returns the value of each result as decoded JSON (numbers as
+// json.Number); with a nil call it evaluates input in (built with Input,
+// or any JSON converted to AST) instead. For tests that compare a part of
+// the policy between the engine and stock OPA.
+func (e *Engine) Results(ctx context.Context, in ast.Value, call *decision.Call, led *Ledger) ([]any, error) {
+	if call != nil {
+		sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+		if err != nil {
+			sum = ""
+		}
+		if in, err = input(*call, led, sum, newToolSchema(call.Tool.InputSchema), e.schemas); err != nil {
+			return nil, err
+		}
+		if args := in.(ast.Object).Get(kArgs); args != nil {
+			ctx = withCallArgs(ctx, args.Value, call.Args)
+		}
+	}
+	vc := e.memo.cache()
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins), keepTerm)
+	if err != nil {
+		return nil, err
+	}
+	e.memo.commit(vc.learned)
+	out := make([]any, 0, len(rs))
+	for _, r := range rs {
+		if len(r.Expressions) != 1 {
+			return nil, fmt.Errorf("results: %d expressions", len(r.Expressions))
+		}
+		t, ok := r.Expressions[0].Value.(*ast.Term)
+		if !ok {
+			return nil, fmt.Errorf("results: unexpected %T", r.Expressions[0].Value)
+		}
+		v, err := ast.JSONWithOpt(t.Value, ast.JSONOpt{SortSets: true})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // EvaluateInput is Evaluate on an input already built with Input; opts
@@ -131,20 +193,24 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	}
 	sort.Strings(names)
 	caps := capabilities()
+	preds := newPredicates(p.Schemas, p.Data["secrets"])
 	compiler := ast.NewCompiler().
 		WithCapabilities(caps).
+		WithBuiltins(predicateDeclarations()).
 		WithUseTypeCheckAnnotations(true).
 		WithDefaultRegoVersion(ast.RegoV1)
 	opts := []func(*rego.Rego){
 		rego.Compiler(compiler),
 		rego.Query(query),
-		// the store keeps data as ast.Values: a read is a lookup, not a
-		// conversion of the config on every call
-		rego.Store(inmem.NewFromObjectWithOpts(map[string]any{"mcpx": p.Data}, inmem.OptReturnASTValuesOnRead(true))),
 		rego.StrictBuiltinErrors(true),
 		rego.Capabilities(caps),
 		rego.SetRegoVersion(ast.RegoV1),
 	}
+	opts = append(opts, preds.options()...)
+	// (the store, which keeps data as ast.Values so a read is a lookup,
+	// not a conversion of the config on every call, is added below)
+	_, swap := p.Modules[predicatesFile]
+	names = slices.DeleteFunc(names, func(n string) bool { return n == predicatesFile })
 	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
 		if n == compileGuardFile {
 			return compileGuard
@@ -154,9 +220,21 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
+	overrides := hasOverrides(mods, p.Data)
+	if swap {
+		// the engine's form of the predicates (predicates.go)
+		pm, err := parseModules([]string{predicatesFile}, func(string) string { return predicatesModule(overrides) }, caps)
+		if err != nil {
+			return nil, fmt.Errorf("prepare policy: %w", err)
+		}
+		mods = append(mods, pm...)
+	}
 	if errs := guardOverrides(mods); len(errs) > 0 {
 		return nil, fmt.Errorf("prepare policy: %w", errs)
 	}
+	store := inmem.NewFromObjectWithOpts(map[string]any{"mcpx": p.Data}, inmem.OptReturnASTValuesOnRead(true))
+	opts = append(opts, rego.Store(store))
+	base := slices.Clone(opts)
 	for _, m := range mods {
 		opts = append(opts, rego.ParsedModule(m))
 	}
@@ -164,9 +242,23 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
+	// the decision's halves, on the compiled policy
+	var halves [2]*rego.PreparedEvalQuery
+	if query == Query && swap && !overrides && hasRule(compiler, commonQuery) && hasRule(compiler, uncommonQuery) {
+		for i, q := range []string{commonQuery, uncommonQuery} {
+			hq, err := rego.New(append(slices.Clone(base), rego.Query(q))...).PrepareForEval(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("prepare policy: %w", err)
+			}
+			halves[i] = &hq
+		}
+	}
+	preds.keep(compiler)
 	entries := 4096
 	e := &Engine{
 		query:    pq,
+		common:   halves[0],
+		uncommon: halves[1],
 		revision: p.Revision,
 		memo:     newMemo(compiler),
 		schemas:  newSchemaCache(),
@@ -228,6 +320,17 @@ func callsNondeterministic(c *ast.Compiler) bool {
 	return false
 }
 
+// The decision's halves (rego/mcpx/decision.rego).
+const (
+	commonQuery   = "data.mcpx.common_decision"
+	uncommonQuery = "data.mcpx.uncommon_decision"
+)
+
+// hasRule reports whether c holds a rule at query's ref.
+func hasRule(c *ast.Compiler, query string) bool {
+	return len(c.GetRulesExact(ast.MustParseRef(query))) > 0
+}
+
 // Revision is the policy revision the engine was prepared from.
 func (e *Engine) Revision() string { return e.revision }
 
@@ -271,17 +374,20 @@ type Pin struct {
 // returned as well (fail closed).
 func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
 	schema := newToolSchema(call.Tool.InputSchema)
+	digest := digestCall(call)
 	var key cacheKey
 	cacheable := false
 	if e.decisions != nil && ctx.Err() == nil {
-		if key, cacheable = makeKey(e.revision, call, schema, led); cacheable {
-			if d, ok := e.decisions.get(key); ok {
-				return d, nil
-			}
+		key, cacheable = makeKey(e.revision, call, schema, led, digest)
+	}
+	sum, err := digest.sha256(call)
+	digest.release()
+	if cacheable {
+		if d, ok := e.decisions.get(key); ok {
+			return d, nil
 		}
 	}
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
-	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	if err != nil {
 		// A number beyond a double's range has no canonical form. The
 		// policy names it with its argument path, as on a stock OPA: ask
@@ -324,38 +430,114 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, stoppedMessage(err, limit)), nil, fmt.Errorf("evaluate policy: %w", err)
 	}
-	input, err := input(call, led, sum, schema, e.schemas)
+	in, err := inputWithoutArgs(call, led, sum, schema, e.schemas)
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
-	vc := e.memo.cache()
-	rs, err := e.query.Eval(ctx,
-		rego.EvalParsedInput(input),
-		rego.EvalVirtualCache(vc),
-		rego.EvalInterQueryBuiltinValueCache(e.builtins),
-		// keep the result as an ast.Value: fromTerm reads it directly
-		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
-	)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			// OPA stopped at a cancellation point: between two expressions,
-			// or inside a builtin that checks (numbers.range, concat, …)
-			return decision.Denied(ref, decision.PolicyError, stoppedMessage(cerr, limit)), nil, fmt.Errorf("evaluate policy: %w: %w", cerr, err)
+	ga := &callArgs{goArgs: call.Args, verdicts: map[string]bool{}}
+	ctx = context.WithValue(ctx, callArgsKey{}, ga)
+	var learned []memoEntry
+	var t *ast.Term
+	if e.common != nil {
+		// the common case first, without the arguments
+		ga.lite = true
+		t, learned, err = e.eval(ctx, e.common, in)
+		ga.lite = false
+		if err != nil {
+			return evalFailed(ctx, ref, limit, err)
 		}
-		return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), nil, fmt.Errorf("evaluate policy: %w", err)
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+	if t == nil {
+		args, err := value(call.Args)
+		if err != nil {
+			return decision.Denied(ref, decision.InvalidInput, "invalid call: args: "+err.Error()), nil, fmt.Errorf("args: %w", err)
+		}
+		in.Insert(kArgs, ast.NewTerm(args))
+		ga.ast = args
+		pq := &e.query
+		if e.uncommon != nil {
+			pq = e.uncommon
+		}
+		var more []memoEntry
+		t, more, err = e.eval(ctx, pq, in)
+		if err == nil && t == nil && pq != &e.query {
+			// neither half decided: the decision's default
+			t, more, err = e.eval(ctx, &e.query, in)
+		}
+		if err != nil {
+			return evalFailed(ctx, ref, limit, err)
+		}
+		learned = append(learned, more...)
+	}
+	if t == nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), nil, errors.New("evaluate policy: undefined decision")
-	}
-	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
-	if !ok {
-		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
 	}
 	d, err := fromTerm(t.Value)
 	if err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
 	}
-	return d, vc.learned, nil
+	return d, learned, nil
+}
+
+// eval evaluates pq on input in: the result's term, nil when undefined,
+// and what the memo may learn from the evaluation.
+func (e *Engine) eval(ctx context.Context, pq *rego.PreparedEvalQuery, in ast.Value) (*ast.Term, []memoEntry, error) {
+	vc := e.memo.cache()
+	rs, err := pq.Eval(ctx,
+		rego.EvalParsedInput(in),
+		rego.EvalVirtualCache(vc),
+		rego.EvalInterQueryBuiltinValueCache(e.builtins),
+		keepTerm,
+		rego.EvalMetrics(noMetrics),
+		// OPA would start a goroutine per evaluation to watch ctx
+		rego.EvalExternalCancel(ctxCancel{ctx}),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case len(rs) == 0:
+		return nil, vc.learned, nil
+	case len(rs) != 1 || len(rs[0].Expressions) != 1:
+		return nil, nil, fmt.Errorf("evaluate policy: %d results", len(rs))
+	}
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return nil, nil, fmt.Errorf("decision: unexpected result %T", rs[0].Expressions[0].Value)
+	}
+	return t, vc.learned, nil
+}
+
+// evalFailed is the decision of an evaluation that failed with err.
+func evalFailed(ctx context.Context, ref decision.CallRef, limit time.Duration, err error) (decision.Decision, []memoEntry, error) {
+	if cerr := ctx.Err(); cerr != nil {
+		// OPA stopped at a cancellation point: between two expressions,
+		// or inside a builtin that checks (numbers.range, concat, …)
+		return decision.Denied(ref, decision.PolicyError, stoppedMessage(cerr, limit)), nil, fmt.Errorf("evaluate policy: %w: %w", cerr, err)
+	}
+	return decision.Denied(ref, decision.PolicyError, "policy error: evaluation failed; denied (fail closed)"), nil, fmt.Errorf("evaluate policy: %w", err)
+}
+
+var (
+	// keepTerm keeps the result as an ast.Value: fromTerm reads it directly
+	keepTerm = rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil })
+	// noMetrics: nothing reads an evaluation's metrics
+	noMetrics = metrics.NoOp()
+)
+
+// ctxCancel stops an evaluation once its context is done: OPA asks
+// Cancelled between expressions and inside the builtins that loop.
+type ctxCancel struct{ ctx context.Context }
+
+func (ctxCancel) Cancel() {}
+
+func (c ctxCancel) Cancelled() bool {
+	select {
+	case <-c.ctx.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 type budgetKey struct{}

@@ -114,6 +114,13 @@ func guardModule(m *ast.Module) ast.Errors {
 	checkCall := func(op *ast.Term, args []*ast.Term, loc *ast.Location) {
 		called[op] = true
 		name := op.String()
+		if strings.HasPrefix(name, engineBuiltinPrefix) {
+			if loc == nil {
+				loc = op.Location
+			}
+			report(loc, "%s in an operator override: only the embedded engine has it, so the override would not run on stock OPA or under opa test", name)
+			return
+		}
 		g, ok := generators[name]
 		if !ok {
 			return

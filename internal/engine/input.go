@@ -29,69 +29,78 @@ func Input(call decision.Call, led *Ledger) (ast.Value, error) {
 // input builds the input, without call_sha256 when sum is ""; schemas,
 // when not nil, holds tool inputSchemas already converted.
 func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Value, error) {
-	obj := ast.NewObject(
-		ast.Item(ast.InternedTerm("server"), ast.StringTerm(call.Server)),
-		ast.Item(ast.InternedTerm("tool"), ast.NewTerm(toolValue(call.Tool))),
-	)
-	if sum != "" {
-		obj.Insert(ast.InternedTerm("call_sha256"), ast.StringTerm(sum))
-	}
-	if call.Surface != "" {
-		obj.Insert(ast.InternedTerm("surface"), ast.StringTerm(call.Surface))
-	}
-	if call.Mode != "" {
-		obj.Insert(ast.InternedTerm("mode"), ast.StringTerm(call.Mode))
+	obj, err := inputWithoutArgs(call, led, sum, schema, schemas)
+	if err != nil {
+		return nil, err
 	}
 	args, err := value(call.Args)
 	if err != nil {
 		return nil, fmt.Errorf("args: %w", err)
 	}
-	if call.Args == nil {
-		args = ast.NewObject()
+	obj.Insert(kArgs, ast.NewTerm(args))
+	return obj, nil
+}
+
+// inputWithoutArgs is input but for "args": what the decision's common
+// half reads, the arguments being read by the predicates from the call
+// (Engine.evaluate).
+func inputWithoutArgs(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Object, error) {
+	obj := ast.NewObjectWithCapacity(9)
+	obj.Insert(kServer, ast.StringTerm(call.Server))
+	tool := toolValue(call.Tool)
+	obj.Insert(kTool, ast.NewTerm(tool))
+	if sum != "" {
+		obj.Insert(kCallSHA256, ast.StringTerm(sum))
 	}
-	obj.Insert(ast.InternedTerm("args"), ast.NewTerm(args))
+	if call.Surface != "" {
+		obj.Insert(kSurface, ast.StringTerm(call.Surface))
+	}
+	if call.Mode != "" {
+		obj.Insert(kMode, ast.StringTerm(call.Mode))
+	}
 	if call.Tool.InputSchema != nil {
 		schema, err := schemas.value(schema)
 		if err != nil {
 			return nil, fmt.Errorf("tool.inputSchema: %w", err)
 		}
-		obj.Get(ast.InternedTerm("tool")).Value.(ast.Object).Insert(ast.InternedTerm("inputSchema"), ast.NewTerm(schema))
+		tool.Insert(kInputSchema, ast.NewTerm(schema))
 	}
 	if led != nil && led.Pin != nil {
-		obj.Get(ast.InternedTerm("tool")).Value.(ast.Object).Insert(ast.InternedTerm("pin"), ast.NewTerm(pinValue(led.Pin)))
+		tool.Insert(kPin, ast.NewTerm(pinValue(led.Pin)))
 	}
 	if p := call.Principal; p != nil {
 		groups := make([]*ast.Term, len(p.Groups))
 		for i, g := range p.Groups {
 			groups[i] = ast.StringTerm(g)
 		}
-		obj.Insert(ast.InternedTerm("principal"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("id"), ast.StringTerm(p.ID)),
-			ast.Item(ast.InternedTerm("groups"), ast.ArrayTerm(groups...)),
+		obj.Insert(kPrincipal, ast.ObjectTerm(
+			ast.Item(kID, ast.StringTerm(p.ID)),
+			ast.Item(kGroups, ast.ArrayTerm(groups...)),
 		))
 	}
 	if led != nil {
-		obj.Insert(ast.InternedTerm("ledger"), ast.NewTerm(ledgerValue(led)))
+		obj.Insert(kLedger, ast.NewTerm(ledgerValue(led)))
 	}
 	return obj, nil
 }
 
 func toolValue(t decision.Tool) ast.Object {
-	tool := ast.NewObject(ast.Item(ast.InternedTerm("name"), ast.StringTerm(t.Name)))
+	tool := ast.NewObjectWithCapacity(3)
+	tool.Insert(kName, ast.StringTerm(t.Name))
 	if a := t.Annotations; a != nil {
-		ann := ast.NewObject()
+		ann := ast.NewObjectWithCapacity(5)
 		for _, h := range []struct {
-			key string
+			key *ast.Term
 			v   *bool
-		}{{"readOnlyHint", a.ReadOnlyHint}, {"destructiveHint", a.DestructiveHint}, {"idempotentHint", a.IdempotentHint}, {"openWorldHint", a.OpenWorldHint}} {
+		}{{kReadOnly, a.ReadOnlyHint}, {kDestructive, a.DestructiveHint}, {kIdempotent, a.IdempotentHint}, {kOpenWorld, a.OpenWorldHint}} {
 			if h.v != nil {
-				ann.Insert(ast.InternedTerm(h.key), ast.InternedTerm(*h.v))
+				ann.Insert(h.key, ast.InternedTerm(*h.v))
 			}
 		}
 		if a.Title != "" {
-			ann.Insert(ast.InternedTerm("title"), ast.StringTerm(a.Title))
+			ann.Insert(kTitle, ast.StringTerm(a.Title))
 		}
-		tool.Insert(ast.InternedTerm("annotations"), ast.NewTerm(ann))
+		tool.Insert(kAnnotations, ast.NewTerm(ann))
 	}
 	return tool
 }
@@ -119,27 +128,76 @@ func pinValue(p *Pin) ast.Object {
 }
 
 func ledgerValue(led *Ledger) ast.Object {
-	obj := ast.NewObject()
+	obj := ast.NewObjectWithCapacity(3)
 	if led.Unreadable != "" {
-		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(led.Unreadable))
+		obj.Insert(kError, ast.StringTerm(led.Unreadable))
 	}
 	entries := make([]*ast.Term, 0, len(led.Entries))
 	for _, e := range led.Entries {
 		entries = append(entries, ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("id"), ast.StringTerm(e.ID)),
-			ast.Item(ast.InternedTerm("server"), ast.StringTerm(e.Server)),
-			ast.Item(ast.InternedTerm("tool"), ast.StringTerm(e.Tool)),
-			ast.Item(ast.InternedTerm("args_sha256"), ast.StringTerm(e.ArgsSHA256)),
-			ast.Item(ast.InternedTerm("time"), ast.StringTerm(e.Time)),
-			ast.Item(ast.InternedTerm("surface"), ast.StringTerm(e.Surface)),
+			ast.Item(kID, ast.StringTerm(e.ID)),
+			ast.Item(kServer, ast.StringTerm(e.Server)),
+			ast.Item(kTool, ast.StringTerm(e.Tool)),
+			ast.Item(kArgsSHA256, ast.StringTerm(e.ArgsSHA256)),
+			ast.Item(kTime, ast.StringTerm(e.Time)),
+			ast.Item(kSurface, ast.StringTerm(e.Surface)),
 		))
 	}
-	obj.Insert(ast.InternedTerm("entries"), ast.ArrayTerm(entries...))
-	obj.Insert(ast.InternedTerm("total"), ast.IntNumberTerm(max(led.Total, len(led.Entries))))
+	obj.Insert(kEntries, ast.ArrayTerm(entries...))
+	obj.Insert(kTotal, ast.IntNumberTerm(max(led.Total, len(led.Entries))))
 	if led.Clear != "" {
-		obj.Insert(ast.InternedTerm("clear"), ast.StringTerm(led.Clear))
+		obj.Insert(kClear, ast.StringTerm(led.Clear))
 	}
 	return obj
+}
+
+// Key terms of the input, shared by every input built (OPA never changes
+// a term it is given; its own interned terms are shared the same way).
+var (
+	kID         = ast.StringTerm("id")
+	kGroups     = ast.StringTerm("groups")
+	kIdempotent = ast.StringTerm("idempotentHint")
+	kOpenWorld  = ast.StringTerm("openWorldHint")
+	kTitle      = ast.StringTerm("title")
+	kError      = ast.StringTerm("error")
+	kArgsSHA256 = ast.StringTerm("args_sha256")
+	kTime       = ast.StringTerm("time")
+)
+
+// argKeys interns the key terms of arguments: a gateway's tools take the
+// same few argument names on every call. Bounded: past maxArgKeys names
+// (or for a name longer than maxArgKey bytes) a key gets its own term.
+var argKeys = struct {
+	sync.RWMutex
+	terms map[string]*ast.Term
+}{terms: map[string]*ast.Term{}}
+
+const (
+	maxArgKeys = 4096
+	maxArgKey  = 64
+)
+
+func keyTerm(k string) *ast.Term {
+	if len(k) > maxArgKey {
+		return ast.StringTerm(k)
+	}
+	argKeys.RLock()
+	t, ok := argKeys.terms[k]
+	argKeys.RUnlock()
+	if ok {
+		return t
+	}
+	t = ast.StringTerm(k)
+	argKeys.Lock()
+	if len(argKeys.terms) < maxArgKeys {
+		if old, ok := argKeys.terms[k]; ok {
+			t = old
+		} else {
+			argKeys.terms[k] = t
+		}
+	}
+	argKeys.Unlock()
+	return t
 }
 
 // schemaCache keeps tools' inputSchemas converted to AST, keyed by the
@@ -181,31 +239,77 @@ func (c *schemaCache) value(schema toolSchema) (ast.Value, error) {
 }
 
 // value converts decoded JSON (numbers as json.Number, float64 or integers)
-// to an ast.Value, keeping a json.Number's exact text.
+// to an ast.Value, keeping a json.Number's exact text. The terms of the
+// values are allocated together (a count first, then one slab); object
+// keys are interned (keyTerm).
 func value(v any) (ast.Value, error) {
+	if m, ok := v.(map[string]any); ok && m == nil {
+		return ast.NewObject(), nil // no arguments: the empty object
+	}
+	c := converter{slab: make([]ast.Term, countTerms(v))}
+	return c.value(v)
+}
+
+// countTerms is how many value terms converting v takes (keys aside).
+func countTerms(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		n := 0
+		for _, e := range x {
+			n += 1 + countTerms(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range x {
+			n += 1 + countTerms(e)
+		}
+		return n
+	}
+	return 0
+}
+
+type converter struct{ slab []ast.Term }
+
+// term wraps v in the next term of the slab (a new one when it is used up).
+func (c *converter) term(v ast.Value) *ast.Term {
+	if len(c.slab) == 0 {
+		return ast.NewTerm(v)
+	}
+	t := &c.slab[0]
+	c.slab = c.slab[1:]
+	t.Value = v
+	return t
+}
+
+func (c *converter) value(v any) (ast.Value, error) {
 	switch x := v.(type) {
 	case nil:
 		return ast.Null{}, nil
+	case bool:
+		return ast.Boolean(x), nil
+	case string:
+		return ast.String(x), nil
 	case json.Number:
 		return ast.Number(x), nil
 	case map[string]any:
-		obj := ast.NewObject()
+		obj := ast.NewObjectWithCapacity(len(x))
 		for k, e := range x {
-			ev, err := value(e)
+			ev, err := c.value(e)
 			if err != nil {
 				return nil, err
 			}
-			obj.Insert(ast.StringTerm(k), ast.NewTerm(ev))
+			obj.Insert(keyTerm(k), c.term(ev))
 		}
 		return obj, nil
 	case []any:
 		terms := make([]*ast.Term, len(x))
 		for i, e := range x {
-			ev, err := value(e)
+			ev, err := c.value(e)
 			if err != nil {
 				return nil, err
 			}
-			terms[i] = ast.NewTerm(ev)
+			terms[i] = c.term(ev)
 		}
 		return ast.NewArray(terms...), nil
 	case ast.Value, *ast.Term:

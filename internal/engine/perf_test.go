@@ -329,7 +329,7 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 
 // testKey is the key Decide computes for call.
 func testKey(revision string, call decision.Call, led *Ledger) (cacheKey, bool) {
-	return makeKey(revision, call, newToolSchema(call.Tool.InputSchema), led)
+	return makeKey(revision, call, newToolSchema(call.Tool.InputSchema), led, digestCall(call))
 }
 
 // TestCacheKeyCoversEveryField: changing any field the policy can read
@@ -342,7 +342,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 			Surface: "mcp", Server: "fs", Mode: "ask",
 			Tool: decision.Tool{Name: "t", Annotations: &decision.Annotations{Title: "T", ReadOnlyHint: &no},
 				InputSchema: map[string]any{"type": "object"}},
-			Args:      map[string]any{"n": json.Number("1"), "l": []any{"a", 1.5, nil, true}},
+			Args:      map[string]any{"n": json.Number("1"), "l": []any{"a", 1.5, nil, true}, "b": "\xffa"},
 			Principal: &decision.Principal{ID: "p", Groups: []string{"g"}},
 		}, &Ledger{Entries: []decision.LedgerEntry{{ID: "1", Server: "fs", Tool: "t", ArgsSHA256: "a", Time: "x", Surface: "cli"}}}
 	}
@@ -369,8 +369,10 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 		"number text":      func(c *decision.Call, _ **Ledger) string { c.Args["n"] = json.Number("1.0"); return "r1" },
 		"number type":      func(c *decision.Call, _ **Ledger) string { c.Args["n"] = 1.0; return "r1" },
 		"list item":        func(c *decision.Call, _ **Ledger) string { c.Args["l"] = []any{"a", 1.5, nil, false}; return "r1" },
+		"invalid bytes":    func(c *decision.Call, _ **Ledger) string { c.Args["b"] = "\xfea"; return "r1" }, // canonical: both "\ufffda"
+		"int type":         func(c *decision.Call, _ **Ledger) string { c.Args["n"] = 1; return "r1" },
 		"key moved": func(c *decision.Call, _ **Ledger) string {
-			c.Args = map[string]any{"n": json.Number("1"), "m": []any{"a", 1.5, nil, true}}
+			c.Args = map[string]any{"n": json.Number("1"), "m": []any{"a", 1.5, nil, true}, "b": "\xffa"}
 			return "r1"
 		},
 		"principal":     func(c *decision.Call, _ **Ledger) string { c.Principal = nil; return "r1" },

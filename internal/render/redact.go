@@ -163,8 +163,9 @@ func redactText(s string, known map[string]string) (string, map[string]string) {
 // shapeSecrets is what each shape finds in s, every shape on s as given.
 func shapeSecrets(s string) map[string]hit {
 	out := map[string]hit{}
+	var lower string
 	for rank, sh := range table.shapes {
-		if !sh.re.MatchString(s) {
+		if !sh.need.Maybe(s, &lower) || !sh.re.MatchString(s) {
 			continue
 		}
 		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+
+	"github.com/mcpx/mcpx-policy/internal/regexneed"
 )
 
 // Shape is one secret shape: an RE2 regex, the submatch that is the secret
@@ -175,7 +177,8 @@ type compiled struct {
 
 type compiledShape struct {
 	Shape
-	re *regexp.Regexp
+	re   *regexp.Regexp
+	need regexneed.Need // what every match holds: a string without it is skipped
 }
 
 var table = compile(Secrets)
@@ -198,7 +201,8 @@ func compile(t SecretTable) *compiled {
 		uuid:    regexp.MustCompile(t.Entropy.UUID),
 	}
 	for _, s := range t.Shapes {
-		c.shapes = append(c.shapes, compiledShape{Shape: s, re: regexp.MustCompile(s.RE)})
+		need, _ := regexneed.Of(s.RE) // the regex compiled: it parses
+		c.shapes = append(c.shapes, compiledShape{Shape: s, re: regexp.MustCompile(s.RE), need: need})
 	}
 	return c
 }

@@ -12,6 +12,8 @@ package mcpx
 
 import data.mcpx.lib.call
 import data.mcpx.lib.config
+import data.mcpx.lib.plan
+import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.shadow
 import data.mcpx.steps.destructive
@@ -41,19 +43,139 @@ default decision := {
 	"call": {"server": "", "tool": ""},
 }
 
-# A server in shadow mode answers with its decision kept under "shadow"
-# and, unless a reason is binding, an allow (lib.shadow). Should no
-# document result, the default above denies.
-decision := shadow.document(d) if {
-	d := _decision
-	shadow.on(input.server)
-} else := _decision
+# The common case first (common_decision): a well-formed call to a visible
+# tool the config can decide, whose definition is the pinned one (or is not
+# pinned), with nothing in the ledger, no unknown argument, arguments every
+# matched rule accepts and no override finding, is decided by its planned
+# document (lib.plan: the write-mode and destructive-floor reasons, rendered
+# once per tool, and shadow mode applied). Any other call is decided by
+# uncommon_decision. Should no document result, the default above denies.
+decision := d if {
+	d := common_decision
+} else := d if {
+	d := uncommon_decision
+}
 
-# The common case first: a valid call to a visible tool whose rules are
-# usable is decided by the steps' findings. Otherwise the first that
-# applies decides: invalid input, an unusable config, a hidden tool
-# (nothing else is evaluated or reported), unusable rules.
-_decision := {
+# METADATA
+# title: common_decision
+# description: |
+#   The decision of a call in the common case, in one body; undefined for
+#   any other call. It reads the call's names, mode, annotations, pin,
+#   ledger and hash, and asks lib.predicates.common_case about the
+#   arguments, so the embedded engine can ask it before it converts the
+#   arguments.
+common_decision := object.union(p.document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+	is_string(input.server) # the facts take names only
+	is_string(input.tool.name)
+	p := plan.common(
+		input.server,
+		input.tool.name,
+		object.get(input, "mode", null),
+		object.get(input.tool, ["annotations", "readOnlyHint"], false),
+		object.get(input.tool, ["annotations", "destructiveHint"], true),
+	)
+	_pin_passes(p.pin_mode)
+	predicates.common_case
+	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+}
+
+# _pin_passes holds when the pin step finds nothing and has no problem:
+# pinning is off for the server, or on and the caller found the tool's
+# definition the pinned one or new (first sight passes).
+_pin_passes(mode) if mode == "off"
+
+else if {
+	mode in {"ask", "deny"}
+	input.tool.pin.status in {"ok", "new"}
+}
+
+# METADATA
+# title: uncommon_decision
+# description: |
+#   The decision of any call the common case does not decide, with shadow
+#   mode applied (lib.shadow) when the call's server is in it.
+uncommon_decision := shadow.document(d) if {
+	d := _uncommon
+	shadow.on(input.server)
+} else := _uncommon
+
+# _uncommon is the decision of any call, before shadow mode: first, over
+# the planned document, a call whose only findings are unknown arguments or
+# argument rules (only those steps build reasons); then a hidden tool's
+# planned document; else the full check order (_full), which builds every
+# reason. The planned documents equal what the full order produces
+# (lib/plan_test.rego, test_planned_paths_equal_the_full_order), and each
+# predicate (lib.predicates) holds only when its step finds nothing.
+_uncommon := {
+	"outcome": verdict[0],
+	"step": verdict[1],
+	"reasons": array.concat(array.concat(ua.deny, ar), d.reasons),
+	"warnings": ua.warn,
+	"write": d.write,
+	"destructive": d.destructive,
+	"call": _input_call,
+} if {
+	d := _planned
+	predicates.well_formed
+	_pin_passes(pin.mode)
+	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+	count([f | some f in data.mcpx.overrides.deny]) == 0 # no override finding (cheaper than the step)
+	count([f | some f in data.mcpx.overrides.ask]) == 0
+	ua := _unknown_args_findings
+	ar := _rules_findings
+	verdict := _planned_verdict(ua.deny, ar, d)
+} else := object.union(d, {"call": _input_call}) if {
+	is_string(input.server)
+	is_string(input.tool.name)
+	d := plan.hidden_document(input.server, input.tool.name)
+	predicates.well_formed
+	count(pin.problems) == 0
+	count(pin.config_problems) == 0
+} else := _full
+
+# _planned is the call's planned document (lib.plan.document).
+_planned := plan.document(
+	input.server,
+	input.tool.name,
+	object.get(input, "mode", null),
+	object.get(input.tool, ["annotations", "readOnlyHint"], false),
+	object.get(input.tool, ["annotations", "destructiveHint"], true),
+) if {
+	is_string(input.server)
+	is_string(input.tool.name)
+}
+
+# _unknown_args_findings are the unknown-arguments step's denies and
+# warnings, as lists: none when its predicate holds.
+_unknown_args_findings := {"deny": [], "warn": []} if {
+	predicates.no_unknown_args
+} else := {"deny": [r | some r in unknown_args.deny], "warn": [r | some r in unknown_args.warn]}
+
+# _rules_findings are the argument-rules step's denies: none when its
+# predicate holds; undefined when the step has problems (a PolicyError,
+# which the full order decides).
+_rules_findings := [] if {
+	predicates.rules_accept
+} else := [r | some r in rules.deny] if {
+	count(rules.problems) == 0
+}
+
+# _planned_verdict is the first deny's step (unknown arguments, then
+# argument rules, then the planned document's), else the planned one.
+_planned_verdict(unknown_denies, rule_denies, d) := ["deny", "unknown_args"] if {
+	count(unknown_denies) > 0
+} else := ["deny", "argument_rules"] if {
+	count(rule_denies) > 0
+} else := [d.outcome, d.step]
+
+# _input_call is the decision's call for a well-formed input.
+_input_call := {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}
+
+# _full is the decision by the full check order: a valid call to a visible
+# tool whose rules are usable is decided by the steps' findings; otherwise
+# the first that applies decides: invalid input, an unusable config, a
+# hidden tool (nothing else is evaluated or reported), unusable rules.
+_full := {
 	"outcome": _verdict.outcome,
 	"step": _verdict.step,
 	"reasons": _reasons,

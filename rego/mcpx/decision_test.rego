@@ -1,6 +1,7 @@
 package mcpx_test
 
 import data.mcpx
+import data.mcpx.lib.shadow
 import data.mcpx.testdata
 
 # _decide evaluates the entrypoint against the fixture config.
@@ -243,4 +244,129 @@ test_call_sha256_is_echoed if {
 	_decide(hidden).call.sha256 == _sha
 	bad := object.union(testdata.call("fs", testdata.read_file, ["x"]), {"call_sha256": _sha})
 	_decide(bad).call.sha256 == _sha
+}
+
+_full(doc) := d if {
+	d := mcpx._full with input as doc with data.mcpx.config as testdata.config with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+}
+
+_git_log := {"name": "git_log", "annotations": {"readOnlyHint": true}, "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}, "opts": {"type": "object", "properties": {"all": {"type": "boolean"}}}}}}
+
+# The planned paths (the common case, a hidden tool, unknown arguments and
+# argument rules over a planned document) decide exactly what the full
+# check order decides, on every input of this file and on calls that
+# reach each planned path.
+test_planned_paths_equal_the_full_order if {
+	every x in _extra {
+		_same(_decide(x), _full(x))
+	}
+}
+
+test_planned_paths_equal_the_full_order_on_the_cases if {
+	every c in _cases {
+		_same(_decide(c.input), _full(c.input))
+	}
+}
+
+_extra := [
+	testdata.call("git", _git_log, {"m": 1}),
+	testdata.call("git", _git_log, {"opts": {"al": true}}),
+	testdata.call("git", _git_log, {"opts": {"all": true}, "n": 3}),
+	testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "conten": "x"}),
+	testdata.call("fs", testdata.write_file, {"path": "/etc/a", "conten": "x", "mode": 1}),
+	testdata.call("fs", testdata.write_file, {"path": "/etc/a", "max_bytes": 3}),
+	object.union(testdata.call("fs", testdata.write_file, {"path": "/etc/a"}), {"mode": "deny"}),
+	object.union(testdata.call("git", testdata.git_push, {"force": true, "x": 1}), {"mode": "ask"}),
+	object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": null}),
+	object.union(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), {"call_sha256": _sha}),
+	object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "total": 2}}),
+	object.union(testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}), {"ledger": {"entries": [], "error": "corrupt"}}),
+	testdata.call("fs", {"name": "delete_file"}, {"zzz": 1}),
+	# names that are not strings: InvalidInput, never an error in the facts
+	testdata.call(7, {"name": "delete_file"}, {}),
+	testdata.call("fs", {"name": 7}, {}),
+	testdata.call("fs", {"name": ["read_file"]}, {}),
+]
+
+_same(a, b) if a == b
+
+_same(a, b) if {
+	a != b
+	print("differ:", a, b)
+	false
+}
+
+# With pinning and shadow mode on, the planned paths decide what the full
+# check order decides, shadow mode applied as lib.shadow does, on every
+# input above with each kind of pin.
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_0 if _variant_holds(0)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_1 if _variant_holds(1)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_2 if _variant_holds(2)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_3 if _variant_holds(3)
+
+test_planned_paths_equal_the_full_order_with_pins_and_shadow_4 if _variant_holds(4)
+
+_variant_holds(i) if {
+	cfg := _variant_configs[i]
+	every doc in _variant_inputs {
+		_same(_decide_with(doc, cfg), _reference(doc, cfg))
+	}
+}
+
+_variant_configs := [
+	json.patch(testdata.config, [{"op": "add", "path": "/servers/fs/pinTools", "value": "ask"}]),
+	json.patch(testdata.config, [{"op": "add", "path": "/pool/pinTools", "value": "deny"}]),
+	json.patch(testdata.config, [{"op": "add", "path": "/pool/pinTools", "value": "sometimes"}]),
+	json.patch(testdata.config, [{"op": "add", "path": "/servers/fs/enforce", "value": "shadow"}]),
+	json.patch(testdata.config, [
+		{"op": "add", "path": "/enforce", "value": "shadow"},
+		{"op": "add", "path": "/pool/pinTools", "value": "ask"},
+	]),
+]
+
+_pins := [
+	{"status": "ok", "sha256": _sha},
+	{"status": "new", "sha256": _sha},
+	{"status": "changed", "sha256": _sha, "pinned_sha256": _sha, "changed": ["description"]},
+	{"status": "error", "error": "the pin store is unreadable"},
+	{"status": "maybe"},
+	"ok",
+]
+
+_variant_inputs := array.concat(_base_inputs, [object.union(doc, {"tool": object.union(doc.tool, {"pin": p})}) |
+	some doc in _pinned_inputs
+	some p in _pins
+])
+
+# _pinned_inputs reach each path: the common case (a read, a write), unknown
+# arguments, argument rules, the caller's write mode, a hidden tool, an
+# unconfigured server and a pending ledger.
+_pinned_inputs := [
+	testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}),
+	testdata.call("fs", testdata.write_file, {"path": "/workspace/a", "content": "x"}),
+	_extra[3],
+	_extra[4],
+	_extra[6],
+	testdata.call("git", {"name": "shutdown"}, {}),
+	testdata.call("other", {"name": "frob"}, {}),
+	_extra[10],
+]
+
+_base_inputs := array.concat(_extra, [c.input | some c in _cases])
+
+_decide_with(doc, cfg) := d if {
+	d := mcpx.decision with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+}
+
+# _reference is the decision by the full order, in shadow mode's form when
+# the call's server is in it.
+_reference(doc, cfg) := d if {
+	full := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	shadow.on(doc.server) with data.mcpx.config as cfg
+	d := shadow.document(full)
+} else := d if {
+	d := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 }

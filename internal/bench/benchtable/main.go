@@ -153,15 +153,46 @@ func main() {
 		{"stock OPA server, HTTP round trip: p50", p("OPAServer", "p50-ns")},
 		{"stock OPA server, HTTP round trip: p99", p("OPAServer", "p99-ns")},
 	}
+	rows = append(rows, row{"stock OPA, in process (no HTTP): p50", p("StockOPA", "p50-ns")})
+	rows = append(rows, row{"stock OPA, in process: allocs/op", func(s string) string {
+		v, ok := res.get("StockOPA/"+s, "allocs/op")
+		return num(v, ok, "")
+	}})
+	// per outcome class of the distinct-call decisions, in a stable order
+	var classes []string
+	for _, s := range []string{"M", "L"} {
+		for unit := range res["Decide/"+s] {
+			if c, ok := strings.CutSuffix(unit, "-p50-ns"); ok && !slices.Contains(classes, c) {
+				classes = append(classes, c)
+			}
+		}
+	}
+	slices.Sort(classes)
+	for _, c := range classes {
+		cell := func(metric string) func(string) string {
+			return func(s string) string {
+				v, ok := res.get("Decide/"+s, c+metric)
+				pct, pok := res.get("Decide/"+s, c+"-pct")
+				if !ok || !pok {
+					return "—"
+				}
+				return fmt.Sprintf("%s (%.0f%%)", us(v, true), pct)
+			}
+		}
+		rows = append(rows,
+			row{"  by outcome, " + c + ": p50 (share)", cell("-p50-ns")},
+			row{"  by outcome, " + c + ": p99 (share)", cell("-p99-ns")},
+		)
+	}
 	shapes := []string{"M", "L"}
 	w := 0
 	for _, r := range rows {
 		w = max(w, len([]rune(r.label)))
 	}
-	fmt.Printf("%-*s  %12s  %12s\n", w, "measure (median of runs)", "M", "L")
-	fmt.Printf("%s  %s  %s\n", strings.Repeat("-", w), strings.Repeat("-", 12), strings.Repeat("-", 12))
+	fmt.Printf("%-*s  %16s  %16s\n", w, "measure (median of runs)", "M", "L")
+	fmt.Printf("%s  %s  %s\n", strings.Repeat("-", w), strings.Repeat("-", 16), strings.Repeat("-", 16))
 	for _, r := range rows {
-		fmt.Printf("%-*s  %12s  %12s\n", w, r.label, r.cell(shapes[0]), r.cell(shapes[1]))
+		fmt.Printf("%-*s  %16s  %16s\n", w, r.label, r.cell(shapes[0]), r.cell(shapes[1]))
 	}
 	a, aok := res.get("Decide/L", "p50-ns")
 	b, bok := res.get("Decide/M", "p50-ns")

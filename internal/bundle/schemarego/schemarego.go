@@ -20,6 +20,8 @@ package schemarego
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // MaxModuleSize is the cap on the size of one generated module, in bytes of
@@ -97,4 +99,17 @@ func Compile(schema any, name string) (string, error) {
 		return "", err
 	}
 	return g.module(name, root, rv)
+}
+
+// Validator compiles schema with santhosh v6 exactly as Compile reads it
+// (draft 2020-12 unless "$schema" says otherwise, nothing ever fetched,
+// format and content* as annotations) and returns the compiled schema, for
+// a Go check that must agree with the generated Rego (the embedded
+// engine's argument-rules predicate, internal/engine). A schema Compile
+// would refuse may still compile here; the caller uses Validator only for
+// schemas Compile accepted. Safe for concurrent use; the returned schema's
+// Validate is too.
+func Validator(schema any) (*jsonschema.Schema, error) {
+	sch, _, err := compileSchema(schema)
+	return sch, err
 }

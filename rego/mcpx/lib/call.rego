@@ -20,4 +20,4 @@ default destructive := false
 destructive := {write, req.doc.destructive} == {true}
 
 # label names the call in messages: server.tool.
-label := sprintf("%s.%s", [req.doc.server, req.doc.tool])
+label := sprintf("%s.%s", [req.call.server, req.call.tool])

@@ -31,17 +31,20 @@ default pool := {}
 pool := data.mcpx.config.pool
 
 # facts are the config's facts about the call's tool (lib.tool.facts).
-facts := tool.facts(req.doc.server, req.doc.tool)
+facts := tool.facts(req.call.server, req.call.tool)
 
 # write_mode is the effective write mode: the mode the config gives the
 # call's server (its writePolicy, else policy.write, else ask), tightened by
 # the input's mode when that one is stricter (deny > ask > allow). The
 # caller may only tighten: a "mode": "allow" in the input never loosens a
 # configured ask or deny, on the embedded engine and on a stock OPA alike.
-write_mode := m if {
-	m := req.doc.mode
-	_strictness[m] > _strictness[facts.write_mode]
-} else := facts.write_mode
+write_mode := effective_write_mode(facts.write_mode, req.doc.mode)
+
+# effective_write_mode is the configured mode, or the caller's when that
+# one is stricter (null or an unknown mode never is).
+effective_write_mode(configured, caller) := caller if {
+	_strictness[caller] > _strictness[configured]
+} else := configured
 
 # _strictness orders the write modes, the strictest highest.
 _strictness := {"allow": 0, "ask": 1, "deny": 2}

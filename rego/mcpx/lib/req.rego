@@ -9,10 +9,10 @@
 #
 #   A well-formed call is recognized by _fast, one rule body that implies
 #   every shape check below passes; it decides the common case in a few
-#   expressions, and doc then reads the input directly. Anything _fast does
-#   not recognize takes the full checks, which name each problem. _fast only
-#   ever adds speed: when it holds, the full checks find nothing and doc
-#   equals its full-path value.
+#   expressions. Anything _fast does not recognize takes the full checks,
+#   which name each problem. _fast only ever adds speed: when it holds, the
+#   full checks find nothing. For an input with no problem at all, doc reads
+#   the input directly, and equals its full-path value.
 #
 #   Every call also has its argument numbers checked (_number_problems): a
 #   number the server would read as another value is refused, so the
@@ -20,6 +20,7 @@
 #   (docs/argument-rules.md, "Numbers").
 package mcpx.lib.req
 
+import data.mcpx.lib.predicates
 import data.mcpx.lib.text
 
 # _fast holds for a call whose every field is present-and-valid or absent in
@@ -169,8 +170,9 @@ _entries_ok if {
 #                    echoed in decision.call.sha256 ("" when none). Rego
 #                    cannot canonicalize JSON exactly, so the caller
 #                    computes it (docs/fleet.md).
-# One document, so a decision evaluates one rule for all of them; when
-# _fast holds it is read from the input directly.
+# One document, so a decision evaluates one rule for all of them; for a
+# well-formed input (lib.predicates.well_formed: no problem at all) it is
+# read from the input directly, which then equals the checked values.
 doc := {
 	"server": input.server,
 	"tool": input.tool.name,
@@ -186,7 +188,7 @@ doc := {
 	"ledger_error": object.get(ledger, "error", null),
 	"call_sha256": object.get(input, "call_sha256", ""),
 } if {
-	_fast
+	predicates.well_formed
 	annotations := object.get(input.tool, "annotations", {})
 	schema := object.get(input.tool, "inputSchema", null)
 	ledger := object.get(input, "ledger", {})
@@ -205,6 +207,27 @@ doc := {
 	"ledger_total": max([count(_ledger_entries), _ledger_total]),
 	"ledger_error": object.get(_ledger_doc, "error", null),
 	"call_sha256": _call_sha256,
+}
+
+# call is what the argument steps (unknown arguments, argument rules) and
+# the tool's facts read of doc: server, tool, args, schema, has_schema,
+# equal to those fields of doc. For a well-formed input it is read from the
+# input directly, so a decision that needs no more does not build doc.
+call := {
+	"server": input.server,
+	"tool": input.tool.name,
+	"args": input.args,
+	"schema": object.get({"object": schema}, type_name(schema), {}),
+	"has_schema": is_object(schema),
+} if {
+	predicates.well_formed
+	schema := object.get(input.tool, "inputSchema", null)
+} else := {
+	"server": doc.server,
+	"tool": doc.tool,
+	"args": doc.args,
+	"schema": doc.schema,
+	"has_schema": doc.has_schema,
 }
 
 # The full path's values, for any input.

@@ -1,5 +1,6 @@
 package mcpx.lib.req_test
 
+import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 
 _ok := {"server": "fs", "tool": {"name": "t"}, "args": {}}
@@ -56,8 +57,8 @@ test_defaults if {
 	req.doc.call_sha256 == _sha with input as object.union(_ok, {"call_sha256": _sha})
 }
 
-# _fast may only take a call the full checks accept, and then every value
-# it hands the steps must equal the full path's.
+# _fast may only take a call the full checks accept; and for a call with
+# no problem, every value doc hands the steps must equal the full path's.
 _fast_cases := [
 	_ok,
 	object.union(_ok, {"call_sha256": _sha, "mode": "deny", "surface": "mcp", "principal": {"id": "p"}}),
@@ -78,19 +79,45 @@ _fast_cases := [
 test_fast_path_agrees_with_full_checks if {
 	every c in array.concat(_fast_cases, [x.input | some x in _cases]) {
 		_agrees(c)
+		_call_agrees(c)
 	}
 	taken := [1 | some c in _fast_cases; req._fast with input as c]
 	count(taken) == 7
+	direct := [1 | some c in _fast_cases; predicates.well_formed with input as c]
+	count(direct) == 7
 }
 
-_agrees(c) if not req._fast with input as c
+_agrees(c) if {
+	not req._fast with input as c
+	not predicates.well_formed with input as c
+}
 
 _agrees(c) if {
 	req._fast with input as c
 	count(req._problems) == 0 with input as c
-	fast := req.doc with input as c
-	full := req.doc with input as c with req._fast as false
-	fast == full
+	_doc_agrees(c)
+}
+
+_doc_agrees(c) if {
+	not predicates.well_formed with input as c
+	_call_agrees(c)
+}
+
+# req.call is doc's server, tool, args, schema and has_schema, whichever
+# way each is built.
+_call_agrees(c) if {
+	d := req.doc with input as c
+	req.call with input as c == {k: d[k] | some k in ["server", "tool", "args", "schema", "has_schema"]}
+}
+
+_doc_agrees(c) if {
+	predicates.well_formed with input as c
+	direct := req.doc with input as c
+	full := req.doc with input as c with predicates.well_formed as false
+	direct == full
+	_call_agrees(c)
+	full_call := req.call with input as c with predicates.well_formed as false
+	full_call == req.call with input as c
 }
 
 # Numbers a reader using doubles (most MCP servers) reads as written pass;

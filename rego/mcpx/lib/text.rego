@@ -6,6 +6,8 @@
 #   passed through show() before they reach a message or a violation.
 package mcpx.lib.text
 
+import data.mcpx.lib.predicates
+
 # max_value_chars is the longest string value echoed whole.
 max_value_chars := 120
 
@@ -22,34 +24,29 @@ quote(s, n) := json.marshal(cut(s, n))
 #   show returns the value to echo for an argument at key: redacted first
 #   (value), then, when long, cut with its full size. Redacting before
 #   cutting means a secret across the cut is never half-shown.
-show(key, v) := _cut(value(key, v, set()), v)
+show(key, v) := _cut(v, v) if {
+	predicates.plain_value(key, v)
+} else := _cut(value(key, v, set()), v)
 
-_cut(r, _) := r if {
+# echo is value(key, v, set()): v as it may be echoed when no other secret
+# is known (lib.predicates.plain_value spares the walk when v is plain).
+echo(key, v) := v if {
+	predicates.plain_value(key, v)
+} else := value(key, v, set())
+
+# (Functions of several exclusive cases are else-chains in this file: OPA
+# stops at the case that holds instead of trying every one.)
+_cut(r, v) := r if {
 	is_string(r)
 	count(r) <= max_value_chars
-}
-
-_cut(r, v) := sprintf("%s… (%d characters)", [substring(r, 0, max_value_chars), count(v)]) if {
+} else := sprintf("%s… (%d characters)", [substring(r, 0, max_value_chars), count(v)]) if {
 	is_string(r)
-	count(r) > max_value_chars
 	is_string(v)
-}
-
-_cut(r, v) := sprintf("%s… (%d characters)", [substring(r, 0, max_value_chars), count(r)]) if {
+} else := sprintf("%s… (%d characters)", [substring(r, 0, max_value_chars), count(r)]) if {
 	is_string(r)
-	count(r) > max_value_chars
-	not is_string(v)
-}
-
-_cut(r, _) := r if {
-	not is_string(r)
+} else := r if {
 	count(json.marshal(r)) <= max_value_chars
-}
-
-_cut(r, v) := sprintf("%s… (%d bytes)", [substring(json.marshal(r), 0, max_value_chars), count(json.marshal(v))]) if {
-	not is_string(r)
-	count(json.marshal(r)) > max_value_chars
-}
+} else := sprintf("%s… (%d bytes)", [substring(json.marshal(r), 0, max_value_chars), count(json.marshal(v))])
 
 # METADATA
 # description: |
@@ -59,55 +56,40 @@ _cut(r, v) := sprintf("%s… (%d bytes)", [substring(json.marshal(r), 0, max_val
 #   secret-named key inside it); every other string has its secret-shaped
 #   parts and every text of known replaced (scrub), and so has every key of
 #   an object. Booleans and null stay. Nothing is cut.
-value(key, v, _) := _by_name(v) if {
+value(key, v, known) := _by_name(v) if {
 	_scalar(v)
 	secret_key(key)
-}
-
-value(key, v, known) := scrub(v, known) if {
+} else := scrub(v, known) if {
 	is_string(v)
-	not _named_scalar(key, v)
+} else := v if {
+	type_name(v) in {"number", "boolean", "null"}
+} else := _tree(key, _plain(v), known) if {
+	type_name(v) in {"object", "array", "set"}
 }
-
-value(key, v, _) := v if {
-	is_number(v)
-	not secret_key(key)
-}
-
-value(_, v, _) := v if type_name(v) in {"boolean", "null"}
-
-value(key, v, known) := _tree(key, _plain(v), known) if type_name(v) in {"object", "array", "set"}
 
 # _plain is v as JSON shows it: a set (an override may put one in its
 # details) becomes an array, which json.patch can change.
-_plain(v) := v if not _has_set(v)
-
 _plain(v) := json.unmarshal(json.marshal(v)) if _has_set(v)
+
+else := v
 
 _has_set(v) if {
 	walk(v, [_, x])
 	is_set(x)
 }
 
-_named_scalar(key, v) if {
-	_scalar(v)
-	secret_key(key)
-}
-
-_scalar(v) if is_number(v)
-
 _scalar(v) if {
-	is_string(v)
+	type_name(v) in {"number", "string"}
 	v != ""
 }
 
 _by_name(v) := _marker("by key name", v) if is_string(v)
 
-_by_name(v) := _marker("by key name", json.marshal(v)) if is_number(v)
+else := _marker("by key name", json.marshal(v)) if is_number(v)
 
-_marker(kind, s) := sprintf("[REDACTED %s, %d chars]", [kind, count(trim(s, _table.trim))]) if _have_table
-
-_marker(kind, s) := sprintf("[REDACTED %s, %d chars]", [kind, count(s)]) if not _have_table
+_marker(kind, s) := sprintf("[REDACTED %s, %d chars]", [kind, count(trim(s, _table.trim))]) if {
+	_have_table
+} else := sprintf("[REDACTED %s, %d chars]", [kind, count(s)])
 
 # _tree replaces the strings and numbers of a composite one by one, then
 # renames its secret-shaped keys, the deepest first (two keys redacted
@@ -131,16 +113,12 @@ _tree(key, v, known) := json.patch(v, array.concat(
 	])],
 ))
 
-_leaf(key, p, x, _) := _by_name(x) if _named_path(key, p)
-
-_leaf(key, p, x, known) := scrub(x, known) if {
+_leaf(key, p, x, known) := _by_name(x) if {
+	_named_path(key, p)
+} else := scrub(x, known) if {
 	is_string(x)
-	not _named_path(key, p)
-}
-
-_leaf(key, p, x, _) := x if {
+} else := x if {
 	is_number(x)
-	not _named_path(key, p)
 }
 
 _named_path(key, _) if secret_key(key)
@@ -157,13 +135,13 @@ redact_key(k) := redact(k)
 
 # redact_pointer returns a JSON Pointer as it may be echoed: each key as
 # redact_key shows it.
-redact_pointer(ptr) := ptr if not _suspect(ptr)
-
 redact_pointer(ptr) := concat("/", [_token(t) | some t in split(ptr, "/")]) if _suspect(ptr)
 
-_token(t) := t if not _suspect(t)
+else := ptr
 
-_token(t) := _escape(redact(replace(replace(t, "~1", "/"), "~0", "~"))) if _suspect(t)
+_token(t) := _escape(redact(unescape(t))) if _suspect(t)
+
+else := t
 
 # METADATA
 # title: The secret table
@@ -191,13 +169,14 @@ _schemes := {x | some x in _table.schemes}
 # match has nothing to redact.
 _any := concat("|", array.concat([sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes], [_table.entropy.run]))
 
-_suspect(_) if not _have_table
+_suspect(s) if not predicates.plain_text(s)
 
-_suspect(s) if count(s) > _table.maxScan
-
-_suspect(s) if {
+# shapeless holds when the table is loaded and s, short enough to be
+# searched (maxScan characters), matches none of its shapes and runs.
+shapeless(s) if {
+	_have_table
 	count(s) <= _table.maxScan
-	regex.match(_any, s)
+	not regex.match(_any, s)
 }
 
 # secret_key is true when a key names a secret: its normalised form (lower
@@ -240,25 +219,14 @@ scrub(s, known) := s if {
 	_have_table
 	count(known) == 0
 	not _suspect(s)
-}
-
-scrub(s, known) := _apply(s, _hits(s, known)) if {
-	_have_table
-	count(s) <= _table.maxScan
-	_scrub_needed(s, known)
-}
-
-# A string longer than maxScan is not searched: it is shown as its size.
-scrub(s, _) := _marker("long value", s) if {
-	_have_table
+} else := _marker("no secret table", s) if {
+	not _have_table
+} else := _marker("long value", s) if {
+	# a string longer than maxScan is not searched: it is shown as its size
 	count(s) > _table.maxScan
+} else := _apply(s, _hits(s, known)) if {
+	count(s) <= _table.maxScan
 }
-
-scrub(s, _) := _marker("no secret table", s) if not _have_table
-
-_scrub_needed(_, known) if count(known) > 0
-
-_scrub_needed(s, _) if _suspect(s)
 
 # _hits is every secret text found in s → [rank, kind]: the lowest-ranked
 # finder names it (known secrets -1, shapes by their place in the table,
@@ -452,7 +420,12 @@ list(names, n) := sprintf("%s and %d more", [
 # pair of letters, "tial" for "tail"). Ties go to the first in sort order.
 nearest(key, candidates) := best if {
 	k := _shape(key)
-	scored := [[0 - l, c] | some c in candidates; l := _likeness(k, _candidate(c)); l >= 0.5]
+	scored := [[0 - l, c] |
+		some c in candidates
+		b := _candidate(c)
+		l := max([(2 * count(k.bigrams & b.bigrams)) / (count(k.bigrams) + count(b.bigrams)), 0.9 * to_number(k.letters == b.letters)])
+		l >= 0.5
+	]
 	count(scored) > 0
 	best := sort(scored)[0][1]
 } else := ""
@@ -474,10 +447,12 @@ _shape(s) := {
 #   memo: true
 _candidate(s) := _shape(s)
 
-_likeness(a, b) := max([
-	(2 * count(a.bigrams & b.bigrams)) / (count(a.bigrams) + count(b.bigrams)),
-	0.9 * to_number(a.letters == b.letters),
-])
+# unescape is a JSON Pointer token's key ("~1" is "/", "~0" is "~"). OPA's
+# replace builds a strings.Replacer on every call: only a token that
+# holds "~" is replaced.
+unescape(t) := replace(replace(t, "~1", "/"), "~0", "~") if contains(t, "~")
+
+else := t
 
 # pointer renders a key path as a JSON Pointer.
 pointer(path) := concat("", [sprintf("/%s", [_escape(seg)]) | some seg in path])
@@ -488,15 +463,8 @@ _escape(seg) := seg if {
 	is_string(seg)
 	not contains(seg, "~")
 	not contains(seg, "/")
-}
-
-_escape(seg) := replace(replace(seg, "~", "~0"), "/", "~1") if {
+} else := replace(replace(seg, "~", "~0"), "/", "~1") if {
 	is_string(seg)
-	_needs_escape(seg)
+} else := format_int(seg, 10) if {
+	is_number(seg)
 }
-
-_needs_escape(seg) if contains(seg, "~")
-
-_needs_escape(seg) if contains(seg, "/")
-
-_escape(seg) := format_int(seg, 10) if is_number(seg)

@@ -12,12 +12,16 @@ import data.mcpx.lib.config
 # title: DestructiveNeedsConfirmation
 # custom:
 #   code: DestructiveNeedsConfirmation
-ask contains {
-	"code": "DestructiveNeedsConfirmation",
-	"step": "destructive_floor",
-	"message": sprintf("%s may be destructive (destructiveHint is not false) and policy.confirmDestructive asks for every destructive write", [call.label]),
-} if {
+ask contains confirmation(call.label) if {
 	config.global.confirmDestructive == true
 	call.destructive
 	config.write_mode != "deny"
+}
+
+# confirmation is this step's reason for a call labelled label (lib.plan
+# renders it once per tool with the same function).
+confirmation(label) := {
+	"code": "DestructiveNeedsConfirmation",
+	"step": "destructive_floor",
+	"message": sprintf("%s may be destructive (destructiveHint is not false) and policy.confirmDestructive asks for every destructive write", [label]),
 }

@@ -17,8 +17,12 @@ hidden := config.facts.hidden
 # title: HiddenTool
 # custom:
 #   code: HiddenTool
-deny contains {
+deny contains reason(req.doc.server, req.doc.tool) if hidden
+
+# reason is this step's reason for tool on server (lib.plan renders it
+# once per tool with the same function).
+reason(server, tool) := {
 	"code": "HiddenTool",
 	"step": "hidden",
-	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(req.doc.tool), json.marshal(req.doc.server)]),
-} if hidden
+	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(tool), json.marshal(server)]),
+}

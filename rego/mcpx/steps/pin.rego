@@ -19,11 +19,13 @@ import data.mcpx.lib.call
 import data.mcpx.lib.config
 import data.mcpx.lib.req
 
-# mode is the call's server's pinTools mode: its own, else the pool's,
-# else off.
-mode := [m |
+# mode is the call's server's pinTools mode (mode_of).
+mode := mode_of(req.doc.server)
+
+# mode_of is server's pinTools mode: its own, else the pool's, else off.
+mode_of(server) := [m |
 	some m in [
-		object.get(object.get(object.get(config.global, "servers", {}), req.doc.server, {}), "pinTools", null),
+		object.get(object.get(object.get(config.global, "servers", {}), server, {}), "pinTools", null),
 		object.get(config.pool, "pinTools", null),
 		"off",
 	]
@@ -84,28 +86,28 @@ problems contains "input.tool.pin must be an object" if {
 	not is_object(_raw_pin)
 }
 
-problems contains sprintf("input.tool.pin.status %s is not ok, new, changed or error", [json.marshal(object.get(_raw_pin, "status", null))]) if {
+problems contains sprintf("input.tool.pin.status %s is not ok, new, changed or error", [json.marshal(object.get(_pin_object, "status", null))]) if {
 	_on
 	is_object(_raw_pin)
-	not object.get(_raw_pin, "status", null) in {"ok", "new", "changed", "error"}
+	not object.get(_pin_object, "status", null) in {"ok", "new", "changed", "error"}
 }
 
 problems contains sprintf("input.tool.pin.%s must be a SHA-256 in lowercase hex", [key]) if {
 	_on
-	object.get(_raw_pin, "status", null) == "changed"
+	object.get(_pin_object, "status", null) == "changed"
 	some key in ["sha256", "pinned_sha256"]
 	not _hex_sha256(object.get(_raw_pin, key, null))
 }
 
 problems contains "input.tool.pin.changed must be a list of field names" if {
 	_on
-	object.get(_raw_pin, "status", null) == "changed"
+	object.get(_pin_object, "status", null) == "changed"
 	not _names(object.get(_raw_pin, "changed", []))
 }
 
 problems contains "input.tool.pin.error must be a string" if {
 	_on
-	object.get(_raw_pin, "status", null) == "error"
+	object.get(_pin_object, "status", null) == "error"
 	not is_string(object.get(_raw_pin, "error", null))
 }
 
@@ -123,6 +125,12 @@ default _tool_doc := {}
 _tool_doc := input.tool if is_object(input.tool)
 
 _raw_pin := object.get(_tool_doc, "pin", null)
+
+# _pin_object is the pin when it is an object, else empty (the problems
+# read its fields through it: a missing pin is a problem, never an error).
+default _pin_object := {}
+
+_pin_object := _raw_pin if is_object(_raw_pin)
 
 # _pin is the pin as the findings read it, with the defaults a missing
 # optional field takes.

@@ -11,6 +11,7 @@ package mcpx.steps.rules
 
 import data.mcpx.lib.call
 import data.mcpx.lib.config
+import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 
@@ -24,18 +25,18 @@ matched := config.facts.matched
 # or an object there (RFC 6901), so the loader compiles both; JSON objects
 # have only string keys and arrays only number indexes, so at most one
 # reading finds a value.
-# It is one complete object, built once per call: as a partial rule
-# (targets[pkg][id] := …) every generated package's lookup of targets[pkg]
-# re-ran the body for every matched rule. The matched rules come grouped by
-# package with their compiled pointers from the tool's facts (memoized), so
-# per call only the arguments are read; presence is tested inline (a
-# function call costs OPA ~40 allocations).
-targets := {pkg: by_rule |
+# One package's targets are built when a generated package (or this step)
+# looks them up, once per call; a package the rules predicate vouches for
+# is never looked up (its targets cannot fail). The matched rules come
+# grouped by package with their compiled pointers from the tool's facts
+# (memoized), so per call only the arguments are read; presence is tested
+# inline (a function call costs OPA ~40 allocations).
+targets[pkg] := by_rule if {
 	some pkg, rules in config.facts.packages
 	by_rule := {r.id: {"value": v, "path": r.pointer} |
 		some r in rules
 		some path in r.paths
-		v := object.get(req.doc.args, path, _absent)
+		v := object.get(req.call.args, path, _absent)
 		v != _absent
 	}
 	count(by_rule) > 0
@@ -55,22 +56,31 @@ _present(args, paths) if {
 # policy does not hold (a broken bundle) or whose compiled entry is
 # incomplete, or a rule that reported violations without becoming a reason.
 problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) |
-	some pkg, by_rule in targets
+	some pkg in _unvouched # package_accepts holds only for a package the policy has
+	by_rule := targets[pkg]
 	not data.mcpx.rules[pkg].violations
 	some id, _ in by_rule
 } | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and paths", [id]) |
 	some id in config.facts.missing_rules
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
+# _unvouched are the matched packages the rules predicate does not vouch
+# for (lib.predicates.package_accepts: all its targets valid, so no
+# violation): only these are evaluated.
+_unvouched contains pkg if {
+	some pkg, _ in config.facts.packages
+	not predicates.package_accepts(pkg)
+}
+
 _violations[id] := vs if {
-	some pkg, _ in targets
+	some pkg in _unvouched
 	some id, vs in data.mcpx.rules[pkg].violations
 	count(vs) > 0
 }
 
 _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required", "expected": true}] if {
 	some r in config.facts.required
-	not _present(req.doc.args, r.paths)
+	not _present(req.call.args, r.paths)
 }
 
 # METADATA
@@ -88,6 +98,10 @@ deny contains {
 	vs := [_violation(_normal(v), ref) | some v in raw]
 }
 
+# METADATA
+# description: A rule's reference in its violations (the config's alone).
+# custom:
+#   memo: true
 _rule_ref(id) := {
 	"id": id,
 	"origin": object.get(data.mcpx.config.rules[id], "origin", "?"),
@@ -95,12 +109,14 @@ _rule_ref(id) := {
 }
 
 # _normal gives a generated violation every field the message needs.
+# (Functions of several exclusive cases are else-chains here: OPA stops at
+# the case that holds instead of trying every one.)
 _normal(v) := object.union(
 	{"path": "", "value": null, "constraint": "unknown", "expected": null},
 	{k: x | some k, x in v; k in {"path", "value", "constraint", "expected", "detail"}},
 ) if is_object(v)
 
-_normal(v) := {"path": "", "value": v, "constraint": "unknown", "expected": null} if not is_object(v)
+else := {"path": "", "value": v, "constraint": "unknown", "expected": null}
 
 # _violation is a violation as it may be echoed: the value redacted, then
 # cut (text.show, judged by the key it sits under); secret-shaped keys in
@@ -109,26 +125,26 @@ _violation(v, ref) := object.union(v, object.union(
 	{
 		"path": text.redact_pointer(v.path),
 		"value": text.show(_last_key(v.path), v.value),
-		"expected": text.value("", v.expected, set()),
+		"expected": text.echo("", v.expected),
 		"rule": ref,
 	},
 	{"detail": text.redact(d) | d := v.detail; is_string(d)},
 ))
 
-_last_key(ptr) := replace(replace(parts[count(parts) - 1], "~1", "/"), "~0", "~") if {
+_last_key(ptr) := text.unescape(parts[count(parts) - 1]) if {
 	parts := split(ptr, "/")
 	count(parts) > 1
+} else := "" if {
+	ptr == ""
 }
 
-_last_key(ptr) := "" if ptr == ""
+_phrase(v) := sprintf("%s %s", [_where(v.path), _constraint(v)]) if {
+	_silent_value(v.constraint)
+} else := sprintf("%s %s %s", [_where(v.path), _value_text(v.value), _constraint(v)])
 
-_phrase(v) := sprintf("%s %s", [_where(v.path), _constraint(v)]) if _silent_value(v.constraint)
+_where(p) := "arguments" if p == ""
 
-_phrase(v) := sprintf("%s %s %s", [_where(v.path), _value_text(v.value), _constraint(v)]) if not _silent_value(v.constraint)
-
-_where("") := "arguments"
-
-_where(p) := p if p != ""
+else := p
 
 _value_text(v) := json.marshal(v)
 
@@ -138,7 +154,7 @@ _constraint(v) := sprintf("%s%s", [_base(v), _detail(v)])
 
 _detail(v) := sprintf(" (%s)", [v.detail]) if is_string(object.get(v, "detail", null))
 
-_detail(v) := "" if not is_string(object.get(v, "detail", null))
+else := ""
 
 _templates := {
 	"type": "is not of type %s",
@@ -169,26 +185,18 @@ _templates := {
 	"false": "is not allowed (false schema)",
 }
 
-_base(v) := "is missing" if {
+_base(v) := sprintf(t, [_expected_text(v.expected)]) if {
+	t := _templates[v.constraint] # "required" has none
+	contains(t, "%s") # each template has one %s or none
+} else := _templates[v.constraint] if {
+	_ = _templates[v.constraint]
+} else := "is missing" if {
 	v.constraint == "required"
 	v.expected == true
-}
-
-_base(v) := sprintf("lacks required properties %s", [json.marshal(v.expected)]) if {
+} else := sprintf("lacks required properties %s", [json.marshal(v.expected)]) if {
 	v.constraint == "required"
-	v.expected != true
-}
-
-_base(v) := replace(_templates[v.constraint], "%s", _expected_text(v.expected)) if {
-	v.constraint != "required"
-	_ = _templates[v.constraint]
-}
-
-_base(v) := sprintf("fails %s %s", [v.constraint, json.marshal(v.expected)]) if {
-	v.constraint != "required"
-	not _templates[v.constraint]
-}
+} else := sprintf("fails %s %s", [v.constraint, json.marshal(v.expected)])
 
 _expected_text(e) := e if is_string(e)
 
-_expected_text(e) := json.marshal(e) if not is_string(e)
+else := json.marshal(e)

@@ -11,6 +11,7 @@ package mcpx.steps.unknown_args
 
 import data.mcpx.lib.call
 import data.mcpx.lib.config
+import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 import data.mcpx.lib.tool
@@ -30,13 +31,13 @@ else := sort([u | some u in _unknown])
 # schema has no "properties" key anywhere below, or an object of scalars
 # whose own plain schema declares each of its keys. When it holds, the full
 # rules below find nothing; when it does not, they decide.
-_none if not req.doc.has_schema
+_none if not req.call.has_schema
 
 _none if {
-	f := tool.schema_facts(req.doc.schema)
-	count((object.keys(req.doc.args) - f.declared) - config.facts.exempt) == 0
-	every k in {k | some k, v in req.doc.args; type_name(v) in {"object", "array"}} - f.free {
-		v := req.doc.args[k]
+	f := tool.schema_facts(req.call.schema)
+	count((object.keys(req.call.args) - f.declared) - config.facts.exempt) == 0
+	every k in {k | some k, v in req.call.args; type_name(v) in {"object", "array"}} - f.free {
+		v := req.call.args[k]
 		is_object(v)
 		count(object.keys(v) - f.nested[k]) == 0
 		every x in v {
@@ -48,27 +49,33 @@ _none if {
 _scalars := {"string", "number", "boolean", "null"}
 
 _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
-	req.doc.has_schema
-	not _open(req.doc.schema)
-	some k, _ in req.doc.args
+	req.call.has_schema
+	not _open(req.call.schema)
+	some k, _ in req.call.args
 	not k in _top_declared
 	not k in config.facts.exempt
 }
 
-_top_declared := _declared(req.doc.schema)
+_top_declared := _declared(req.call.schema)
 
-# Nested objects: only an argument that is an object or an array, and whose
-# schema has a "properties" key somewhere inside, can hold a closed object
-# below it; the others are not walked (the check is the same, just cheaper).
-_unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text.pointer(path), "key": k} if {
-	req.doc.has_schema
-	some top, top_value in req.doc.args
-	_container(top_value)
+_unknown contains u if {
+	not predicates.nested_keys_known
+	some u in nested
+}
+
+# nested are the unknown keys inside nested objects. Only an argument that
+# is an object or an array, and whose schema has a "properties" key
+# somewhere inside, can hold a closed object below it; the others are not
+# walked (the check is the same, just cheaper).
+nested contains {"path": text.pointer(array.concat(path, [k])), "parent": text.pointer(path), "key": k} if {
+	req.call.has_schema
+	some top, top_value in req.call.args
+	type_name(top_value) in {"object", "array"}
 	_nests(top)
 	walk(top_value, [rest, value])
 	is_object(value)
 	path := array.concat([top], rest)
-	sub := object.get(req.doc.schema, _schema_path(path), null)
+	sub := object.get(req.call.schema, _schema_path(path), null)
 	is_object(sub)
 	is_object(sub.properties)
 	not _open(sub)
@@ -77,20 +84,27 @@ _unknown contains {"path": text.pointer(array.concat(path, [k])), "parent": text
 	not k in config.facts.exempt
 }
 
-_container(v) if is_object(v)
-
-_container(v) if is_array(v)
-
 _nests(top) if {
-	walk(req.doc.schema.properties[top], [p, _])
+	walk(req.call.schema.properties[top], [p, _])
 	count(p) > 0
 	p[count(p) - 1] == "properties"
 }
 
 # valid lists the declared keys of the object at parent.
-valid(parent) := sort(_declared(req.doc.schema)) if parent == ""
+# (Functions of several exclusive cases are else-chains here: OPA stops at
+# the case that holds instead of trying every one.)
+valid(parent) := sorted_declared(req.call.schema) if {
+	parent == ""
+} else := sort(_declared(object.get(req.call.schema, _schema_path(_segments(parent)), {})))
 
-valid(parent) := sort(_declared(object.get(req.doc.schema, _schema_path(_segments(parent)), {}))) if parent != ""
+# METADATA
+# description: |
+#   sorted_declared is a schema's declared keys in order: a function of
+#   the tool's inputSchema alone, so the embedded engine keeps it per
+#   schema (custom memo, ADR 0005).
+# custom:
+#   memo: true
+sorted_declared(schema) := sort(_declared(schema))
 
 _segments(ptr) := [seg |
 	some raw in array.slice(split(ptr, "/"), 1, count(split(ptr, "/")))
@@ -99,7 +113,7 @@ _segments(ptr) := [seg |
 
 _segment(raw) := to_number(raw) if regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
 
-_segment(raw) := replace(replace(raw, "~1", "/"), "~0", "~") if not regex.match(`^(0|[1-9][0-9]{0,8})$`, raw)
+else := text.unescape(raw)
 
 _schema_path(path) := [x |
 	some seg in path
@@ -108,7 +122,7 @@ _schema_path(path) := [x |
 
 _schema_step(seg) := ["properties", seg] if is_string(seg)
 
-_schema_step(seg) := ["items"] if is_number(seg)
+else := ["items"] if is_number(seg)
 
 _open(s) if s.additionalProperties == true
 
@@ -192,34 +206,34 @@ _in(parent) := [u | some u in _shown; u.parent == parent]
 
 _more(parent) := count(unknown) - count(_shown) if parent == _parents[count(_parents) - 1]
 
-_more(parent) := 0 if parent != _parents[count(_parents) - 1]
+else := 0
 
-_keys(parent) := concat(", ", [_key_text(u) | some u in _in(parent)]) if _more(parent) == 0
+_keys(parent) := concat(", ", [_key_text(u) | some u in _in(parent)]) if {
+	_more(parent) == 0
+} else := sprintf("%s and %d more", [concat(", ", [_key_text(u) | some u in _in(parent)]), _more(parent)])
 
-_keys(parent) := sprintf("%s and %d more", [concat(", ", [_key_text(u) | some u in _in(parent)]), _more(parent)]) if _more(parent) > 0
+_key_text(u) := sprintf("%s (did you mean %s?)", [text.quote(text.redact_key(u.key), 80), json.marshal(_suggest(u))]) if {
+	_suggest(u) != ""
+} else := text.quote(text.redact_key(u.key), 80)
 
-_key_text(u) := sprintf("%s (did you mean %s?)", [text.quote(text.redact_key(u.key), 80), json.marshal(_suggest(u))]) if _suggest(u) != ""
-
-_key_text(u) := text.quote(text.redact_key(u.key), 80) if _suggest(u) == ""
-
-_noun("", n) := "argument" if n == 1
-
-_noun("", n) := "arguments" if n > 1
-
-_noun(parent, n) := sprintf("key in %s", [text.redact_pointer(parent)]) if {
+_noun(parent, n) := "argument" if {
+	parent == ""
+	n == 1
+} else := "arguments" if {
+	parent == ""
+	n > 1
+} else := sprintf("key in %s", [text.redact_pointer(parent)]) if {
 	parent != ""
 	n == 1
-}
-
-_noun(parent, n) := sprintf("keys in %s", [text.redact_pointer(parent)]) if {
+} else := sprintf("keys in %s", [text.redact_pointer(parent)]) if {
 	parent != ""
 	n > 1
 }
 
-_where("") := "arguments"
+_where(parent) := "arguments" if parent == ""
 
-_where(parent) := sprintf("keys in %s", [text.redact_pointer(parent)]) if parent != ""
+else := sprintf("keys in %s", [text.redact_pointer(parent)])
 
 _valid_text(parent) := "none" if count(valid(parent)) == 0
 
-_valid_text(parent) := concat(", ", [json.marshal(k) | some k in valid(parent)]) if count(valid(parent)) > 0
+else := concat(", ", [json.marshal(k) | some k in valid(parent)])

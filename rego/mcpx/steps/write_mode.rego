@@ -15,12 +15,7 @@ import data.mcpx.lib.req
 # title: WriteDenied
 # custom:
 #   code: WriteDenied
-deny contains {
-	"code": "WriteDenied",
-	"step": "write_mode",
-	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [call.label, req.doc.server]),
-	"details": {"mode": "deny"},
-} if {
+deny contains denied(req.doc.server, call.label) if {
 	call.write
 	config.write_mode == "deny"
 }
@@ -29,12 +24,23 @@ deny contains {
 # title: WriteNeedsConfirmation
 # custom:
 #   code: WriteNeedsConfirmation
-ask contains {
-	"code": "WriteNeedsConfirmation",
-	"step": "write_mode",
-	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [call.label, req.doc.server]),
-	"details": {"mode": "ask"},
-} if {
+ask contains confirmation(req.doc.server, call.label) if {
 	call.write
 	config.write_mode == "ask"
+}
+
+# denied and confirmation are this step's reasons for a call labelled label
+# on server; lib.plan renders them once per tool with the same functions.
+denied(server, label) := {
+	"code": "WriteDenied",
+	"step": "write_mode",
+	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [label, server]),
+	"details": {"mode": "deny"},
+}
+
+confirmation(server, label) := {
+	"code": "WriteNeedsConfirmation",
+	"step": "write_mode",
+	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [label, server]),
+	"details": {"mode": "ask"},
 }

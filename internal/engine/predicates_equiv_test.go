@@ -1,0 +1,534 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/bench"
+	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
+	"github.com/mcpx/mcpx-policy/internal/render"
+	regofiles "github.com/mcpx/mcpx-policy/rego"
+)
+
+// harness asks every engine-only predicate of lib.predicates on the input:
+// the rules as booleans, package_accepts for each of the tool's matched
+// packages, plain_text for every string and key of the input, plain_value
+// for every value of the arguments under its key. Evaluated on the engine
+// (the predicates answered in Go) and on the same policy as stock OPA
+// evaluates a bundle (the predicates in Rego).
+const harness = `package mcpx_predicates_harness
+
+import data.mcpx.lib.predicates
+
+answers := {
+	"well_formed": well_formed,
+	"no_unknown_args": no_unknown_args,
+	"nested_keys_known": nested_keys_known,
+	"rules_accept": rules_accept,
+	"common_case": common_case,
+	"package_accepts": package_accepts,
+	"plain_text": plain_text,
+	"plain_value": plain_value,
+}
+
+well_formed := true if predicates.well_formed else := false
+
+no_unknown_args := true if predicates.no_unknown_args else := false
+
+nested_keys_known := true if predicates.nested_keys_known else := false
+
+rules_accept := true if predicates.rules_accept else := false
+
+common_case := true if predicates.common_case else := false
+
+package_accepts := {pkg | some pkg, _ in object.get(_facts, "packages", {}); predicates.package_accepts(pkg)}
+
+_facts := data.mcpx.lib.tool.facts(input.server, input.tool.name) if {
+	is_string(input.server)
+	is_string(input.tool.name)
+} else := {}
+
+plain_text := {s | some s in _strings; predicates.plain_text(s)}
+
+_strings contains s if {
+	walk(input, [_, s])
+	is_string(s)
+}
+
+_strings contains k if {
+	walk(input, [p, _])
+	count(p) > 0
+	k := p[count(p) - 1]
+	is_string(k)
+}
+
+plain_value := {[k, v] | some [k, v] in _values; predicates.plain_value(k, v)}
+
+_values contains [_key(p), v] if {
+	is_object(input)
+	walk(object.get(input, "args", {}), [p, v])
+}
+
+_key(p) := p[count(p) - 1] if {
+	count(p) > 0
+	is_string(p[count(p) - 1])
+} else := ""
+`
+
+const harnessQuery = "data.mcpx_predicates_harness.answers"
+
+// checker evaluates the harness both ways on one policy.
+type checker struct {
+	eng   *engine.Engine
+	stock rego.PreparedEvalQuery
+}
+
+func newChecker(t testing.TB, p engine.Policy) *checker {
+	t.Helper()
+	mods := map[string]string{"mcpx_predicates_harness.rego": harness}
+	for n, src := range p.Modules {
+		mods[n] = src
+	}
+	p.Modules = mods
+	eng, err := engine.PrepareQuery(context.Background(), p, harnessQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(map[string]any{"mcpx": p.Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&data); err != nil {
+		t.Fatal(err)
+	}
+	opts := []func(*rego.Rego){rego.Query(harnessQuery), rego.Store(inmem.NewFromObject(data)), rego.SetRegoVersion(ast.RegoV1)}
+	for n, src := range mods {
+		opts = append(opts, rego.Module(n, src))
+	}
+	stock, err := rego.New(opts...).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &checker{eng: eng, stock: stock}
+}
+
+// check requires every predicate the engine answers yes to hold in Rego
+// too, for the input in (or, with a call, the input the engine builds for
+// it, its arguments read as the caller's values). It returns how many
+// yes answers the engine gave.
+func (c *checker) check(t testing.TB, what string, in ast.Value, call *decision.Call, led *engine.Ledger) int {
+	t.Helper()
+	ctx := context.Background()
+	if call != nil {
+		var err error
+		if in, err = engine.Input(*call, led); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	goRes, err := c.eng.Results(ctx, in, call, led)
+	if err != nil || len(goRes) != 1 {
+		t.Fatalf("%s: engine: %v %v", what, goRes, err)
+	}
+	doc, err := ast.JSON(in)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	regoRes, err := c.stock.Eval(ctx, rego.EvalInput(doc))
+	if err != nil || len(regoRes) != 1 {
+		t.Fatalf("%s: stock: %v %v", what, regoRes, err)
+	}
+	g := normal(t, goRes[0])
+	r := normal(t, regoRes[0].Expressions[0].Value)
+	yes := 0
+	for _, name := range []string{"well_formed", "no_unknown_args", "nested_keys_known", "rules_accept", "common_case"} {
+		if g[name] == true {
+			yes++
+			if r[name] != true {
+				t.Errorf("%s: %s: the engine says yes, Rego says no\ninput: %s", what, name, cut(in.String()))
+			}
+		}
+	}
+	for _, name := range []string{"package_accepts", "plain_text", "plain_value"} {
+		gs, rs := g[name].([]any), r[name].([]any)
+		have := map[string]bool{}
+		for _, x := range rs {
+			have[key(x)] = true
+		}
+		for _, x := range gs {
+			yes++
+			if !have[key(x)] {
+				t.Errorf("%s: %s(%s): the engine says yes, Rego says no\ninput: %s", what, name, cut(key(x)), cut(in.String()))
+			}
+		}
+	}
+	return yes
+}
+
+// normal is v as decoded JSON with sets as sorted arrays.
+func normal(t testing.TB, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func key(x any) string {
+	b, _ := json.Marshal(x)
+	return string(b)
+}
+
+func cut(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "…"
+	}
+	return s
+}
+
+// policyOf compiles the config at path as the SDK does.
+func policyOf(t testing.TB, paths ...string) engine.Policy {
+	t.Helper()
+	c, err := bundle.Load(bundle.LoadOptions{Paths: paths, Env: []string{}, SchemaCompiler: schemarego.Compile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcpxpolicy.Policy(c)
+}
+
+// TestPredicatesImplyRegoOnWorkloads: on the M and L reference calls, with
+// callers' modes, ledger entries and missing annotations mixed in, every
+// engine-only predicate the engine answers yes to holds in Rego.
+func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the M and L workloads")
+	}
+	for _, tc := range []struct {
+		shape bench.Shape
+		calls int
+	}{{bench.M, 2000}, {bench.L, 500}} {
+		t.Run(tc.shape.Name, func(t *testing.T) {
+			w := bench.Generate(tc.shape)
+			opts, err := w.Options(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newChecker(t, policyOf(t, opts.ConfigPaths...))
+			yes := 0
+			for i := 0; i < tc.calls; i++ {
+				call, led := variant(i, w.Call(i))
+				yes += c.check(t, fmt.Sprintf("%s call %d", tc.shape.Name, i), nil, &call, led)
+				if t.Failed() {
+					return
+				}
+			}
+			t.Logf("%d calls, %d yes answers of the engine, each held in Rego", tc.calls, yes)
+		})
+	}
+}
+
+// variant mixes into call i the variations a gateway sees (as
+// internal/bench's equivalence test does).
+func variant(i int, c decision.Call) (decision.Call, *engine.Ledger) {
+	led := &engine.Ledger{}
+	switch {
+	case i%3 == 1:
+		c.Mode = []string{"ask", "allow", "deny"}[i%9/3]
+	case i%13 == 0:
+		led.Entries = []decision.LedgerEntry{{ID: "e1", Server: c.Server, Tool: c.Tool.Name, ArgsSHA256: "ab12", Time: "2026-11-30T10:00:00Z", Surface: "mcp"}}
+		led.Total = 3
+	case i%17 == 0:
+		led.Unreadable = "corrupt or unreadable"
+	case i%19 == 0:
+		c.Tool.Annotations = nil
+	}
+	return c, led
+}
+
+// TestPredicatesImplyRegoOnTheSuite: every schema of the official JSON
+// Schema suite the compiler accepts becomes a rule; on every case, the
+// engine's rules predicates (santhosh v6) vouch only for values the
+// generated Rego accepts.
+func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the suite")
+	}
+	dir := t.TempDir()
+	var rules strings.Builder
+	type suiteCase struct {
+		name, tool string
+		data       any
+	}
+	var cases []suiteCase
+	for _, f := range jsonsuite.Files(t) {
+		for gi, g := range f.Groups {
+			tool := strings.NewReplacer("-", "_", ".", "_").Replace(fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json")))
+			rule := fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)
+			probe := filepath.Join(dir, "probe.yaml")
+			if err := os.WriteFile(probe, []byte("version: 1\nservers:\n  s:\n    argumentRules:\n"+rule), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: []string{probe}, Env: []string{}}); err != nil {
+				continue
+			}
+			rules.WriteString(rule)
+			for _, c := range g.Tests {
+				var v any
+				dec := json.NewDecoder(bytes.NewReader(c.Data))
+				dec.UseNumber()
+				if err := dec.Decode(&v); err != nil {
+					t.Fatal(err)
+				}
+				cases = append(cases, suiteCase{name: f.Name + "/" + g.Description + "/" + c.Description, tool: tool, data: v})
+			}
+		}
+	}
+	cfg := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(cfg, []byte("version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  s:\n    argumentRules:\n"+rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newChecker(t, policyOf(t, cfg))
+	yes := 0
+	t0 := true
+	for _, sc := range cases {
+		call := decision.Call{Server: "s", Tool: decision.Tool{Name: sc.tool, Annotations: &decision.Annotations{ReadOnlyHint: &t0}}, Args: map[string]any{"v": sc.data}}
+		yes += c.check(t, sc.name, nil, &call, &engine.Ledger{})
+	}
+	t.Logf("%d suite cases, %d yes answers of the engine, each held in Rego", len(cases), yes)
+	if len(cases) < 1100 {
+		t.Errorf("only %d suite cases", len(cases))
+	}
+}
+
+// TestPredicatesImplyRegoOnTheRegoTests runs the policy's own Rego tests
+// (rego/), gathers every input any of them evaluates, and on each, against
+// the test fixtures' config, requires every predicate the engine answers
+// yes to hold in Rego. The fixtures' hand-written rule packages stand for
+// the schemas named in their comments.
+func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the Rego tests with tracing")
+	}
+	ctx := context.Background()
+	mods, store, err := tester.Load([]string{"../../rego"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := tester.NewRunner().SetStore(store).EnableTracing(true).SetTimeout(10*time.Minute).Run(ctx, mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]ast.Value{}
+	tests := 0
+	for r := range ch {
+		tests++
+		if r.Fail || r.Error != nil {
+			t.Errorf("rego test %s.%s: fail %v, error %v", r.Package, r.Name, r.Fail, r.Error)
+		}
+		for _, ev := range r.Trace {
+			addInput(inputs, ev)
+		}
+	}
+	// the fixtures' config and the policy with the fixtures' packages
+	var config any
+	{
+		opts := []func(*rego.Rego){rego.Query("data.mcpx.testdata.config"), rego.SetRegoVersion(ast.RegoV1)}
+		for _, m := range mods {
+			opts = append(opts, rego.ParsedModule(m))
+		}
+		rs, err := rego.New(opts...).Eval(ctx)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("fixture config: %v %v", rs, err)
+		}
+		config = rs[0].Expressions[0].Value
+	}
+	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": render.SecretsData()}, Schemas: map[string]any{
+		"test_workspace":   map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/workspace/"}}},
+		"test_const_false": map[string]any{"const": false},
+	}}
+	for name := range mods {
+		if strings.Contains(name, "/testdata/rules/") {
+			src, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Modules[filepath.Base(name)] = string(src)
+		}
+	}
+	c := newChecker(t, p)
+	keys := make([]string, 0, len(inputs))
+	for k := range inputs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	yes := 0
+	for _, k := range keys {
+		yes += c.check(t, "rego test input", inputs[k], nil, nil)
+	}
+	t.Logf("%d Rego tests, %d distinct inputs, %d yes answers of the engine, each held in Rego", tests, len(inputs), yes)
+	if len(inputs) < 100 {
+		t.Errorf("only %d inputs gathered from the Rego tests", len(inputs))
+	}
+}
+
+func addInput(inputs map[string]ast.Value, ev *topdown.Event) {
+	in := ev.Input()
+	if in == nil {
+		return
+	}
+	k := in.String()
+	if _, ok := inputs[k]; !ok {
+		inputs[k] = in.Value
+	}
+}
+
+// fuzzConfig has rules over the keywords whose Go and Rego readings could
+// part (numbers, patterns, uniqueness, nested objects, combinators), every
+// unknown-arguments mode, exempt keys, hidden and write patterns.
+const fuzzConfig = `version: 1
+policy:
+  write: ask
+  confirmDestructive: true
+  unknownArgs: reject
+  exemptArgs: ["cursor"]
+pool:
+  hiddenTools: ["admin_*"]
+  argumentRules:
+    - id: path
+      tools: ["*"]
+      schema: {"properties": {"path": {"type": "string", "pattern": "^/(workspace|tmp)/", "maxLength": 64}}}
+    - id: n
+      tools: ["*"]
+      argument: n
+      schema: {"type": "number", "multipleOf": 0.01, "exclusiveMinimum": -1e3, "maximum": 9007199254740992}
+    - id: tags
+      tools: ["*"]
+      argument: tags
+      schema: {"type": "array", "uniqueItems": true, "maxItems": 6, "items": {"type": ["string", "number"], "minLength": 1}}
+    - id: opt
+      tools: ["*"]
+      argument: /o/x
+      schema: {"enum": [1, "1", true, null, {"a": [1.0]}]}
+    - id: obj
+      tools: ["*"]
+      argument: o
+      schema: {"type": "object", "properties": {"x": {}, "y": {"type": "integer"}}, "additionalProperties": false, "minProperties": 1, "propertyNames": {"pattern": "^[a-z]+$"}}
+    - id: combo
+      tools: ["combo"]
+      schema: {"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "not": {"required": ["c"]}, "if": {"properties": {"a": {"const": 0}}}, "then": {"required": ["d"]}}
+    - id: need
+      tools: ["need"]
+      argument: k
+      required: true
+      schema: {"type": "string", "minLength": 2}
+servers:
+  s:
+    unknownArgsTools: [{tools: ["loose"], mode: "off"}, {tools: ["warned"], mode: "warn"}]
+    writeTools: ["/^w/"]
+`
+
+// fuzzTools are the tools a fuzzed call names: no schema, a plain closed
+// one with nested properties, an open one, one with patternProperties and
+// a $ref, and the names the rules and patterns single out.
+var fuzzTools = []decision.Tool{
+	{Name: "plain"},
+	{Name: "closed", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"path": map[string]any{"type": "string"}, "n": map[string]any{}, "tags": map[string]any{"type": "array"},
+		"o":    map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{}, "y": map[string]any{}}},
+		"m":    map[string]any{"type": "object", "additionalProperties": true},
+		"deep": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"z": map[string]any{}}}},
+	}}},
+	{Name: "loose", InputSchema: map[string]any{"properties": map[string]any{"a": map[string]any{}}, "additionalProperties": true}},
+	{Name: "warned", InputSchema: map[string]any{"properties": map[string]any{"a": map[string]any{}}, "patternProperties": map[string]any{"^x": map[string]any{}}}},
+	{Name: "combo", InputSchema: map[string]any{"$ref": "#/$defs/x", "$defs": map[string]any{"x": map[string]any{"properties": map[string]any{"a": map[string]any{}}}}}},
+	{Name: "need", InputSchema: map[string]any{"properties": map[string]any{"k": map[string]any{}, "token": map[string]any{}}}},
+	{Name: "wfile"},
+	{Name: "admin_x"},
+}
+
+// FuzzPredicates: for fuzzed arguments on the tools above (with fuzzed
+// annotations and caller modes), and for fuzzed whole input documents,
+// every predicate the engine answers yes to holds in Rego. Run it long at
+// the end of a change: go test -run '^$' -fuzz FuzzPredicates -fuzztime 10m -parallel 1 ./internal/engine/
+func FuzzPredicates(f *testing.F) {
+	for _, seed := range []string{
+		`{"path": "/workspace/a", "n": 1.25, "tags": ["a", 1, "b"], "o": {"x": 1, "y": 2}}`,
+		`{"path": "/etc/x", "n": 0.005, "tags": ["a", "a"], "o": {"x": {"a": [1]}}}`,
+		`{"n": 9007199254740993, "tags": [1, 1.0], "o": {"X": 1}, "cursor": "c"}`,
+		`{"a": 0, "d": 1, "m": {"q": {"r": 1}}, "deep": [{"z": 1, "w": 2}]}`,
+		`{"k": "x", "token": "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "path": "/tmp/Bearer abcdefgh12345"}`,
+		`{"server": "s", "tool": {"name": "closed", "inputSchema": {"properties": {"a": {}}}}, "args": {"a": 1, "b": 2}, "mode": "allow"}`,
+		`{"server": "s", "tool": {"name": "plain", "annotations": {"readOnlyHint": "yes"}}, "args": {}}`,
+		`{"server": 7, "tool": {"name": "plain"}, "args": {"n": 1e400}}`,
+	} {
+		f.Add([]byte(seed), uint8(1), uint8(0))
+	}
+	dir := f.TempDir()
+	cfg := filepath.Join(dir, "fuzz.yaml")
+	if err := os.WriteFile(cfg, []byte(fuzzConfig), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	c := newChecker(f, policyOf(f, cfg))
+	f.Fuzz(func(t *testing.T, raw []byte, toolSel, flags uint8) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return
+		}
+		// the whole document as an input, as a stock OPA would get it
+		if in, err := ast.InterfaceToValue(v); err == nil {
+			c.check(t, "fuzzed input", in, nil, nil)
+		}
+		args, ok := v.(map[string]any)
+		if !ok {
+			args = map[string]any{"v": v}
+		}
+		tool := fuzzTools[int(toolSel)%len(fuzzTools)]
+		yes, no := true, false
+		switch flags % 4 {
+		case 1:
+			tool.Annotations = &decision.Annotations{ReadOnlyHint: &yes}
+		case 2:
+			tool.Annotations = &decision.Annotations{ReadOnlyHint: &no, DestructiveHint: &no}
+		}
+		call := decision.Call{Server: "s", Tool: tool, Args: args, Mode: []string{"", "ask", "allow", "deny"}[flags/4%4]}
+		if _, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args); err != nil {
+			return // no canonical form: the engine denies before asking
+		}
+		c.check(t, "fuzzed call", nil, &call, &engine.Ledger{})
+		in, err := engine.Input(call, &engine.Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.check(t, "fuzzed call as AST", in, nil, nil)
+	})
+}
