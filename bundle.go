@@ -30,7 +30,7 @@ func BundleFiles(opts Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := Policy(compiled)
+	p := policyOf(compiled)
 	if err := engine.CheckOverrides(p.Modules); err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}

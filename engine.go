@@ -149,20 +149,20 @@ func (e *Engine) load(ctx context.Context) (*revision, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.Prepare(ctx, Policy(compiled))
+	eng, err := engine.Prepare(ctx, policyOf(compiled))
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}
 	return &revision{engine: eng, compiled: compiled}, nil
 }
 
-// Policy assembles the static policy and a compiled config into what the
+// policyOf assembles the static policy and a compiled config into what the
 // engine evaluates and a bundle ships: the static and compiled Rego, and
 // under data.mcpx the compiled config and "secrets", the table of secret
 // patterns the policy redacts with (render.Secrets, the same table Go
 // redacts with). Like the static Rego, the table comes with the binary:
 // the revision names the config.
-func Policy(c *bundle.Compiled) engine.Policy {
+func policyOf(c *bundle.Compiled) engine.Policy {
 	mods := rego.Modules()
 	for name, src := range c.Modules {
 		mods[name] = src

@@ -67,18 +67,18 @@ func (h *Handler) decideOrApproved(ctx context.Context, call mcpxpolicy.Call, id
 }
 
 // putOnHold opens an approval request for an ask; any other decision
-// gets none. A request that cannot be made leaves the ask a 428 without
-// one, and says why in approval_error.
-func (h *Handler) putOnHold(call mcpxpolicy.Call, d mcpxpolicy.Decision) DecideResponse {
+// gets none (nil, nil). A request that cannot be made leaves the ask a 428
+// without one, and its error says why in approval_error.
+func (h *Handler) putOnHold(call mcpxpolicy.Call, d mcpxpolicy.Decision) (*mcpxpolicy.ApprovalRequest, error) {
 	if d.Outcome != mcpxpolicy.Ask {
-		return DecideResponse{}
+		return nil, nil
 	}
 	req, err := h.eng.RequestApproval(call, d)
 	if err != nil {
 		h.opts.Logger.Warn("no approval request for an ask", "server", call.Server, "tool", call.Tool.Name, "err", err)
-		return DecideResponse{ApprovalError: err.Error()}
+		return nil, err
 	}
-	return DecideResponse{Approval: &req}
+	return &req, nil
 }
 
 func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {

@@ -24,10 +24,8 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -190,12 +188,7 @@ type CallDocument = mcpxpolicy.CallDocument
 // rendering for the call's surface (default daemon: {"status", "body"}).
 // An ask also carries the approval request it was put on hold as
 // ("approval"), or why none could be made ("approval_error").
-type DecideResponse struct {
-	mcpxpolicy.Decision
-	Rendered      any                         `json:"rendered"`
-	Approval      *mcpxpolicy.ApprovalRequest `json:"approval,omitempty"`
-	ApprovalError string                      `json:"approval_error,omitempty"`
-}
+type DecideResponse = mcpxpolicy.DecisionResponse
 
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -209,7 +202,9 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
 		h.decidedHere(d, time.Since(start))
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		writeJSON(w, status, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: mustRender(render.SurfaceDaemon, call, d)})
+		call.Surface = mcpxpolicy.SurfaceDaemon
+		resp, _ := mcpxpolicy.Respond(call, d, nil, nil)
+		writeJSON(w, status, resp)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
@@ -222,18 +217,13 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	if h.opts.OnDecision != nil && approvalID == "" {
 		h.opts.OnDecision(call, d)
 	}
-	resp := h.putOnHold(call, d)
-	rendered, err := render.Render(call.Surface, call, d)
-	if resp.Approval != nil {
-		rendered, err = mcpxpolicy.RenderApproval(call.Surface, call, d, *resp.Approval)
-	}
-	if err != nil {
-		h.opts.Logger.Error("render", "err", err)
-		rendered = nil
-	}
+	held, holdErr := h.putOnHold(call, d)
 	// The response carries the decision redacted, like every rendering and
 	// the log: the raw one stays in the process.
-	resp.Decision, resp.Rendered = mcpxpolicy.Redact(call, d), rendered
+	resp, err := mcpxpolicy.Respond(call, d, held, holdErr)
+	if err != nil {
+		h.opts.Logger.Error("render", "err", err)
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -243,14 +233,6 @@ func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
 	if h.opts.Metrics != nil {
 		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
 	}
-}
-
-func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {
-	v, err := render.Render(surface, call, d)
-	if err != nil {
-		return nil
-	}
-	return v
 }
 
 // readCall reads and checks a call document, and the id of the approval
@@ -271,11 +253,9 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
 		return call, "", fmt.Errorf("not a call document: %v", err)
 	}
 	if call.Surface == "" {
-		call.Surface = render.SurfaceDaemon
+		call.Surface = mcpxpolicy.SurfaceDaemon
 	}
-	switch call.Surface {
-	case render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI:
-	default:
+	if !mcpxpolicy.KnownSurface(call.Surface) {
 		return call, "", fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
 	}
 	return call, approval, nil
@@ -346,10 +326,10 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	}
 	cleared, err := h.eng.ClearWrites(req.Server, req.ID, req.Reason)
 	switch {
-	case errors.Is(err, ledger.ErrNotFound):
+	case errors.Is(err, mcpxpolicy.ErrWriteNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
-	case errors.Is(err, ledger.ErrUnreadable):
+	case errors.Is(err, mcpxpolicy.ErrLedgerUnreadable):
 		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
 		return
 	case err != nil:
