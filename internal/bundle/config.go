@@ -225,7 +225,7 @@ func parseFile(file string, c *collector) *layer {
 		case "policy":
 			p.policy(e.value, l)
 		case "pool":
-			p.scope(e.value, "pool", poolKeys, &l.pool, nil, "")
+			p.scope(e.value, "pool", poolKeys, l, nil, "")
 		case "servers":
 			p.servers(e.value, l)
 		case "ledger":
@@ -293,15 +293,11 @@ func (p *fileParser) mapping(n *yaml.Node, path, what string) []keyValue {
 func (p *fileParser) policy(n *yaml.Node, l *layer) {
 	for _, e := range p.mapping(n, "policy", "a mapping") {
 		path := join("policy", e.key)
+		if d := scalarIn("policy", e.key); d != nil {
+			d.set(l, "", p.scalar(d.kind, e.value, path))
+			continue
+		}
 		switch e.key {
-		case "write":
-			l.write = p.writeMode(e.value, path)
-		case "confirmDestructive":
-			l.confirmDestructive = p.boolean(e.value, path)
-		case "unknownArgs":
-			l.unknownArgs = p.uaMode(e.value, path)
-		case "enforce":
-			l.enforce = p.enforceMode(e.value, path)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, path, "argument names") {
 				l.exemptArgs = append(l.exemptArgs, s.Value)
@@ -326,26 +322,27 @@ func (p *fileParser) servers(n *yaml.Node, l *layer) {
 			p.errAt(e.kNode, "servers", "empty server name")
 			continue
 		}
-		s := l.server(e.key)
-		p.scope(e.value, join("servers", e.key), serverKeys, &s.scope, s, e.key)
+		p.scope(e.value, join("servers", e.key), serverKeys, l, l.server(e.key), e.key)
 	}
 }
 
-// scope reads the pool (srv nil) or one server.
-func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, srv *serverLayer, server string) {
+// scope reads the pool of l (srv nil) or one server of l.
+func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, srv *serverLayer, server string) {
+	sc, table := &l.pool, "pool"
+	if srv != nil {
+		sc, table = &srv.scope, "servers"
+	}
 	for _, e := range p.mapping(n, path, "a mapping") {
 		kp := join(path, e.key)
 		if !slices.Contains(keys, e.key) {
 			p.unknownKey(e, path, keys)
 			continue
 		}
+		if d := scalarIn(table, e.key); d != nil {
+			d.set(l, server, p.scalar(d.kind, e.value, kp))
+			continue
+		}
 		switch e.key {
-		case "writePolicy":
-			srv.writePolicy = p.writeMode(e.value, kp)
-		case "unknownArgs":
-			srv.unknownArgs = p.uaMode(e.value, kp)
-		case "enforce":
-			srv.enforce = p.enforceMode(e.value, kp)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, kp, "argument names") {
 				sc.exemptArgs = append(sc.exemptArgs, s.Value)
@@ -358,26 +355,17 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
 		case "unknownArgsTools":
 			sc.ua = append(sc.ua, p.uaTools(e.value, kp)...)
-		case "pinTools":
-			sc.pinTools = p.pinMode(e.value, kp)
 		}
 	}
 }
 
-func (p *fileParser) writeMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "ask, allow or deny", normalizeWrite, badWrite)
-}
-
-func (p *fileParser) pinMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "ask, deny or off", normalizePin, badPin)
-}
-
-func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "warn, reject or off", normalizeUA, badUA)
-}
-
-func (p *fileParser) enforceMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "enforce or shadow", normalizeEnforce, badEnforce)
+// scalar reads one setting of the table (settings.go): a mode as a
+// scalar in one of its spellings, a flag as a YAML boolean.
+func (p *fileParser) scalar(k *settingKind, n *yaml.Node, path string) *setting {
+	if k.modes == "" {
+		return p.boolean(n, path)
+	}
+	return p.mode(n, path, k.modes, k.normalize, k.bad)
 }
 
 // mode reads one mode scalar: normalize maps its spellings to the canonical
@@ -547,7 +535,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 				toolsNode = deref(e.value)
 				pats = p.patterns(e.value, join(ip, "tools"))
 			case "mode":
-				mode = p.uaMode(e.value, join(ip, "mode"))
+				mode = p.scalar(kindUnknownArgs, e.value, join(ip, "mode"))
 				if mode == nil {
 					mode = &setting{} // reported already
 				}

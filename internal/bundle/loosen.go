@@ -5,17 +5,15 @@ import (
 	"strconv"
 )
 
-// strictness orders the values of each kind of mode setting, the strictest
-// highest: write modes deny > ask > allow, unknown-arguments modes
-// reject > warn > off, confirmDestructive true > false, enforcement
-// modes enforce > shadow.
-var strictness = map[string]map[string]int{
-	KindWrite:       {"allow": 0, "ask": 1, "deny": 2},
-	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
-	KindBool:        {"false": 0, "true": 1},
-	KindEnforce:     {EnforceShadow: 0, EnforceOn: 1},
-	KindPin:         {"off": 0, "ask": 1, "deny": 2},
-}
+// strictness orders the values of each kind of setting, the strictest
+// highest, by kind name: the orders of the settings table (settings.go).
+var strictness = func() map[string]map[string]int {
+	m := make(map[string]map[string]int, len(settingKinds))
+	for _, k := range settingKinds {
+		m[k.name] = k.order
+	}
+	return m
+}()
 
 // The kinds of setting whose values have a strictness order, for
 // CompareStrictness.
