@@ -159,9 +159,9 @@ func toolFacts(ctx context.Context, compiled *bundle.Compiled) (map[string]map[s
 		w, _ := m["write"].(bool)
 		hidden, _ := f["hidden"].(bool)
 		wm, _ := f["write_mode"].(string)
-		ua, _ := f["unknown_args_mode"].(string)
+		unknownArgs, _ := f["unknown_args_mode"].(string)
 		out[ref.server][ref.tool] = rollout.ToolFacts{
-			Hidden: hidden, Write: w, WriteMode: wm, UnknownArgs: ua,
+			Hidden: hidden, Write: w, WriteMode: wm, UnknownArgs: unknownArgs,
 			ExemptArgs: sortedStrings(f["exempt"]), Rules: sortedStrings(f["matched"]),
 		}
 	}

@@ -13,7 +13,7 @@ type (
 	Annotations = decision.Annotations
 	// Principal is who the call is made for (read by operator overrides).
 	Principal = decision.Principal
-	// Decision is the decision document of SPEC §1.3. Outcome is what
+	// Decision is the decision document (docs/check-order.md). Outcome is what
 	// to act on; for a server in shadow mode Shadow holds the policy's own
 	// decision (docs/check-order.md#shadow-mode).
 	Decision = decision.Decision
@@ -31,8 +31,6 @@ type (
 	Code = decision.Code
 	// Step names a step of the check order.
 	Step = decision.Step
-	// LedgerEntry is one unknown-outcome write.
-	LedgerEntry = decision.LedgerEntry
 	// CallRef identifies the exact call a decision is for: server, tool and
 	// CallSHA256.
 	CallRef = decision.CallRef

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/opabundle"
 	"github.com/mcpx/mcpx-policy/internal/bench"
 	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 // opaBinary returns the stock OPA pinned by go.mod's tool directive (the

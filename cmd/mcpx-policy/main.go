@@ -6,7 +6,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,6 +98,3 @@ func (s *stringList) Set(v string) error {
 	*s = append(*s, v)
 	return nil
 }
-
-// errUsage marks a usage error: the command's usage text follows it.
-var errUsage = errors.New("usage")

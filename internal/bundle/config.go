@@ -40,7 +40,7 @@ type patRef struct {
 	at  origin
 }
 
-type uaRef struct {
+type unknownArgsRef struct {
 	pat  Pattern
 	mode string
 	at   origin
@@ -81,7 +81,7 @@ type scope struct {
 	hidden     []patRef
 	writeTools []patRef
 	rules      []*ruleDef
-	ua         []uaRef
+	ua         []unknownArgsRef
 	exemptArgs []string
 	pinTools   *setting // the pinTools mode, nil when unset
 }
@@ -132,12 +132,12 @@ func (l *layer) server(name string) *serverLayer {
 
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
-	topKeys    = []string{"version", "policy", "pool", "servers", "ledger"}
-	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
-	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
-	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
-	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
-	uaKeys     = []string{"tools", "mode"}
+	topKeys             = []string{"version", "policy", "pool", "servers", "ledger"}
+	policyKeys          = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
+	poolKeys            = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
+	serverKeys          = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
+	ruleKeys            = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
+	unknownArgsToolKeys = []string{"tools", "mode"}
 )
 
 // exampleKeys are the keys of a rule's examples.
@@ -354,7 +354,7 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, s
 		case "argumentRules":
 			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
 		case "unknownArgsTools":
-			sc.ua = append(sc.ua, p.uaTools(e.value, kp)...)
+			sc.ua = append(sc.ua, p.unknownArgsTools(e.value, kp)...)
 		}
 	}
 }
@@ -419,9 +419,9 @@ func badEnforce(s string) string {
 	return fmt.Sprintf("unknown mode %q (want enforce or shadow)", s)
 }
 
-// normalizeUA maps an unknown-arguments mode to warn, reject or off; off
+// normalizeUnknownArgs maps an unknown-arguments mode to warn, reject or off; off
 // is also spelled 0, false or no (YAML booleans false and no included).
-func normalizeUA(s string) (string, bool) {
+func normalizeUnknownArgs(s string) (string, bool) {
 	switch s {
 	case "warn", "reject", "off":
 		return s, true
@@ -435,7 +435,7 @@ func normalizeUA(s string) (string, bool) {
 	return "", false
 }
 
-func badUA(s string) string {
+func badUnknownArgs(s string) string {
 	return fmt.Sprintf("unknown mode %q (want warn, reject or off; off is also spelled 0, false or no)", s)
 }
 
@@ -510,7 +510,7 @@ func (p *fileParser) patterns(n *yaml.Node, path string) []patRef {
 	return out
 }
 
-func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
+func (p *fileParser) unknownArgsTools(n *yaml.Node, path string) []unknownArgsRef {
 	if isNull(n) {
 		return nil
 	}
@@ -518,7 +518,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 		p.errAt(d, path, "want a list of {tools, mode} entries, got %s", kindName(d))
 		return nil
 	}
-	var out []uaRef
+	var out []unknownArgsRef
 	for i, c := range deref(n).Content {
 		ip := index(path, i)
 		c = deref(c)
@@ -540,7 +540,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 					mode = &setting{} // reported already
 				}
 			default:
-				p.unknownKey(e, ip, uaKeys)
+				p.unknownKey(e, ip, unknownArgsToolKeys)
 			}
 		}
 		if toolsNode == nil || isNull(toolsNode) || (toolsNode.Kind == yaml.SequenceNode && len(toolsNode.Content) == 0) {
@@ -554,7 +554,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 			continue
 		}
 		for _, pr := range pats {
-			out = append(out, uaRef{pat: pr.pat, mode: mode.value, at: pr.at})
+			out = append(out, unknownArgsRef{pat: pr.pat, mode: mode.value, at: pr.at})
 		}
 	}
 	return out

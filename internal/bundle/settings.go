@@ -32,7 +32,7 @@ var (
 		normalize: normalizeWrite, bad: badWrite,
 		order: map[string]int{"allow": 0, "ask": 1, "deny": 2}}
 	kindUnknownArgs = &settingKind{name: KindUnknownArgs, modes: "warn, reject or off",
-		normalize: normalizeUA, bad: badUA,
+		normalize: normalizeUnknownArgs, bad: badUnknownArgs,
 		order: map[string]int{"off": 0, "warn": 1, "reject": 2}}
 	kindBool = &settingKind{name: KindBool,
 		normalize: normalizeBool, bad: badBool,

@@ -1,4 +1,4 @@
-// Package ledger is the unknown-outcome ledger (SPEC §4): a versioned JSON
+// Package ledger is the unknown-outcome ledger (docs/ledger.md): a versioned JSON
 // file that remembers writes whose outcome was lost, so that further writes
 // to the same server are denied until an operator clears them.
 //
