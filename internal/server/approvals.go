@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -103,33 +102,14 @@ func (h *Handler) getApproval(w http.ResponseWriter, r *http.Request) {
 // the token: the HTTP caller who asked for the decision may not answer
 // its own ask.
 func (h *Handler) answerApproval(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token == "" {
-		writeError(w, http.StatusForbidden, "ApproveDisabled", "answering asks over HTTP is disabled: start serve with --token-file (or answer with mcpx-policy approve)")
-		return
-	}
-	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
-		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/approvals/{id} needs Authorization: Bearer <token from --token-file>")
-		return
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
 	var ans AnswerRequest
-	err := dec.Decode(&ans)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data after the JSON object")
-	}
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf(`want {"sha256": "<the call's sha256 as shown>"} or {"decline": true}: %v`, err))
+	if !h.operatorRequest(w, r, "ApproveDisabled", "answering asks over HTTP is disabled: start serve with --token-file (or answer with mcpx-policy approve)",
+		"/v1/approvals/{id}", `{"sha256": "<the call's sha256 as shown>"} or {"decline": true}`, &ans) {
 		return
 	}
 	id := r.PathValue("id")
 	var req mcpxpolicy.ApprovalRequest
+	var err error
 	switch {
 	case ans.Decline:
 		req, err = h.eng.Approvals().Decline(id)

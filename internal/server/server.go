@@ -284,6 +284,41 @@ func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
 }
 
+// operatorRequest admits an operator's POST to route and reads its JSON
+// body into v. Operator routes change state (clear a write, accept a pin,
+// answer an ask), so each needs serve's token: without one configured the
+// route answers 403 with code disabled and message why; without the right
+// bearer, 401. The body is read strictly (strictjson.UnmarshalKnown): a
+// case variant ({"server":"fs","SERVER":"fs2"}), a duplicate or an
+// unknown key would name one thing here and another elsewhere, so it is a
+// 400 InvalidInput saying the body wanted shape (413 past the size limit).
+// It answers every refusal itself and then returns false.
+func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabled, why, route, shape string, v any) bool {
+	if h.opts.Token == "" {
+		writeError(w, http.StatusForbidden, disabled, why)
+		return false
+	}
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
+		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST "+route+" needs Authorization: Bearer <token from --token-file>")
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = strictjson.UnmarshalKnown(body, v)
+	}
+	if err != nil {
+		status := http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
+		return false
+	}
+	return true
+}
+
 // ClearRequest is the body of POST /v1/writes/clear.
 type ClearRequest struct {
 	Server string `json:"server"`
@@ -292,29 +327,9 @@ type ClearRequest struct {
 }
 
 func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token == "" {
-		writeError(w, http.StatusForbidden, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file")
-		return
-	}
-	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
-		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/writes/clear needs Authorization: Bearer <token from --token-file>")
-		return
-	}
 	var req ClearRequest
-	body, err := io.ReadAll(r.Body)
-	if err == nil {
-		// Strictly: a case variant ({"server":"fs","SERVER":"fs2"}) or a
-		// duplicate key would name one server here and another elsewhere.
-		err = strictjson.UnmarshalKnown(body, &req)
-	}
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf(`want {"server", "id"?, "reason"?}: %v`, err))
+	if !h.operatorRequest(w, r, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file",
+		"/v1/writes/clear", `{"server", "id"?, "reason"?}`, &req) {
 		return
 	}
 	if req.Server == "" {
