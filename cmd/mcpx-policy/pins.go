@@ -97,16 +97,9 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", "", "state directory holding pins.json")
 	sum := fs.String("sha256", "", "accept only the definition with this SHA-256")
 	// Flags may come before, between or after SERVER and TOOL.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return usageError(stdout, stderr, pinsUsage, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(stdout, stderr, pinsUsage, err)
 	}
 	if len(pos) != 2 {
 		if len(pos) < 2 {

@@ -97,16 +97,9 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	id := fs.String("id", "", "clear only the entry with this id")
 	reason := fs.String("reason", "", "why the entries are cleared (kept with them)")
 	// Flags may come before or after SERVER.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return writesUsageErr(stdout, stderr, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return writesUsageErr(stdout, stderr, err)
 	}
 	if len(pos) != 1 {
 		if len(pos) == 0 {

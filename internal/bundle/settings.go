@@ -27,22 +27,53 @@ type settingKind struct {
 	order map[string]int
 }
 
+// modeKind is a kind whose values are the modes values, each spelled only
+// as itself; with offAliases, "off" is also spelled 0, false or no, in any
+// case (YAML's booleans false and no included).
+func modeKind(name string, values []string, offAliases bool, order map[string]int) *settingKind {
+	modes := orList(values)
+	also := ""
+	if offAliases {
+		also = "; off is also spelled 0, false or no"
+	}
+	return &settingKind{
+		name:  name,
+		modes: modes,
+		normalize: func(s string) (string, bool) {
+			for _, v := range values {
+				if s == v {
+					return s, true
+				}
+			}
+			if offAliases {
+				switch strings.ToLower(s) {
+				case "0", "false", "no", "off":
+					return "off", true
+				}
+			}
+			return "", false
+		},
+		bad: func(s string) string {
+			return fmt.Sprintf("unknown mode %q (want %s%s)", s, modes, also)
+		},
+		order: order,
+	}
+}
+
 var (
-	kindWrite = &settingKind{name: KindWrite, modes: "ask, allow or deny",
-		normalize: normalizeWrite, bad: badWrite,
-		order: map[string]int{"allow": 0, "ask": 1, "deny": 2}}
-	kindUnknownArgs = &settingKind{name: KindUnknownArgs, modes: "warn, reject or off",
-		normalize: normalizeUnknownArgs, bad: badUnknownArgs,
-		order: map[string]int{"off": 0, "warn": 1, "reject": 2}}
+	kindWrite = modeKind(KindWrite, []string{"ask", "allow", "deny"}, false,
+		map[string]int{"allow": 0, "ask": 1, "deny": 2})
+	kindUnknownArgs = modeKind(KindUnknownArgs, []string{"warn", "reject", "off"}, true,
+		map[string]int{"off": 0, "warn": 1, "reject": 2})
+	// kindEnforce: enforce (the default: decisions bite) or shadow
+	// (docs/check-order.md#shadow-mode).
+	kindEnforce = modeKind(KindEnforce, []string{EnforceOn, EnforceShadow}, false,
+		map[string]int{EnforceShadow: 0, EnforceOn: 1})
+	kindPin = modeKind(KindPin, []string{"ask", "deny", "off"}, true,
+		map[string]int{"off": 0, "ask": 1, "deny": 2})
 	kindBool = &settingKind{name: KindBool,
 		normalize: normalizeBool, bad: badBool,
 		order: map[string]int{"false": 0, "true": 1}}
-	kindEnforce = &settingKind{name: KindEnforce, modes: "enforce or shadow",
-		normalize: normalizeEnforce, bad: badEnforce,
-		order: map[string]int{EnforceShadow: 0, EnforceOn: 1}}
-	kindPin = &settingKind{name: KindPin, modes: "ask, deny or off",
-		normalize: normalizePin, bad: badPin,
-		order: map[string]int{"off": 0, "ask": 1, "deny": 2}}
 
 	settingKinds = []*settingKind{kindWrite, kindUnknownArgs, kindBool, kindEnforce, kindPin}
 )
