@@ -59,7 +59,7 @@ func (l *Ledger) Clear(server, id, reason string) ([]Entry, error) {
 		if len(out) == 0 {
 			return false, nil
 		}
-		at := now.Format(timeFormat)
+		at := now.Format(TimeFormat)
 		for _, e := range out {
 			st.Cleared = append(st.Cleared, Cleared{Entry: e, ClearedAt: at, Reason: reason})
 		}

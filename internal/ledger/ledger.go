@@ -571,7 +571,7 @@ func containsID(es []Entry, id string) bool {
 // cmpTime orders ledger times. Times this package writes sort as strings;
 // a time it cannot parse sorts by its text.
 func cmpTime(a, b string) int {
-	if len(a) == len(timeFormat) && len(b) == len(timeFormat) && a[len(a)-1] == 'Z' && b[len(b)-1] == 'Z' {
+	if len(a) == len(TimeFormat) && len(b) == len(TimeFormat) && a[len(a)-1] == 'Z' && b[len(b)-1] == 'Z' {
 		return strings.Compare(a, b) // fixed width, UTC: the text orders
 	}
 	ta, ea := time.Parse(time.RFC3339Nano, a)
