@@ -17,7 +17,7 @@ var adapters = []string{"./cmd/...", "./internal/server", "./internal/proxy"}
 // adapterHelpers are the internal packages an adapter may import besides
 // the SDK: the adapters cmd wires together and their own HTTP and wire
 // helpers, none of which holds a policy fact
-// (docs/decisions/0009-one-door.md). They are held to the same rule.
+// (docs/decisions/0011-one-door.md). They are held to the same rule.
 var adapterHelpers = map[string]bool{
 	module + "/internal/server":     true,
 	module + "/internal/proxy":      true,
