@@ -376,23 +376,21 @@ func askedCodes(r *Reason) string {
 // prompt: the body's "ask" is that prompt), so whoever receives the 428
 // knows which request to have approved; the other surfaces render as
 // Render does.
-func RenderApproval(surface string, call Call, d Decision, req ApprovalRequest) (any, error) {
-	out, err := render.Render(surface, call, d)
-	if err != nil || surface != SurfaceDaemon {
+func RenderApproval(surface string, call Call, d Decision, req ApprovalRequest) (Rendering, error) {
+	out, err := Render(surface, call, d)
+	if err != nil || out.HTTP == nil {
 		return out, err
 	}
-	ans, ok := out.(render.HTTPAnswer)
-	if !ok {
-		return out, nil
-	}
-	body, ok := ans.Body.(*render.DaemonBody)
+	body, ok := out.HTTP.Body.(*render.DaemonBody)
 	if !ok {
 		return out, nil
 	}
 	req.Prompt = AskPrompt{}
+	ans := *out.HTTP
 	ans.Body = struct {
 		*render.DaemonBody
 		Approval ApprovalRequest `json:"approval"`
 	}{body, req}
-	return ans, nil
+	out.HTTP = &ans
+	return out, nil
 }

@@ -90,6 +90,7 @@ func ParseTool(raw []byte) (Tool, error) {
 // add their own hint to it.
 type ToolError struct{ Err error }
 
+// Error returns the cause's text.
 func (e *ToolError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause.

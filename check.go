@@ -28,7 +28,7 @@ func Check(opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if _, err := engine.Prepare(context.Background(), Policy(compiled)); err != nil {
+	if _, err := engine.Prepare(context.Background(), policyOf(compiled)); err != nil {
 		return Summary{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}
 	cfg, _ := compiled.Data["config"].(map[string]any)

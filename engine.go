@@ -8,14 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/pins"
-	"github.com/mcpx/mcpx-policy/internal/render"
-	"github.com/mcpx/mcpx-policy/rego"
 )
 
 // Options says where an Engine's config and state come from.
@@ -149,31 +148,16 @@ func (e *Engine) load(ctx context.Context) (*revision, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.Prepare(ctx, Policy(compiled))
+	eng, err := engine.Prepare(ctx, policyOf(compiled))
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}
 	return &revision{engine: eng, compiled: compiled}, nil
 }
 
-// Policy assembles the static policy and a compiled config into what the
-// engine evaluates and a bundle ships: the static and compiled Rego, and
-// under data.mcpx the compiled config and "secrets", the table of secret
-// patterns the policy redacts with (render.Secrets, the same table Go
-// redacts with). Like the static Rego, the table comes with the binary:
-// the revision names the config.
-func Policy(c *bundle.Compiled) engine.Policy {
-	mods := rego.Modules()
-	for name, src := range c.Modules {
-		mods[name] = src
-	}
-	data := make(map[string]any, len(c.Data)+1)
-	for k, v := range c.Data {
-		data[k] = v
-	}
-	data["secrets"] = render.SecretsData()
-	return engine.Policy{Modules: mods, Data: data, Revision: c.Revision, Schemas: c.Schemas}
-}
+// policyOf is what the engine evaluates and a bundle ships for a compiled
+// config (assemble.Policy).
+func policyOf(c *bundle.Compiled) engine.Policy { return assemble.Policy(c) }
 
 // Reload loads the config files again and swaps the new policy in. When the
 // new config fails to load, the Engine keeps deciding with the old one and

@@ -89,8 +89,8 @@ func ExampleRender() {
 	d, _ := eng.Decide(context.Background(), call)
 
 	fmt.Println("daemon status:", mcpxpolicy.HTTPStatus(d))
-	text, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
-	fmt.Println(text)
+	cli, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
+	fmt.Println(cli.Text)
 	// Output:
 	// daemon status: 400
 	// deny fs.move_file: tool "move_file" on "fs" is hidden by its hiddenTools configuration (HiddenTool)

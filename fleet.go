@@ -10,7 +10,7 @@ import (
 )
 
 // OPAInput returns, as JSON, the exact input document Decide evaluates for
-// call (SPEC §1.2): the server's ledger entries as read now, the tool's
+// call (docs/fleet.md): the server's ledger entries as read now, the tool's
 // pin status (input.tool.pin, when the server pins tool definitions: the
 // tool is compared with its pin, and pinned when seen first, as Decide
 // does), and

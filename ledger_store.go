@@ -90,4 +90,12 @@ var (
 	ErrLedgerUnreadable = ledger.ErrUnreadable
 	// ErrWriteNotFound: Clear's id names no entry of the server.
 	ErrWriteNotFound = ledger.ErrNotFound
+	// ErrLedgerNewerVersion: a newer build wrote the ledger file; it is
+	// left untouched. It comes with ErrLedgerUnreadable.
+	ErrLedgerNewerVersion = ledger.ErrNewerVersion
 )
+
+// LedgerUnreadableError is the error (errors.As) of a ledger that exists
+// but cannot be used: its Path, the cause and, when not empty, a Hint
+// saying what an operator does about it. It matches ErrLedgerUnreadable.
+type LedgerUnreadableError = ledger.UnreadableError

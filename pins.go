@@ -45,6 +45,21 @@ var (
 	ErrPinMismatch = pins.ErrMismatch
 )
 
+// PinsUnreadableError is the error (errors.As) of a pin store that exists
+// but cannot be used: its Path, the cause and, when not empty, a Hint
+// saying what an operator does about it. It matches ErrPinsUnreadable.
+type PinsUnreadableError = pins.UnreadableError
+
+// PinChanges lists the definition fields (description, inputSchema, …)
+// whose hashes differ between p's pinned and its pending definition; nil
+// when nothing is pending.
+func PinChanges(p Pin) []string {
+	if p.Pending == nil {
+		return nil
+	}
+	return decision.ChangedFields(p.Pinned.Fields, p.Pending.Fields)
+}
+
 // OpenPins opens the pin store of stateDir ("" means DefaultStateDir). It
 // touches nothing until used.
 func OpenPins(stateDir string) (*Pins, error) {

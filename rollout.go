@@ -94,7 +94,7 @@ func snapshot(ctx context.Context, paths []string, catalog string) (rollout.Snap
 	if compiled.Catalog == nil {
 		// no facts to ask for, but a config that would not prepare (an
 		// override that does not compile) is an error here too
-		if _, err := engine.Prepare(ctx, Policy(compiled)); err != nil {
+		if _, err := engine.Prepare(ctx, policyOf(compiled)); err != nil {
 			return rollout.Snapshot{}, fmt.Errorf("mcpxpolicy: %w", err)
 		}
 		return snap, nil
@@ -137,7 +137,7 @@ func toolFacts(ctx context.Context, compiled *bundle.Compiled) (map[string]map[s
 	if len(probes) == 0 {
 		return out, nil
 	}
-	eng, err := engine.PrepareQuery(ctx, Policy(compiled), factsQuery)
+	eng, err := engine.PrepareQuery(ctx, policyOf(compiled), factsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}
@@ -159,9 +159,9 @@ func toolFacts(ctx context.Context, compiled *bundle.Compiled) (map[string]map[s
 		w, _ := m["write"].(bool)
 		hidden, _ := f["hidden"].(bool)
 		wm, _ := f["write_mode"].(string)
-		ua, _ := f["unknown_args_mode"].(string)
+		unknownArgs, _ := f["unknown_args_mode"].(string)
 		out[ref.server][ref.tool] = rollout.ToolFacts{
-			Hidden: hidden, Write: w, WriteMode: wm, UnknownArgs: ua,
+			Hidden: hidden, Write: w, WriteMode: wm, UnknownArgs: unknownArgs,
 			ExemptArgs: sortedStrings(f["exempt"]), Rules: sortedStrings(f["matched"]),
 		}
 	}

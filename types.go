@@ -13,7 +13,7 @@ type (
 	Annotations = decision.Annotations
 	// Principal is who the call is made for (read by operator overrides).
 	Principal = decision.Principal
-	// Decision is the decision document of SPEC §1.3. Outcome is what
+	// Decision is the decision document (docs/check-order.md). Outcome is what
 	// to act on; for a server in shadow mode Shadow holds the policy's own
 	// decision (docs/check-order.md#shadow-mode).
 	Decision = decision.Decision
@@ -31,8 +31,11 @@ type (
 	Code = decision.Code
 	// Step names a step of the check order.
 	Step = decision.Step
-	// LedgerEntry is one unknown-outcome write.
-	LedgerEntry = decision.LedgerEntry
+	// CallRef identifies the exact call a decision is for: server, tool and
+	// CallSHA256.
+	CallRef = decision.CallRef
+	// RuleRef names the argument rule a violation comes from.
+	RuleRef = decision.RuleRef
 )
 
 // The outcomes.
@@ -67,4 +70,23 @@ const (
 // ledger, approvals and logs.
 func CallSHA256(server, tool string, args map[string]any) (string, error) {
 	return decision.CallSHA256(server, tool, args)
+}
+
+// ArgsSHA256 is the hex SHA-256 of the RFC 8785 canonical arguments (nil
+// counts as {}): what logs and the ledger show in place of the arguments.
+func ArgsSHA256(args map[string]any) (string, error) { return decision.ArgsSHA256(args) }
+
+// CodeInfo is what the closed set says of one reason code: its title, the
+// step it belongs to, its effect ("" for a warning) and its page under
+// docs/reasons/.
+type CodeInfo = decision.CodeInfo
+
+// ReasonCodes lists the closed set of reason codes in check order, each
+// with its CodeInfo. The slice is the caller's.
+func ReasonCodes() []CodeInfo {
+	out := make([]CodeInfo, len(decision.Codes))
+	for i, c := range decision.Codes {
+		out[i] = c.Code.Info()
+	}
+	return out
 }

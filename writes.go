@@ -7,7 +7,7 @@ import (
 )
 
 // Dispatch is one write on its way to a server, tracked by the
-// unknown-outcome ledger (SPEC §4). Create it with BeginWrite before the
+// unknown-outcome ledger (docs/ledger.md). Create it with BeginWrite before the
 // request bytes go out, call Sent once they have, then end it with exactly
 // one of Settle (a definite result or error came back), Unknown (the
 // transport failed, the server exited, the call timed out or was cancelled
@@ -55,7 +55,10 @@ func (e *Engine) BeginWrite(call Call) (*Dispatch, error) {
 // once at start.
 func (e *Engine) RecoverWrites() (int, error) { return e.ledger.Recover() }
 
-// UnknownWrite is an unknown-outcome entry with the reason it is unknown.
+// UnknownWrite is one unknown-outcome write: its ledger id, server, tool,
+// the SHA-256 of its canonical arguments (never the arguments), when and on
+// which surface it was sent, and Cause, why its outcome is unknown. It is
+// the one name the SDK gives an unknown-outcome entry.
 type UnknownWrite = ledger.Entry
 
 // UnknownWrites lists every server's unknown-outcome entries, oldest first.

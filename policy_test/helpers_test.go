@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -87,3 +88,21 @@ func codes(rs []mcpxpolicy.Reason) []mcpxpolicy.Code {
 }
 
 func sameCodes(a, b []mcpxpolicy.Code) bool { return slices.Equal(a, b) }
+
+// writeBundle writes the policy of opts as an OPA bundle archive at path,
+// signed when sign is not nil.
+func writeBundle(t *testing.T, opts mcpxpolicy.Options, path string, sign *opabundle.Signing) {
+	t.Helper()
+	files, err := mcpxpolicy.BundleFiles(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sign != nil {
+		if err := opabundle.Sign(files, *sign); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := opabundle.WriteArchive(files, path); err != nil {
+		t.Fatal(err)
+	}
+}

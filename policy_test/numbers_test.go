@@ -120,9 +120,7 @@ func TestStockOPANumbers(t *testing.T) {
 	eng, dir := newEngine(t, numbersConfig)
 	tarball := filepath.Join(dir, "bundle.tar.gz")
 	opts := mcpxpolicy.Options{ConfigPaths: []string{filepath.Join(dir, "mcpx-policy.yaml")}, Env: []string{}}
-	if err := mcpxpolicy.WriteBundleArchive(opts, tarball); err != nil {
-		t.Fatal(err)
-	}
+	writeBundle(t, opts, tarball, nil)
 	base := opaServer(t, tarball)
 	for _, raw := range []string{
 		`{"n": 9007199254740993}`,

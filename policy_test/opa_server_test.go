@@ -23,6 +23,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/bench"
 	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 // opaBinary returns the stock OPA pinned by go.mod's tool directive (the
@@ -277,12 +278,10 @@ func TestStockOPAEquivalence(t *testing.T) {
 				if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if err := mcpxpolicy.WriteSignedBundleArchive(opts, mcpxpolicy.Signing{Key: string(priv)}, tarball); err != nil {
-					t.Fatal(err)
-				}
+				writeBundle(t, opts, tarball, &opabundle.Signing{Key: string(priv)})
 				extra = []string{"--verification-key", pub}
-			} else if err := mcpxpolicy.WriteBundleArchive(opts, tarball); err != nil {
-				t.Fatal(err)
+			} else {
+				writeBundle(t, opts, tarball, nil)
 			}
 			base := opaServer(t, tarball, extra...)
 			relaxed := 0
@@ -358,9 +357,7 @@ func TestStockOPAEquivalenceWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	tarball := filepath.Join(dir, "bundle.tar.gz")
-	if err := mcpxpolicy.WriteBundleArchive(opts, tarball); err != nil {
-		t.Fatal(err)
-	}
+	writeBundle(t, opts, tarball, nil)
 	base := opaServer(t, tarball)
 	seen := map[mcpxpolicy.Code]bool{}
 	for i, call := range w.Calls[:300] {

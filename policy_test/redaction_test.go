@@ -297,9 +297,7 @@ func TestRedactionStockOPA(t *testing.T) {
 		t.Fatal(err)
 	}
 	tarball := filepath.Join(dir, "bundle.tar.gz")
-	if err := mcpxpolicy.WriteBundleArchive(opts, tarball); err != nil {
-		t.Fatal(err)
-	}
+	writeBundle(t, opts, tarball, nil)
 	base := opaServer(t, tarball)
 	seen := map[mcpxpolicy.Code]bool{}
 	for _, c := range leakCases {

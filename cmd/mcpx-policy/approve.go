@@ -101,16 +101,9 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	sum := fs.String("sha256", "", "the sha256 of the call you were shown (approves it)")
 	decline := fs.Bool("decline", false, "decline the request instead")
 	// Flags may come before or after ID.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return approveUsageErr(stdout, stderr, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return approveUsageErr(stdout, stderr, err)
 	}
 	switch {
 	case len(pos) == 0:

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 const bundleUsage = `usage: mcpx-policy bundle --config F [--config F…] (-o bundle.tar.gz | --dir D)
@@ -52,18 +53,14 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	if !*sign && (*key != "" || *claims != "" || *keyID != "") {
 		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--signing-key, --claims-file and --signing-key-id need --sign"))
 	}
-	opts := mcpxpolicy.Options{ConfigPaths: configs}
-	signing := mcpxpolicy.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID}
-	var err error
-	switch {
-	case *dir != "" && *sign:
-		err = mcpxpolicy.WriteSignedBundleDir(opts, signing, *dir)
-	case *dir != "":
-		err = mcpxpolicy.WriteBundleDir(opts, *dir)
-	case *sign:
-		err = mcpxpolicy.WriteSignedBundleArchive(opts, signing, *out)
-	default:
-		err = mcpxpolicy.WriteBundleArchive(opts, *out)
+	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
+	if err == nil && *sign {
+		err = opabundle.Sign(files, opabundle.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID})
+	}
+	if err == nil && *dir != "" {
+		err = opabundle.WriteDir(files, *dir)
+	} else if err == nil {
+		err = opabundle.WriteArchive(files, *out)
 	}
 	if err != nil {
 		return fail(stderr, err, "")

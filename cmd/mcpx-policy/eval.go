@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
 const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--state-dir D]
@@ -77,7 +75,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("eval needs at least one CALL.json"))
 	case *format != "text" && *format != "json":
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
-	case *surface != "" && !knownSurface(*surface):
+	case *surface != "" && !mcpxpolicy.KnownSurface(*surface):
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --surface %q (want daemon, mcp or cli)", *surface))
 	case *decideTimeout <= 0:
 		return usageError(stdout, stderr, evalUsage, errDecideTimeout)
@@ -103,11 +101,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 			call.Surface = *surface
 		}
 		if call.Surface == "" {
-			call.Surface = render.SurfaceCLI
+			call.Surface = mcpxpolicy.SurfaceCLI
 		}
 		if err != nil {
-			if !knownSurface(call.Surface) {
-				call.Surface = render.SurfaceCLI
+			if !mcpxpolicy.KnownSurface(call.Surface) {
+				call.Surface = mcpxpolicy.SurfaceCLI
 			}
 			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 			failed = true
@@ -154,10 +152,6 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func knownSurface(s string) bool {
-	return s == render.SurfaceDaemon || s == render.SurfaceMCP || s == render.SurfaceCLI
-}
-
 // readCall reads a call file strictly (mcpxpolicy.Engine.DecodeCall); a
 // tool given by name is looked up in the engine's catalog. approval is the
 // one the call is decided with: --approval (flag), else the file's own
@@ -188,62 +182,38 @@ func readCall(eng *mcpxpolicy.Engine, path, flag string) (call mcpxpolicy.Call, 
 // rendering on stderr, followed for an ask by its approval request and the
 // commands that answer and use it.
 func printDecision(stdout, stderr io.Writer, format, path string, call mcpxpolicy.Call, d mcpxpolicy.Decision, hold *held) error {
-	rendered, err := render.Render(call.Surface, call, d)
-	if hold != nil && hold.req != nil {
-		rendered, err = mcpxpolicy.RenderApproval(call.Surface, call, d, *hold.req)
-	}
-	if err != nil {
-		return err
-	}
 	if format == "json" {
-		doc, err := withRendered(mcpxpolicy.Redact(call, d), rendered, hold)
+		var req *mcpxpolicy.ApprovalRequest
+		var holdErr error
+		if hold != nil {
+			req, holdErr = hold.req, hold.err
+		}
+		resp, err := mcpxpolicy.Respond(call, d, req, holdErr)
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", doc)
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(resp)
+	}
+	// The call's own surface must render too (a call file may name one
+	// that does not exist): the text is the CLI's whatever it names.
+	if _, err := mcpxpolicy.Render(call.Surface, call, d); err != nil {
 		return err
 	}
-	text, err := render.Render(render.SurfaceCLI, call, d)
+	text, err := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
 	if err != nil {
 		return err
 	}
 	if d.Relaxed() {
-		fmt.Fprintf(stderr, "%s: %s (shadow mode; enforced: %s)\n%s\n", path, d.Outcome, d.Shadow.Outcome, text)
+		fmt.Fprintf(stderr, "%s: %s (shadow mode; enforced: %s)\n%s\n", path, d.Outcome, d.Shadow.Outcome, text.Text)
 	} else {
-		fmt.Fprintf(stderr, "%s: %s\n%s\n", path, d.Outcome, text)
+		fmt.Fprintf(stderr, "%s: %s\n%s\n", path, d.Outcome, text.Text)
 	}
 	if hold != nil {
 		fmt.Fprint(stderr, hold.text())
 	}
 	return nil
-}
-
-// withRendered is the decision document plus "rendered" (and an ask's
-// approval request), as one JSON line.
-func withRendered(d mcpxpolicy.Decision, rendered any, hold *held) ([]byte, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	doc["rendered"] = rendered
-	switch {
-	case hold == nil:
-	case hold.req != nil:
-		doc["approval"] = hold.req
-	default:
-		doc["approval_error"] = hold.err.Error()
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // usageError reports a usage problem; -h prints the usage and exits 0.

@@ -6,7 +6,7 @@
 package main
 
 import (
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -100,5 +100,19 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// errUsage marks a usage error: the command's usage text follows it.
-var errUsage = errors.New("usage")
+// parseInterspersed parses fs's flags wherever they stand among args and
+// returns the positional arguments in order: `writes clear fs --id X` and
+// `writes clear --id X fs` are the same command.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/decision"
-	"github.com/mcpx/mcpx-policy/internal/pins"
-	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
 const pinsUsage = `usage: mcpx-policy pins [--state-dir D] [--format text|json]
@@ -75,7 +72,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "no pinned tool definitions")
 		return 0
 	}
-	cmds := render.Commands{StateDir: *stateDir}
+	cmds := mcpxpolicy.Commands{StateDir: *stateDir}
 	changed := 0
 	for _, p := range list {
 		how := "trusted on first use"
@@ -85,7 +82,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\t%s\tpinned %s (%s, %s)\n", p.Server, p.Tool, p.Pinned.SHA256[:12], how, p.Pinned.Seen.Format(time.RFC3339))
 		if p.Pending != nil {
 			changed++
-			fields := decision.ChangedFields(p.Pinned.Fields, p.Pending.Fields)
+			fields := mcpxpolicy.PinChanges(p)
 			fmt.Fprintf(stdout, "\tCHANGED to %s since %s (%s changed): calls are refused or asked until accepted: %s\n",
 				p.Pending.SHA256[:12], p.Pending.Seen.Format(time.RFC3339), strings.Join(fields, ", "), cmds.PinsAccept(p.Server, p.Tool, p.Pending.SHA256))
 		}
@@ -100,16 +97,9 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", "", "state directory holding pins.json")
 	sum := fs.String("sha256", "", "accept only the definition with this SHA-256")
 	// Flags may come before, between or after SERVER and TOOL.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return usageError(stdout, stderr, pinsUsage, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(stdout, stderr, pinsUsage, err)
 	}
 	if len(pos) != 2 {
 		if len(pos) < 2 {
@@ -122,7 +112,7 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	cmds := render.Commands{StateDir: *stateDir}
+	cmds := mcpxpolicy.Commands{StateDir: *stateDir}
 	p, err := ps.Accept(server, tool, *sum)
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrPinNotFound):
@@ -139,7 +129,7 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 }
 
 func pinsFail(stderr io.Writer, err error) int {
-	var ue *pins.UnreadableError
+	var ue *mcpxpolicy.PinsUnreadableError
 	if !errors.As(err, &ue) {
 		return fail(stderr, err, "")
 	}

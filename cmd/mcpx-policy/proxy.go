@@ -20,7 +20,6 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/server"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -244,11 +243,11 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 // outcome, listing them, checking the config) with the config files and
 // the state dir it was given — by --state-dir or MCPX_POLICY_STATE_DIR —
 // as absolute paths, so that they run as printed from any directory.
-func commandsFor(configs []string, stateDir string) render.Commands {
+func commandsFor(configs []string, stateDir string) mcpxpolicy.Commands {
 	if stateDir == "" {
 		stateDir = os.Getenv("MCPX_POLICY_STATE_DIR")
 	}
-	c := render.Commands{StateDir: absPath(stateDir)}
+	c := mcpxpolicy.Commands{StateDir: absPath(stateDir)}
 	for _, f := range configs {
 		c.Configs = append(c.Configs, absPath(f))
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
 const writesUsage = `usage: mcpx-policy writes [--config F…] [--state-dir D] [--format text|json]
@@ -81,7 +80,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, e := range st.Entries {
 		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, ledger.ClearCommand(e.Server, e.ID), extra)
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra)
 	}
 	if n := len(st.InFlight); n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
@@ -98,16 +97,9 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	id := fs.String("id", "", "clear only the entry with this id")
 	reason := fs.String("reason", "", "why the entries are cleared (kept with them)")
 	// Flags may come before or after SERVER.
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return writesUsageErr(stdout, stderr, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return writesUsageErr(stdout, stderr, err)
 	}
 	if len(pos) != 1 {
 		if len(pos) == 0 {
@@ -122,7 +114,7 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	}
 	defer l.Close()
 	cleared, err := l.Clear(server, *id, *reason)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, mcpxpolicy.ErrWriteNotFound) {
 		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
 			"list them with: mcpx-policy writes")
 	}
@@ -141,11 +133,11 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 }
 
 func writesLedgerFail(stderr io.Writer, l *mcpxpolicy.Writes, err error) int {
-	if errors.Is(err, ledger.ErrUnreadable) {
+	if errors.Is(err, mcpxpolicy.ErrLedgerUnreadable) {
 		hint := "the file was left untouched and writes stay blocked: inspect it, then restore it from a backup or move it aside (see docs/ledger.md)"
-		var ue *ledger.UnreadableError
+		var ue *mcpxpolicy.LedgerUnreadableError
 		switch {
-		case errors.Is(err, ledger.ErrNewerVersion):
+		case errors.Is(err, mcpxpolicy.ErrLedgerNewerVersion):
 			hint = "a newer mcpx-policy wrote this file: use that version, the file was left untouched"
 		case errors.As(err, &ue) && ue.Hint != "":
 			hint = ue.Hint + " (nothing was changed; writes stay blocked until then)"

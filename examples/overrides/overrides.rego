@@ -1,7 +1,7 @@
 # METADATA
 # title: Example operator overrides
 # description: |
-#   A worked example of SPEC §2.3 (docs/overrides.md). Overrides can only
+#   A worked example of docs/overrides.md. Overrides can only
 #   add findings, so they only tighten what the seven built-in steps decide:
 #   - GitMetadataWrite (deny): no write touches a .git directory, for anyone;
 #   - NotMaintainer (ask): a write by a caller not in group "maintainers"

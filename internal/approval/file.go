@@ -43,27 +43,8 @@ var (
 // decode parses the file strictly. Every failure is the cause of an
 // *UnreadableError: the caller must neither use nor overwrite the file.
 func decode(b []byte) (*fileState, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, errors.New("the file is empty")
-	}
-	var head struct {
-		Version *int `json:"version"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, fmt.Errorf("not valid json: %w", err)
-	}
-	switch {
-	case head.Version == nil:
-		return nil, errors.New("no version field")
-	case *head.Version > Version:
-		return nil, fmt.Errorf("%w: file version %d, this build reads version %d", ErrNewerVersion, *head.Version, Version)
-	case *head.Version != Version:
-		return nil, fmt.Errorf("unsupported file version %d", *head.Version)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var st fileState
-	if err := dec.Decode(&st); err != nil {
+	if err := statedir.DecodeVersioned(b, Version, ErrNewerVersion, &st); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}

@@ -13,6 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -28,7 +29,7 @@ func enginePolicy(tb testing.TB, opts mcpxpolicy.Options) engine.Policy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return mcpxpolicy.Policy(c)
+	return assemble.Policy(c)
 }
 
 // variant gives call i of a workload the variations a gateway sees beyond

@@ -40,7 +40,7 @@ type patRef struct {
 	at  origin
 }
 
-type uaRef struct {
+type unknownArgsRef struct {
 	pat  Pattern
 	mode string
 	at   origin
@@ -81,7 +81,7 @@ type scope struct {
 	hidden     []patRef
 	writeTools []patRef
 	rules      []*ruleDef
-	ua         []uaRef
+	ua         []unknownArgsRef
 	exemptArgs []string
 	pinTools   *setting // the pinTools mode, nil when unset
 }
@@ -132,12 +132,12 @@ func (l *layer) server(name string) *serverLayer {
 
 // The valid keys of each mapping, for strict checking and "did you mean".
 var (
-	topKeys    = []string{"version", "policy", "pool", "servers", "ledger"}
-	policyKeys = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
-	poolKeys   = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
-	serverKeys = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
-	ruleKeys   = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
-	uaKeys     = []string{"tools", "mode"}
+	topKeys             = []string{"version", "policy", "pool", "servers", "ledger"}
+	policyKeys          = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
+	poolKeys            = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
+	serverKeys          = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
+	ruleKeys            = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
+	unknownArgsToolKeys = []string{"tools", "mode"}
 )
 
 // exampleKeys are the keys of a rule's examples.
@@ -225,7 +225,7 @@ func parseFile(file string, c *collector) *layer {
 		case "policy":
 			p.policy(e.value, l)
 		case "pool":
-			p.scope(e.value, "pool", poolKeys, &l.pool, nil, "")
+			p.scope(e.value, "pool", poolKeys, l, nil, "")
 		case "servers":
 			p.servers(e.value, l)
 		case "ledger":
@@ -293,15 +293,11 @@ func (p *fileParser) mapping(n *yaml.Node, path, what string) []keyValue {
 func (p *fileParser) policy(n *yaml.Node, l *layer) {
 	for _, e := range p.mapping(n, "policy", "a mapping") {
 		path := join("policy", e.key)
+		if d := scalarIn("policy", e.key); d != nil {
+			d.set(l, "", p.scalar(d.kind, e.value, path))
+			continue
+		}
 		switch e.key {
-		case "write":
-			l.write = p.writeMode(e.value, path)
-		case "confirmDestructive":
-			l.confirmDestructive = p.boolean(e.value, path)
-		case "unknownArgs":
-			l.unknownArgs = p.uaMode(e.value, path)
-		case "enforce":
-			l.enforce = p.enforceMode(e.value, path)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, path, "argument names") {
 				l.exemptArgs = append(l.exemptArgs, s.Value)
@@ -326,26 +322,27 @@ func (p *fileParser) servers(n *yaml.Node, l *layer) {
 			p.errAt(e.kNode, "servers", "empty server name")
 			continue
 		}
-		s := l.server(e.key)
-		p.scope(e.value, join("servers", e.key), serverKeys, &s.scope, s, e.key)
+		p.scope(e.value, join("servers", e.key), serverKeys, l, l.server(e.key), e.key)
 	}
 }
 
-// scope reads the pool (srv nil) or one server.
-func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, srv *serverLayer, server string) {
+// scope reads the pool of l (srv nil) or one server of l.
+func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, srv *serverLayer, server string) {
+	sc, table := &l.pool, "pool"
+	if srv != nil {
+		sc, table = &srv.scope, "servers"
+	}
 	for _, e := range p.mapping(n, path, "a mapping") {
 		kp := join(path, e.key)
 		if !slices.Contains(keys, e.key) {
 			p.unknownKey(e, path, keys)
 			continue
 		}
+		if d := scalarIn(table, e.key); d != nil {
+			d.set(l, server, p.scalar(d.kind, e.value, kp))
+			continue
+		}
 		switch e.key {
-		case "writePolicy":
-			srv.writePolicy = p.writeMode(e.value, kp)
-		case "unknownArgs":
-			srv.unknownArgs = p.uaMode(e.value, kp)
-		case "enforce":
-			srv.enforce = p.enforceMode(e.value, kp)
 		case "exemptArgs":
 			for _, s := range p.strings(e.value, kp, "argument names") {
 				sc.exemptArgs = append(sc.exemptArgs, s.Value)
@@ -357,27 +354,18 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, sc *scope, 
 		case "argumentRules":
 			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
 		case "unknownArgsTools":
-			sc.ua = append(sc.ua, p.uaTools(e.value, kp)...)
-		case "pinTools":
-			sc.pinTools = p.pinMode(e.value, kp)
+			sc.ua = append(sc.ua, p.unknownArgsTools(e.value, kp)...)
 		}
 	}
 }
 
-func (p *fileParser) writeMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "ask, allow or deny", normalizeWrite, badWrite)
-}
-
-func (p *fileParser) pinMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "ask, deny or off", normalizePin, badPin)
-}
-
-func (p *fileParser) uaMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "warn, reject or off", normalizeUA, badUA)
-}
-
-func (p *fileParser) enforceMode(n *yaml.Node, path string) *setting {
-	return p.mode(n, path, "enforce or shadow", normalizeEnforce, badEnforce)
+// scalar reads one setting of the table (settings.go): a mode as a
+// scalar in one of its spellings, a flag as a YAML boolean.
+func (p *fileParser) scalar(k *settingKind, n *yaml.Node, path string) *setting {
+	if k.modes == "" {
+		return p.boolean(n, path)
+	}
+	return p.mode(n, path, k.modes, k.normalize, k.bad)
 }
 
 // mode reads one mode scalar: normalize maps its spellings to the canonical
@@ -403,72 +391,6 @@ func (p *fileParser) boolean(n *yaml.Node, path string) *setting {
 		return nil
 	}
 	return &setting{value: strconv.FormatBool(strings.EqualFold(n.Value, "true")), at: p.at(n, path)}
-}
-
-func normalizeWrite(s string) (string, bool) {
-	switch s {
-	case "ask", "allow", "deny":
-		return s, true
-	}
-	return "", false
-}
-
-func badWrite(s string) string {
-	return fmt.Sprintf("unknown mode %q (want ask, allow or deny)", s)
-}
-
-// normalizeEnforce accepts the enforcement modes: enforce (the default:
-// decisions bite) and shadow (docs/check-order.md#shadow-mode).
-func normalizeEnforce(s string) (string, bool) {
-	switch s {
-	case EnforceOn, EnforceShadow:
-		return s, true
-	}
-	return "", false
-}
-
-func badEnforce(s string) string {
-	return fmt.Sprintf("unknown mode %q (want enforce or shadow)", s)
-}
-
-// normalizeUA maps an unknown-arguments mode to warn, reject or off; off
-// is also spelled 0, false or no (YAML booleans false and no included).
-func normalizeUA(s string) (string, bool) {
-	switch s {
-	case "warn", "reject", "off":
-		return s, true
-	case "0":
-		return "off", true
-	}
-	switch strings.ToLower(s) {
-	case "false", "no", "off":
-		return "off", true
-	}
-	return "", false
-}
-
-func badUA(s string) string {
-	return fmt.Sprintf("unknown mode %q (want warn, reject or off; off is also spelled 0, false or no)", s)
-}
-
-// normalizePin maps a pinTools mode to ask, deny or off; off is also
-// spelled 0, false or no, as for unknownArgs.
-func normalizePin(s string) (string, bool) {
-	switch s {
-	case "ask", "deny", "off":
-		return s, true
-	case "0":
-		return "off", true
-	}
-	switch strings.ToLower(s) {
-	case "false", "no", "off":
-		return "off", true
-	}
-	return "", false
-}
-
-func badPin(s string) string {
-	return fmt.Sprintf("unknown mode %q (want ask, deny or off; off is also spelled 0, false or no)", s)
 }
 
 // strings reads a list of non-empty strings; null is the empty list.
@@ -522,7 +444,7 @@ func (p *fileParser) patterns(n *yaml.Node, path string) []patRef {
 	return out
 }
 
-func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
+func (p *fileParser) unknownArgsTools(n *yaml.Node, path string) []unknownArgsRef {
 	if isNull(n) {
 		return nil
 	}
@@ -530,7 +452,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 		p.errAt(d, path, "want a list of {tools, mode} entries, got %s", kindName(d))
 		return nil
 	}
-	var out []uaRef
+	var out []unknownArgsRef
 	for i, c := range deref(n).Content {
 		ip := index(path, i)
 		c = deref(c)
@@ -547,12 +469,12 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 				toolsNode = deref(e.value)
 				pats = p.patterns(e.value, join(ip, "tools"))
 			case "mode":
-				mode = p.uaMode(e.value, join(ip, "mode"))
+				mode = p.scalar(kindUnknownArgs, e.value, join(ip, "mode"))
 				if mode == nil {
 					mode = &setting{} // reported already
 				}
 			default:
-				p.unknownKey(e, ip, uaKeys)
+				p.unknownKey(e, ip, unknownArgsToolKeys)
 			}
 		}
 		if toolsNode == nil || isNull(toolsNode) || (toolsNode.Kind == yaml.SequenceNode && len(toolsNode.Content) == 0) {
@@ -566,7 +488,7 @@ func (p *fileParser) uaTools(n *yaml.Node, path string) []uaRef {
 			continue
 		}
 		for _, pr := range pats {
-			out = append(out, uaRef{pat: pr.pat, mode: mode.value, at: pr.at})
+			out = append(out, unknownArgsRef{pat: pr.pat, mode: mode.value, at: pr.at})
 		}
 	}
 	return out

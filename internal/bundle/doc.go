@@ -1,5 +1,5 @@
 // Package bundle turns operator configuration into what the policy reads:
-// it loads the layered YAML configuration (SPEC §6), validates it strictly,
+// it loads the layered YAML configuration (docs/configuration.md), validates it strictly,
 // and compiles it into the data document under data.mcpx, the generated
 // argument-rule packages and the operator override modules (ADR 0001).
 //

@@ -1,11 +1,9 @@
 package bundle
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -155,35 +153,21 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 		src := "env $" + k
 		rest := strings.TrimPrefix(k, EnvPrefix)
 		v := vals[k]
+		if d := scalarByEnv(k); d != nil {
+			d.set(l, "", d.fromString(c, src, d.path(""), v))
+			continue
+		}
 		switch {
-		case rest == "POLICY_WRITE":
-			l.write = scalarSetting(c, src, "policy.write", "write", v)
-		case rest == "POLICY_CONFIRMDESTRUCTIVE":
-			l.confirmDestructive = scalarSetting(c, src, "policy.confirmDestructive", "bool", v)
-		case rest == "POLICY_UNKNOWNARGS":
-			l.unknownArgs = scalarSetting(c, src, "policy.unknownArgs", "ua", v)
-		case rest == "POLICY_ENFORCE":
-			l.enforce = scalarSetting(c, src, "policy.enforce", "enforce", v)
-		case rest == "POOL_PINTOOLS":
-			l.pool.pinTools = scalarSetting(c, src, "pool.pinTools", "pin", v)
 		case strings.HasPrefix(rest, "POLICY_"), strings.HasPrefix(rest, "POOL_"):
-			c.add(src, 0, "", "unknown setting (the environment sets MCPX_POLICY_POLICY_WRITE, MCPX_POLICY_POLICY_CONFIRMDESTRUCTIVE, MCPX_POLICY_POLICY_UNKNOWNARGS, MCPX_POLICY_POLICY_ENFORCE, MCPX_POLICY_POOL_PINTOOLS and MCPX_POLICY_SERVERS_<NAME>_WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)")
+			c.add(src, 0, "", "unknown setting (%s)", envHelp())
 		case strings.HasPrefix(rest, "SERVERS_"):
 			body := strings.TrimPrefix(rest, "SERVERS_")
-			var key, kind string
-			switch {
-			case strings.HasSuffix(body, "_WRITEPOLICY"):
-				body, key, kind = strings.TrimSuffix(body, "_WRITEPOLICY"), "writePolicy", "write"
-			case strings.HasSuffix(body, "_UNKNOWNARGS"):
-				body, key, kind = strings.TrimSuffix(body, "_UNKNOWNARGS"), "unknownArgs", "ua"
-			case strings.HasSuffix(body, "_ENFORCE"):
-				body, key, kind = strings.TrimSuffix(body, "_ENFORCE"), "enforce", "enforce"
-			case strings.HasSuffix(body, "_PINTOOLS"):
-				body, key, kind = strings.TrimSuffix(body, "_PINTOOLS"), "pinTools", "pin"
-			default:
-				c.add(src, 0, "", "unknown setting (a server's environment settings end in _WRITEPOLICY, _UNKNOWNARGS, _ENFORCE or _PINTOOLS)")
+			d := serverScalarByEnv(body)
+			if d == nil {
+				c.add(src, 0, "", "unknown setting (%s)", serverEnvHelp())
 				continue
 			}
+			body = strings.TrimSuffix(body, d.env())
 			match := servers[body]
 			if len(match) != 1 {
 				if len(match) == 0 {
@@ -193,21 +177,31 @@ func envLayer(env []string, files []*layer, c *collector) *layer {
 				}
 				continue
 			}
-			s := l.server(match[0])
-			set := scalarSetting(c, src, "servers."+match[0]+"."+key, kind, v)
-			switch key {
-			case "writePolicy":
-				s.writePolicy = set
-			case "unknownArgs":
-				s.unknownArgs = set
-			case "enforce":
-				s.enforce = set
-			default:
-				s.pinTools = set
-			}
+			d.set(l, match[0], d.fromString(c, src, d.path(match[0]), v))
 		}
 	}
 	return l
+}
+
+// scalarByEnv is the global setting whose variable is name; nil for none.
+func scalarByEnv(name string) *scalarDef {
+	for _, d := range scalars {
+		if d.scope != "servers" && d.env() == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// serverScalarByEnv is the server setting whose suffix ends body (what
+// follows MCPX_POLICY_SERVERS_); nil for none.
+func serverScalarByEnv(body string) *scalarDef {
+	for _, d := range scalars {
+		if d.scope == "servers" && strings.HasSuffix(body, d.env()) {
+			return d
+		}
+	}
+	return nil
 }
 
 // envName is a server name as it appears in an environment variable name.
@@ -232,7 +226,8 @@ func containsStr(xs []string, s string) bool {
 	return false
 }
 
-// setLayer reads LoadOptions.Set.
+// setLayer reads LoadOptions.Set: a global setting by its path, a
+// server's as servers.<name>.<key>, the key in any case.
 func setLayer(set map[string]string, c *collector) *layer {
 	l := &layer{source: "flags"}
 	keys := make([]string, 0, len(set))
@@ -241,69 +236,30 @@ func setLayer(set map[string]string, c *collector) *layer {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := set[k]
-		switch {
-		case strings.EqualFold(k, "policy.write"):
-			l.write = scalarSetting(c, "flags", "policy.write", "write", v)
-		case strings.EqualFold(k, "policy.confirmDestructive"):
-			l.confirmDestructive = scalarSetting(c, "flags", "policy.confirmDestructive", "bool", v)
-		case strings.EqualFold(k, "policy.unknownArgs"):
-			l.unknownArgs = scalarSetting(c, "flags", "policy.unknownArgs", "ua", v)
-		case strings.EqualFold(k, "policy.enforce"):
-			l.enforce = scalarSetting(c, "flags", "policy.enforce", "enforce", v)
-		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".writepolicy") && len(k) > len("servers..writePolicy"):
-			name := k[len("servers.") : len(k)-len(".writePolicy")]
-			l.server(name).writePolicy = scalarSetting(c, "flags", "servers."+name+".writePolicy", "write", v)
-		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".unknownargs") && len(k) > len("servers..unknownArgs"):
-			name := k[len("servers.") : len(k)-len(".unknownArgs")]
-			l.server(name).unknownArgs = scalarSetting(c, "flags", "servers."+name+".unknownArgs", "ua", v)
-		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".enforce") && len(k) > len("servers..enforce"):
-			name := k[len("servers.") : len(k)-len(".enforce")]
-			l.server(name).enforce = scalarSetting(c, "flags", "servers."+name+".enforce", "enforce", v)
-		case strings.EqualFold(k, "pool.pinTools"):
-			l.pool.pinTools = scalarSetting(c, "flags", "pool.pinTools", "pin", v)
-		case strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), ".pintools") && len(k) > len("servers..pinTools"):
-			name := k[len("servers.") : len(k)-len(".pinTools")]
-			l.server(name).pinTools = scalarSetting(c, "flags", "servers."+name+".pinTools", "pin", v)
-		default:
-			c.add("flags", 0, k, "unknown setting (flags set policy.write, policy.confirmDestructive, policy.unknownArgs, policy.enforce, pool.pinTools, servers.<name>.writePolicy, servers.<name>.unknownArgs, servers.<name>.enforce and servers.<name>.pinTools)")
+		d, name := scalarBySet(k)
+		if d == nil {
+			c.add("flags", 0, k, "unknown setting (%s)", setHelp())
+			continue
 		}
+		d.set(l, name, d.fromString(c, "flags", d.path(name), set[k]))
 	}
 	return l
 }
 
-// scalarSetting checks one string-valued setting from the environment or
-// the flags.
-func scalarSetting(c *collector, src, path, kind, v string) *setting {
-	at := origin{file: src, path: path}
-	switch kind {
-	case "write":
-		if n, ok := normalizeWrite(v); ok {
-			return &setting{value: n, at: at}
+// scalarBySet is the setting a LoadOptions.Set key names, and the server's
+// name for a server setting; nil for none.
+func scalarBySet(k string) (*scalarDef, string) {
+	for _, d := range scalars {
+		if d.scope != "servers" {
+			if strings.EqualFold(k, d.path("")) {
+				return d, ""
+			}
+			continue
 		}
-		c.add(src, 0, path, "%s", badWrite(v))
-	case "ua":
-		if n, ok := normalizeUA(v); ok {
-			return &setting{value: n, at: at}
+		suffix := "." + d.key
+		if strings.HasPrefix(k, "servers.") && strings.HasSuffix(strings.ToLower(k), strings.ToLower(suffix)) && len(k) > len("servers."+suffix) {
+			return d, k[len("servers.") : len(k)-len(suffix)]
 		}
-		c.add(src, 0, path, "%s", badUA(v))
-	case "enforce":
-		if n, ok := normalizeEnforce(v); ok {
-			return &setting{value: n, at: at}
-		}
-		c.add(src, 0, path, "%s", badEnforce(v))
-	case "pin":
-		if n, ok := normalizePin(v); ok {
-			return &setting{value: n, at: at}
-		}
-		c.add(src, 0, path, "%s", badPin(v))
-	case "bool":
-		if b, err := strconv.ParseBool(v); err == nil {
-			return &setting{value: strconv.FormatBool(b), at: at}
-		}
-		c.add(src, 0, path, "want true or false, got %q", v)
-	default:
-		panic(fmt.Sprintf("bundle: unknown setting kind %q", kind))
 	}
-	return nil
+	return nil, ""
 }

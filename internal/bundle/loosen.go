@@ -5,17 +5,15 @@ import (
 	"strconv"
 )
 
-// strictness orders the values of each kind of mode setting, the strictest
-// highest: write modes deny > ask > allow, unknown-arguments modes
-// reject > warn > off, confirmDestructive true > false, enforcement
-// modes enforce > shadow.
-var strictness = map[string]map[string]int{
-	KindWrite:       {"allow": 0, "ask": 1, "deny": 2},
-	KindUnknownArgs: {"off": 0, "warn": 1, "reject": 2},
-	KindBool:        {"false": 0, "true": 1},
-	KindEnforce:     {EnforceShadow: 0, EnforceOn: 1},
-	KindPin:         {"off": 0, "ask": 1, "deny": 2},
-}
+// strictness orders the values of each kind of setting, the strictest
+// highest, by kind name: the orders of the settings table (settings.go).
+var strictness = func() map[string]map[string]int {
+	m := make(map[string]map[string]int, len(settingKinds))
+	for _, k := range settingKinds {
+		m[k.name] = k.order
+	}
+	return m
+}()
 
 // The kinds of setting whose values have a strictness order, for
 // CompareStrictness.
@@ -23,7 +21,7 @@ const (
 	// KindWrite is a write mode (policy.write, writePolicy): deny > ask > allow.
 	KindWrite = "write"
 	// KindUnknownArgs is an unknown-arguments mode: reject > warn > off.
-	KindUnknownArgs = "ua"
+	KindUnknownArgs = "unknownArgs"
 	// KindBool is a flag whose true is the stricter value
 	// (confirmDestructive): "true" > "false".
 	KindBool = "bool"
@@ -83,7 +81,7 @@ func loosened(layers []*layer) []Warning {
 		"enforce":            {DefaultEnforce, "default"},
 	}
 	serverWrite := map[string]inForce{}
-	serverUA := map[string]inForce{}
+	serverUnknownArgs := map[string]inForce{}
 	serverEnforce := map[string]inForce{}
 	// pinTools: a server's own mode replaces the pool's, which replaces
 	// the default.
@@ -107,21 +105,21 @@ func loosened(layers []*layer) []Warning {
 	// its tools had: an earlier entry of the same scope and pattern, else
 	// the server's mode (for a pool entry, which comes before every
 	// server's own mode, the strictest of them and the global one).
-	poolUA := map[string]inForce{}       // pattern source -> last pool entry
-	serverToolUA := map[string]inForce{} // server + "\x00" + source -> last entry
-	checkEntries := func(entries []uaRef, earlier map[string]inForce, key func(string) string, fallback inForce) {
+	poolToolModes := map[string]inForce{}   // pattern source -> last pool entry
+	serverToolModes := map[string]inForce{} // server + "\x00" + source -> last entry
+	checkEntries := func(entries []unknownArgsRef, earlier map[string]inForce, key func(string) string, fallback inForce) {
 		for _, u := range entries {
 			before, ok := earlier[key(u.pat.Source)]
 			if !ok {
 				before = fallback
 			}
-			check(u.at.path, "ua", before, &setting{value: u.mode, at: u.at})
+			check(u.at.path, KindUnknownArgs, before, &setting{value: u.mode, at: u.at})
 		}
 	}
-	strictestUA := func() inForce {
+	strictestUnknownArgs := func() inForce {
 		best := global["unknownArgs"]
-		for _, v := range serverUA {
-			if strictness["ua"][v.value] > strictness["ua"][best.value] {
+		for _, v := range serverUnknownArgs {
+			if strictness[KindUnknownArgs][v.value] > strictness[KindUnknownArgs][best.value] {
 				best = v
 			}
 		}
@@ -129,15 +127,15 @@ func loosened(layers []*layer) []Warning {
 	}
 	for i, l := range layers {
 		if i > 0 {
-			check("policy.write", "write", global["write"], l.write)
-			check("policy.unknownArgs", "ua", global["unknownArgs"], l.unknownArgs)
-			check("policy.confirmDestructive", "bool", global["confirmDestructive"], l.confirmDestructive)
+			check("policy.write", KindWrite, global["write"], l.write)
+			check("policy.unknownArgs", KindUnknownArgs, global["unknownArgs"], l.unknownArgs)
+			check("policy.confirmDestructive", KindBool, global["confirmDestructive"], l.confirmDestructive)
 			check("policy.enforce", KindEnforce, global["enforce"], l.enforce)
-			checkEntries(l.pool.ua, poolUA, func(src string) string { return src }, strictestUA())
+			checkEntries(l.pool.ua, poolToolModes, func(src string) string { return src }, strictestUnknownArgs())
 			check("pool.pinTools", KindPin, poolPin, l.pool.pinTools)
 			for _, s := range l.servers {
-				check("servers."+s.name+".writePolicy", "write", effective(serverWrite, s.name, "write"), s.writePolicy)
-				check("servers."+s.name+".unknownArgs", "ua", effective(serverUA, s.name, "unknownArgs"), s.unknownArgs)
+				check("servers."+s.name+".writePolicy", KindWrite, effective(serverWrite, s.name, "write"), s.writePolicy)
+				check("servers."+s.name+".unknownArgs", KindUnknownArgs, effective(serverUnknownArgs, s.name, "unknownArgs"), s.unknownArgs)
 				check("servers."+s.name+".enforce", KindEnforce, effective(serverEnforce, s.name, "enforce"), s.enforce)
 				pinBefore, ok := serverPin[s.name]
 				if !ok {
@@ -145,15 +143,15 @@ func loosened(layers []*layer) []Warning {
 				}
 				check("servers."+s.name+".pinTools", KindPin, pinBefore, s.pinTools)
 				name := s.name
-				checkEntries(s.ua, serverToolUA, func(src string) string { return name + "\x00" + src }, effective(serverUA, s.name, "unknownArgs"))
+				checkEntries(s.ua, serverToolModes, func(src string) string { return name + "\x00" + src }, effective(serverUnknownArgs, s.name, "unknownArgs"))
 			}
 		}
 		for _, u := range l.pool.ua {
-			poolUA[u.pat.Source] = inForce{u.mode, u.at.String()}
+			poolToolModes[u.pat.Source] = inForce{u.mode, u.at.String()}
 		}
 		for _, s := range l.servers {
 			for _, u := range s.ua {
-				serverToolUA[s.name+"\x00"+u.pat.Source] = inForce{u.mode, u.at.String()}
+				serverToolModes[s.name+"\x00"+u.pat.Source] = inForce{u.mode, u.at.String()}
 			}
 		}
 		if l.write != nil {
@@ -179,7 +177,7 @@ func loosened(layers []*layer) []Warning {
 				serverWrite[s.name] = held(s.writePolicy)
 			}
 			if s.unknownArgs != nil {
-				serverUA[s.name] = held(s.unknownArgs)
+				serverUnknownArgs[s.name] = held(s.unknownArgs)
 			}
 			if s.enforce != nil {
 				serverEnforce[s.name] = held(s.enforce)

@@ -9,7 +9,7 @@ import (
 // PatternKind says how a tool pattern was written.
 type PatternKind int
 
-// The three kinds of tool pattern (SPEC §6).
+// The three kinds of tool pattern (docs/configuration.md).
 const (
 	// Exact is a plain tool name.
 	Exact PatternKind = iota

@@ -19,6 +19,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/bench"
 	"github.com/mcpx/mcpx-policy/internal/bundle"
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
@@ -221,7 +222,7 @@ func policyOf(t testing.TB, paths ...string) engine.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mcpxpolicy.Policy(c)
+	return assemble.Policy(c)
 }
 
 // TestPredicatesImplyRegoOnWorkloads: on the M and L reference calls, with

@@ -3,7 +3,6 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -60,7 +59,7 @@ func (l *Ledger) Clear(server, id, reason string) ([]Entry, error) {
 		if len(out) == 0 {
 			return false, nil
 		}
-		at := now.Format(timeFormat)
+		at := now.Format(TimeFormat)
 		for _, e := range out {
 			st.Cleared = append(st.Cleared, Cleared{Entry: e, ClearedAt: at, Reason: reason})
 		}
@@ -72,22 +71,4 @@ func (l *Ledger) Clear(server, id, reason string) ([]Entry, error) {
 		return nil, err
 	}
 	return nonNil(out), nil
-}
-
-// ClearCommand is the command an operator runs to clear the entries of
-// server (id "") or one entry: `mcpx-policy writes clear <server>` plus
-// ` --id <id>`. Arguments that a POSIX shell would split are single-quoted.
-func ClearCommand(server, id string) string {
-	s := "mcpx-policy writes clear " + shellQuote(server)
-	if id != "" {
-		s += " --id " + shellQuote(id)
-	}
-	return s
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@+=,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

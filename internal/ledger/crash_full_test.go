@@ -126,7 +126,8 @@ func TestCrashKillDiskFull(t *testing.T) {
 	base := f.dir()
 	start := time.Now()
 	var stats struct {
-		sending, settled, unknown, unsaved, aborted, failed, extra, lost, unreadable, checked int
+		roundCounts
+		unsaved, failed, unreadable, checked int
 	}
 	var dir string
 	for k := range kills {
@@ -157,13 +158,7 @@ func TestCrashKillDiskFull(t *testing.T) {
 		if len(st.InFlight) != 0 {
 			t.Fatalf("kill %d: %d markers of the dead child left in flight", k, len(st.InFlight))
 		}
-		entries := map[string]bool{}
-		for _, e := range st.Entries {
-			entries[e.ID] = true
-		}
-		seen := map[string]bool{}
 		for id, steps := range lines {
-			seen[id] = true
 			if steps["VIOLATION"] {
 				t.Errorf("kill %d: the child did not count its own unknown write %s", k, id)
 			}
@@ -173,41 +168,8 @@ func TestCrashKillDiskFull(t *testing.T) {
 			if steps["SETTLEFAIL"] || steps["ABORTFAIL"] {
 				stats.failed++
 			}
-			switch {
-			case steps["ABORTED"]:
-				stats.aborted++
-				if entries[id] {
-					t.Errorf("kill %d: aborted write %s is an entry", k, id)
-				}
-			case steps["SETTLED"]:
-				stats.settled++
-				if entries[id] {
-					t.Errorf("kill %d: settled write %s is an entry", k, id)
-				}
-			case steps["UNKNOWN"]:
-				stats.unknown++
-				if !entries[id] {
-					stats.lost++
-					t.Errorf("kill %d: unknown write %s is not an entry", k, id)
-				}
-			case steps["SETTLING"], steps["ABORTFAIL"]:
-				// settled or an entry, both fine
-			case steps["SENDING"]:
-				stats.sending++
-				if !entries[id] {
-					stats.lost++
-					t.Errorf("kill %d: write %s was being sent when the child died and is not an entry: a lost write", k, id)
-				}
-			}
 		}
-		for id := range entries {
-			if !seen[id] {
-				stats.extra++
-			}
-		}
-		if cleared, err := l.Clear("srv", "", fmt.Sprintf("round %d", k)); err != nil || len(cleared) != len(st.Entries) {
-			t.Fatalf("kill %d: Clear = %d, %v; want %d", k, len(cleared), err, len(st.Entries))
-		}
+		judgeRound(t, k, l, st, lines, &stats.roundCounts)
 	}
 	t.Logf("%d kills in %v; writes reported: %d settled, %d unknown (%d of them not saved when Unknown returned, %d checked from this process while the child ran), "+
 		"%d aborted, %d failed Settles or Aborts; killed while sent and unanswered: %d, all entries; %d conservative entries; lost writes %d, unreadable files %d",

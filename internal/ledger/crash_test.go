@@ -170,7 +170,8 @@ func crashKill(t *testing.T, store func(k int) (ledger.Store, []string), afterKi
 	}
 	start := time.Now()
 	var stats struct {
-		sending, settled, settlingEntry, settlingGone, unknown, aborted, extra, recovered, lost, unreadable int
+		roundCounts
+		recovered, unreadable int
 	}
 	for k := range kills {
 		l, env := store(k)
@@ -207,62 +208,78 @@ func crashKill(t *testing.T, store func(k int) (ledger.Store, []string), afterKi
 		if afterRecover != nil {
 			afterRecover(k)
 		}
-		entries := map[string]bool{}
-		for _, e := range st.Entries {
-			entries[e.ID] = true
-		}
-		seen := map[string]bool{}
-		for id, steps := range lines {
-			seen[id] = true
-			switch {
-			case steps["ABORTED"]:
-				stats.aborted++
-				if entries[id] {
-					t.Errorf("kill %d: aborted write %s is an entry", k, id)
-				}
-			case steps["SETTLED"]:
-				stats.settled++
-				if entries[id] {
-					t.Errorf("kill %d: settled write %s is an entry", k, id)
-				}
-			case steps["UNKNOWN"]:
-				stats.unknown++
-				if !entries[id] {
-					stats.lost++
-					t.Errorf("kill %d: unknown write %s is not an entry", k, id)
-				}
-			case steps["SETTLING"]:
-				// Killed inside Settle: settled or an entry, both fine.
-				if entries[id] {
-					stats.settlingEntry++
-				} else {
-					stats.settlingGone++
-				}
-			case steps["SENDING"]:
-				stats.sending++
-				if !entries[id] {
-					stats.lost++
-					t.Errorf("kill %d: write %s was being sent when the child died and is not an entry: a lost write", k, id)
-				}
-			}
-		}
-		for id := range entries {
-			if !seen[id] {
-				stats.extra++ // killed after Begin, before it said SENDING: conservative
-			}
-		}
-		// The operator clears after investigating; the next round starts
-		// from an empty ledger.
-		cleared, err := l.Clear("srv", "", fmt.Sprintf("round %d", k))
-		if err != nil || len(cleared) != len(st.Entries) {
-			t.Fatalf("kill %d: Clear = %d, %v; want %d", k, len(cleared), err, len(st.Entries))
-		}
+		judgeRound(t, k, l, st, lines, &stats.roundCounts)
 	}
 	t.Logf("%d kills in %v; writes reported: %d settled, %d unknown, %d aborted; killed while sent and unanswered: %d, all entries; "+
 		"killed inside Settle: %d settled, %d entries; %d conservative entries (killed between Begin and the send report); "+
 		"%d markers recovered; lost writes %d, unreadable files %d",
 		kills, time.Since(start).Round(time.Millisecond), stats.settled, stats.unknown, stats.aborted, stats.sending,
 		stats.settlingGone, stats.settlingEntry, stats.extra, stats.recovered, stats.lost, stats.unreadable)
+}
+
+// roundCounts add up what the writes of the kill rounds came to.
+type roundCounts struct {
+	settled, unknown, aborted int
+	sending                   int // killed while sent and unanswered
+	settlingEntry             int // killed inside Settle (or a failed Abort): an entry
+	settlingGone              int // killed inside Settle (or a failed Abort): settled
+	extra                     int // entries the child never reported: killed between Begin and SENDING
+	lost                      int // writes that should be entries and are not
+}
+
+// judgeRound checks one kill round: each write the child reported (lines:
+// id → steps) against the entries of st, the ledger l after recovery. An
+// aborted or settled write is no entry; an unknown one, and one killed
+// while it was being sent, is (else it is lost); one killed inside Settle
+// may be either. Then it clears l's entries, as an operator does after
+// investigating, so the next round starts from an empty ledger.
+func judgeRound(t *testing.T, k int, l ledger.Store, st ledger.State, lines map[string]map[string]bool, c *roundCounts) {
+	t.Helper()
+	entries := map[string]bool{}
+	for _, e := range st.Entries {
+		entries[e.ID] = true
+	}
+	for id, steps := range lines {
+		switch {
+		case steps["ABORTED"]:
+			c.aborted++
+			if entries[id] {
+				t.Errorf("kill %d: aborted write %s is an entry", k, id)
+			}
+		case steps["SETTLED"]:
+			c.settled++
+			if entries[id] {
+				t.Errorf("kill %d: settled write %s is an entry", k, id)
+			}
+		case steps["UNKNOWN"]:
+			c.unknown++
+			if !entries[id] {
+				c.lost++
+				t.Errorf("kill %d: unknown write %s is not an entry", k, id)
+			}
+		case steps["SETTLING"], steps["ABORTFAIL"]:
+			if entries[id] {
+				c.settlingEntry++
+			} else {
+				c.settlingGone++
+			}
+		case steps["SENDING"]:
+			c.sending++
+			if !entries[id] {
+				c.lost++
+				t.Errorf("kill %d: write %s was being sent when the child died and is not an entry: a lost write", k, id)
+			}
+		}
+	}
+	for id := range entries {
+		if _, ok := lines[id]; !ok {
+			c.extra++
+		}
+	}
+	cleared, err := l.Clear("srv", "", fmt.Sprintf("round %d", k))
+	if err != nil || len(cleared) != len(st.Entries) {
+		t.Fatalf("kill %d: Clear = %d, %v; want %d", k, len(cleared), err, len(st.Entries))
+	}
 }
 
 // runAndKill runs one crash child with env (its store), SIGKILLs it at a random moment

@@ -4,17 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// timeFormat is RFC 3339 in UTC with fixed-width nanoseconds, so times sort
+// TimeFormat is RFC 3339 in UTC with fixed-width nanoseconds, so times sort
 // as strings.
-const timeFormat = "2006-01-02T15:04:05.000000000Z"
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
 
 // Dispatch is one write on its way to a server. Create it with Begin,
 // write the request bytes, call Sent, then end it with exactly one of
@@ -22,12 +18,11 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z"
 // first of Settle, Unknown or Abort to succeed ends it, later calls do
 // nothing and return nil.
 type Dispatch struct {
-	l     *Ledger
-	entry decision.LedgerEntry
-	slot  int64 // the marker's slot (slots.go)
+	Lifecycle
+	l    *Ledger
+	slot int64 // the marker's slot (slots.go)
 
 	mu   sync.Mutex
-	sent bool
 	done bool
 }
 
@@ -46,21 +41,16 @@ type Dispatch struct {
 // may have left (say, the directory fsync failed) is removed in the
 // background. Concurrent Begins share commits (group commit).
 func (l *Ledger) Begin(server, tool string, args map[string]any, surface string) (*Dispatch, error) {
-	if server == "" || tool == "" {
-		return nil, errors.New("ledger: begin: server and tool are required")
-	}
-	sum, err := decision.ArgsSHA256(args)
+	entry, err := NewEntry(newID(), server, tool, args, surface)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: begin: %w", err)
+		return nil, err
 	}
-	d := &Dispatch{l: l, entry: decision.LedgerEntry{
-		ID: newID(), Server: server, Tool: tool, ArgsSHA256: sum,
-		Time: time.Now().UTC().Format(timeFormat), Surface: surface,
-	}}
+	d := &Dispatch{l: l}
+	d.Init(entry, d.end)
 	if _, err := l.slotFile(); err != nil {
 		return nil, err
 	}
-	m := Marker{LedgerEntry: d.entry, Owner: selfOwner()}
+	m := Marker{LedgerEntry: d.Entry(), Owner: selfOwner()}
 	err = l.submit(func(st *fileState, _ time.Time, _ int) (bool, error) {
 		t := &slotTester{l: l}
 		defer t.close()
@@ -77,7 +67,7 @@ func (l *Ledger) Begin(server, tool string, args map[string]any, surface string)
 		// (say, the directory fsync): take the marker out in the
 		// background, or it would turn into an unknown entry at exit for a
 		// call that was never sent.
-		l.addRetry(retryOp{id: d.entry.ID, slot: m.Slot})
+		l.addRetry(retryOp{id: d.ID(), slot: m.Slot})
 	}
 	if err != nil {
 		return nil, err
@@ -86,73 +76,21 @@ func (l *Ledger) Begin(server, tool string, args map[string]any, surface string)
 	return d, nil
 }
 
-// ID is the dispatch's id: the marker's and, if the outcome turns out
-// unknown, the entry's.
-func (d *Dispatch) ID() string { return d.entry.ID }
-
-// Entry is the ledger entry this dispatch records if its outcome is
-// unknown.
-func (d *Dispatch) Entry() decision.LedgerEntry { return d.entry }
-
-// Sent records that the request bytes were written (or that writing them
-// started). It is kept in memory only: after a crash the ledger cannot
-// tell, so every leftover marker counts as sent. It changes what Abort
-// does.
-func (d *Dispatch) Sent() {
-	d.mu.Lock()
-	d.sent = true
-	d.mu.Unlock()
-}
-
-// Settle ends the dispatch on a definite result or error from the server:
-// the marker is removed and nothing is recorded. It returns once the
-// removal is durable. If the file cannot be written it returns the error,
-// and the removal is retried in the background, with backoff (the marker
-// meanwhile stays in the file, which is conservative: should this process
-// die, it becomes an unknown entry).
-func (d *Dispatch) Settle() error { return d.end(nil) }
-
-// Unknown ends the dispatch when its outcome is lost after the bytes went
-// out: transport failure, process exit, timeout, cancellation. The marker
-// becomes an unknown-outcome entry with cause, durably before it returns.
-//
-// First it locks the marker's slot, which makes every reader, in any
-// process, count the marker as an unknown-outcome entry; the lock goes
-// once the entry is durable. If the file cannot be written (disk full,
-// unreadable file) it returns the error and keeps the lock, and the save
-// is retried in the background with backoff until it succeeds; the
-// server's writes stay blocked everywhere meanwhile. Should the process
-// die first, the kernel drops the lock and the marker is a dead process's
-// marker: an entry for every reader.
-func (d *Dispatch) Unknown(cause string) error {
-	e := Entry{LedgerEntry: d.entry, Cause: strings.TrimSpace(cause)}
-	if e.Cause == "" {
-		e.Cause = "outcome unknown"
-	}
-	return d.end(&e)
-}
-
-// Abort ends a dispatch whose request bytes were never written: the marker
-// is removed. After Sent it is not an abort any more: it records an
-// unknown-outcome entry as Unknown("aborted after the request was sent")
-// does.
-func (d *Dispatch) Abort() error {
-	d.mu.Lock()
-	sent := d.sent
-	d.mu.Unlock()
-	if sent {
-		return d.Unknown("aborted after the request was sent")
-	}
-	return d.end(nil)
-}
-
+// end is the file store's ending of a dispatch (Lifecycle): nil removes
+// the marker, durably before it returns; an entry first locks the
+// marker's slot, which makes every reader, in any process, count the
+// marker as an unknown-outcome entry, and the lock goes once the entry is
+// durable. If the file cannot be written (disk full, unreadable file) it
+// returns the error, keeps the lock and retries in the background with
+// backoff. Should the process die first, the kernel drops the lock and the
+// marker is a dead process's: an entry for every reader.
 func (d *Dispatch) end(unknown *Entry) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.done {
 		return nil
 	}
-	id := d.entry.ID
+	id := d.ID()
 	held := unknown != nil && d.l.holdSlot(d.slot) == nil
 	o := &op{apply: func(st *fileState, _ time.Time, _ int) (bool, error) {
 		removed := removeMarker(st, id)

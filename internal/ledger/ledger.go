@@ -1,4 +1,4 @@
-// Package ledger is the unknown-outcome ledger (SPEC §4): a versioned JSON
+// Package ledger is the unknown-outcome ledger (docs/ledger.md): a versioned JSON
 // file that remembers writes whose outcome was lost, so that further writes
 // to the same server are denied until an operator clears them.
 //
@@ -571,7 +571,7 @@ func containsID(es []Entry, id string) bool {
 // cmpTime orders ledger times. Times this package writes sort as strings;
 // a time it cannot parse sorts by its text.
 func cmpTime(a, b string) int {
-	if len(a) == len(timeFormat) && len(b) == len(timeFormat) && a[len(a)-1] == 'Z' && b[len(b)-1] == 'Z' {
+	if len(a) == len(TimeFormat) && len(b) == len(TimeFormat) && a[len(a)-1] == 'Z' && b[len(b)-1] == 'Z' {
 		return strings.Compare(a, b) // fixed width, UTC: the text orders
 	}
 	ta, ea := time.Parse(time.RFC3339Nano, a)

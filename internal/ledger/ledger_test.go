@@ -267,20 +267,6 @@ func TestClear(t *testing.T) {
 	}
 }
 
-func TestClearCommand(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ server, id, want string }{
-		{"fs", "", "mcpx-policy writes clear fs"},
-		{"fs", "3f9c2a1b7d4e8f60", "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60"},
-		{"my server", "", "mcpx-policy writes clear 'my server'"},
-		{"it's", "", `mcpx-policy writes clear 'it'\''s'`},
-	} {
-		if got := ledger.ClearCommand(tc.server, tc.id); got != tc.want {
-			t.Errorf("ClearCommand(%q, %q) = %q, want %q", tc.server, tc.id, got, tc.want)
-		}
-	}
-}
-
 func TestRestartPersistence(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

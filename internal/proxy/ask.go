@@ -10,7 +10,6 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -125,12 +124,12 @@ func (s *session) readRetry(c *toolCall) (retry, error) {
 		if err := strictjson.Unmarshal(raw, &responses); err != nil {
 			return r, fmt.Errorf("inputResponses: %w", err)
 		}
-		if mine, ok := responses[render.InputRequestKey]; ok {
+		if mine, ok := responses[mcpxpolicy.ConfirmInputKey]; ok {
 			var a elicitResult
 			if strictjson.Unmarshal(mine, &a) == nil {
 				r.answer = &a
 			}
-			delete(responses, render.InputRequestKey)
+			delete(responses, mcpxpolicy.ConfirmInputKey)
 			if len(responses) == 0 {
 				delete(c.members, "inputResponses")
 			} else {
@@ -258,7 +257,7 @@ func (s *session) useHeld(ctx context.Context, call mcpxpolicy.Call, r retry) mc
 // call, once.
 func (s *session) answered(ctx context.Context, call mcpxpolicy.Call, id, sha256 string, a *elicitResult) mcpxpolicy.Decision {
 	eng := s.opts.Engine
-	if a != nil && render.Approved(a.Action, a.Content) {
+	if a != nil && mcpxpolicy.ElicitationApproved(a.Action, a.Content) {
 		if _, err := eng.Approvals().Approve(id, sha256); err != nil {
 			s.log.Warn("recording the approval failed", "tool", call.Tool.Name, "approval", id, "err", err)
 		}

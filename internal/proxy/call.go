@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -28,7 +27,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	case errors.Is(err, errArgsNotObject):
 		if done() {
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
-			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
+			s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
 		}
 		return
 	case err != nil:
@@ -60,7 +59,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
 			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
 				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
-			s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
+			s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
 		}
 		return
 	}
@@ -87,7 +86,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		// so nothing reaches the server without the server's own
 		// annotations behind its decision.
 		if done() {
-			e := render.UnknownTool(params.Name)
+			e := mcpxpolicy.UnknownTool(params.Name)
 			s.replyError(m.ID, e.Code, e.Message)
 		}
 		return
@@ -111,11 +110,11 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if d.Outcome != mcpxpolicy.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {
 			// redacted with the call's arguments: an override's message may quote them
-			s.replyResult(m.ID, render.MCPFor(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
+			s.replyResult(m.ID, mcpxpolicy.RenderMCP(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
 		}
 		return
 	}
-	p := &pending{method: "tools/call", call: params.Name, ignored: render.Ignored(d)}
+	p := &pending{method: "tools/call", call: params.Name, ignored: mcpxpolicy.IgnoredArgumentKeys(d)}
 	if d.Relaxed() {
 		p.shadow = &d
 	}
@@ -129,7 +128,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
 				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
-				s.replyResult(m.ID, render.MCPFor(d, s.opts.Commands).Result)
+				s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
 			}
 			return
 		}

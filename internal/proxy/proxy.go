@@ -39,7 +39,6 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -62,7 +61,7 @@ type Options struct {
 	// Commands spells the mcpx-policy commands the proxy's answers and log
 	// lines name (clearing an unknown outcome) with the state dir and
 	// config the process was given, so that they run as printed.
-	Commands render.Commands
+	Commands mcpxpolicy.Commands
 	// Logger receives what the proxy does (decisions, warnings, unknown
 	// outcomes); nil discards.
 	Logger *slog.Logger
@@ -409,7 +408,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				m = filtered
 			}
 		case p.method == "tools/call" && len(p.ignored) > 0:
-			if r, err := render.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
+			if r, err := mcpxpolicy.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
 				m = &jsonrpc.Response{ID: m.ID, Result: r}
 			} else {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
@@ -527,7 +526,7 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	result := render.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands)
+	result := mcpxpolicy.UnknownOutcomeResult(s.opts.Server, p.call, entry, cause, s.opts.Commands)
 	if p.shadow != nil {
 		if raw, err := json.Marshal(result); err == nil {
 			s.reply(&jsonrpc.Response{ID: id, Result: s.withShadow(raw, p)})
@@ -541,7 +540,7 @@ func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 // decision it would have had (render.AddShadow); a result it cannot add
 // to (not a JSON object) goes as it is, and the log says so.
 func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage {
-	r, err := render.AddShadow(result, *p.shadow)
+	r, err := mcpxpolicy.AddShadow(result, *p.shadow)
 	if err != nil {
 		s.log.Warn("shadow decision not added to the result", "tool", p.call, "err", err)
 		return result

@@ -16,7 +16,6 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -175,7 +174,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 		return "too late"
 	}))
 	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
-	cmds := render.Commands{StateDir: "/var/lib/state dir"}
+	cmds := mcpxpolicy.Commands{StateDir: "/var/lib/state dir"}
 	r := newRig(t, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.Options{CallTimeout: time.Second, Commands: cmds}, srv)
 	ctx := context.Background()
 	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{}})

@@ -378,7 +378,7 @@ func closeTool(raw json.RawMessage) (json.RawMessage, error) {
 // closeSchema sets additionalProperties: false on an object schema with
 // properties that says nothing about other keys (no additionalProperties,
 // no patternProperties), and on the object schemas of its properties, as
-// the unknown-arguments step reads them (SPEC §3). It reports whether it
+// the unknown-arguments step reads them (docs/check-order.md). It reports whether it
 // changed anything.
 func closeSchema(v any) bool {
 	s, ok := v.(map[string]any)

@@ -21,7 +21,7 @@ type ElicitRequest struct {
 }
 
 // Render returns what `eval --surface S --format json` puts in "rendered"
-// (SPEC §7) for call and its decision d:
+// (docs/surfaces.md) for call and its decision d:
 //   - daemon: HTTPAnswer{status, body} (Daemon; DaemonAsk for an ask);
 //   - mcp: MCPAnswer (the CallToolResult, or the unknown-tool JSON-RPC error
 //     for a hidden tool, or null for an allow); for an ask the

@@ -549,3 +549,24 @@ func TestRedactKeepsTheClearCommand(t *testing.T) {
 		t.Errorf("another code's look-alike command was kept: %s", jsonOf(t, d.Reasons[1]))
 	}
 }
+
+// TestCommandsWritesClear: the clear command `mcpx-policy writes` prints
+// and every rendering names, quoted so that a POSIX shell runs it as
+// printed.
+func TestCommandsWritesClear(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmds             render.Commands
+		server, id, want string
+	}{
+		{render.Commands{}, "fs", "", "mcpx-policy writes clear fs"},
+		{render.Commands{}, "fs", "3f9c2a1b7d4e8f60", "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60"},
+		{render.Commands{}, "my server", "", "mcpx-policy writes clear 'my server'"},
+		{render.Commands{}, "it's", "", `mcpx-policy writes clear 'it'\''s'`},
+		{render.Commands{StateDir: "/var/lib/my state"}, "fs", "", "mcpx-policy writes clear fs --state-dir '/var/lib/my state'"},
+	} {
+		if got := tc.cmds.WritesClear(tc.server, tc.id); got != tc.want {
+			t.Errorf("%+v.WritesClear(%q, %q) = %q, want %q", tc.cmds, tc.server, tc.id, got, tc.want)
+		}
+	}
+}

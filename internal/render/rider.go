@@ -11,7 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// RiderKey is the key of the warn rider (SPEC §3).
+// RiderKey is the key of the warn rider (docs/surfaces.md, "The warn rider").
 const RiderKey = "_ignored_options"
 
 // MetaIgnored is the `_meta` key under which AddRider puts the rider's

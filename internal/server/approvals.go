@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -67,18 +66,18 @@ func (h *Handler) decideOrApproved(ctx context.Context, call mcpxpolicy.Call, id
 }
 
 // putOnHold opens an approval request for an ask; any other decision
-// gets none. A request that cannot be made leaves the ask a 428 without
-// one, and says why in approval_error.
-func (h *Handler) putOnHold(call mcpxpolicy.Call, d mcpxpolicy.Decision) DecideResponse {
+// gets none (nil, nil). A request that cannot be made leaves the ask a 428
+// without one, and its error says why in approval_error.
+func (h *Handler) putOnHold(call mcpxpolicy.Call, d mcpxpolicy.Decision) (*mcpxpolicy.ApprovalRequest, error) {
 	if d.Outcome != mcpxpolicy.Ask {
-		return DecideResponse{}
+		return nil, nil
 	}
 	req, err := h.eng.RequestApproval(call, d)
 	if err != nil {
 		h.opts.Logger.Warn("no approval request for an ask", "server", call.Server, "tool", call.Tool.Name, "err", err)
-		return DecideResponse{ApprovalError: err.Error()}
+		return nil, err
 	}
-	return DecideResponse{Approval: &req}
+	return &req, nil
 }
 
 func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -103,33 +102,14 @@ func (h *Handler) getApproval(w http.ResponseWriter, r *http.Request) {
 // the token: the HTTP caller who asked for the decision may not answer
 // its own ask.
 func (h *Handler) answerApproval(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token == "" {
-		writeError(w, http.StatusForbidden, "ApproveDisabled", "answering asks over HTTP is disabled: start serve with --token-file (or answer with mcpx-policy approve)")
-		return
-	}
-	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
-		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/approvals/{id} needs Authorization: Bearer <token from --token-file>")
-		return
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
 	var ans AnswerRequest
-	err := dec.Decode(&ans)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data after the JSON object")
-	}
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf(`want {"sha256": "<the call's sha256 as shown>"} or {"decline": true}: %v`, err))
+	if !h.operatorRequest(w, r, "ApproveDisabled", "answering asks over HTTP is disabled: start serve with --token-file (or answer with mcpx-policy approve)",
+		"/v1/approvals/{id}", `{"sha256": "<the call's sha256 as shown>"} or {"decline": true}`, &ans) {
 		return
 	}
 	id := r.PathValue("id")
 	var req mcpxpolicy.ApprovalRequest
+	var err error
 	switch {
 	case ans.Decline:
 		req, err = h.eng.Approvals().Decline(id)

@@ -61,6 +61,10 @@ func TestApprovalRouteErrors(t *testing.T) {
 		{"POST", "/v1/approvals/" + id, `{}`, 400, "InvalidInput"},
 		{"POST", "/v1/approvals/" + id, `{"sha256":"` + sum + `","extra":1}`, 400, "InvalidInput"},
 		{"POST", "/v1/approvals/" + id, `{"sha256":"` + sum + `"} {}`, 400, "InvalidInput"},
+		// Read as strictly as every operator route: a case variant or a
+		// duplicate key would answer one thing here and another elsewhere.
+		{"POST", "/v1/approvals/" + id, `{"sha256":"` + sum + `","SHA256":"` + strings.Repeat("0", 64) + `"}`, 400, "InvalidInput"},
+		{"POST", "/v1/approvals/" + id, `{"decline":false,"decline":true}`, 400, "InvalidInput"},
 		{"POST", "/v1/approvals/" + id, `{"sha256":"` + strings.Repeat("0", 64) + `"}`, 409, "ApprovalMismatch"},
 		{"POST", "/v1/approvals/0123456789abcdef0123456789abcdef", `{"sha256":"` + sum + `"}`, 404, "NotFound"},
 		{"GET", "/v1/approvals/0123456789abcdef0123456789abcdef", ``, 404, "NotFound"},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -305,7 +304,7 @@ func (ev EvaluationRequest) withDefaults(d EvaluationRequest) EvaluationRequest 
 // azCall maps a complete evaluation to the call it asks about. On error
 // the call holds the names that could be read, for the deny.
 func (h *Handler) azCall(ev EvaluationRequest) (mcpxpolicy.Call, error) {
-	call := mcpxpolicy.Call{Surface: render.SurfaceDaemon}
+	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceDaemon}
 	if ev.Resource.Type != AuthZENResourceType {
 		return call, fmt.Errorf("resource type %q is not decided here (want %q, id \"<server>/<tool>\")", ev.Resource.Type, AuthZENResourceType)
 	}

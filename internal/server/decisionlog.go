@@ -10,7 +10,6 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 // DecisionPath is the decision's path in the log, as a stock OPA serving the
@@ -62,7 +61,7 @@ type LogResult struct {
 	Warnings    []LogReason        `json:"warnings"`
 	Write       bool               `json:"write"`
 	Destructive bool               `json:"destructive"`
-	Call        decision.CallRef   `json:"call"`
+	Call        mcpxpolicy.CallRef `json:"call"`
 	// Shadow is the policy's own decision for a server in shadow mode
 	// (what the result would be enforced), as the decision document's
 	// "shadow" member; absent for a server that enforces.
@@ -86,9 +85,9 @@ type LogReason struct {
 
 // LogViolation is a logged violation, without the offending value.
 type LogViolation struct {
-	Path       string           `json:"path"`
-	Constraint string           `json:"constraint"`
-	Rule       decision.RuleRef `json:"rule"`
+	Path       string             `json:"path"`
+	Constraint string             `json:"constraint"`
+	Rule       mcpxpolicy.RuleRef `json:"rule"`
 }
 
 var erased = []string{"/input/args", "/result/reasons/*/message", "/result/reasons/*/details", "/result/reasons/*/violations/*/value",
@@ -112,7 +111,7 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 	if l == nil {
 		return
 	}
-	sum, err := decision.ArgsSHA256(call.Args)
+	sum, err := mcpxpolicy.ArgsSHA256(call.Args)
 	if err != nil {
 		sum = ""
 	}

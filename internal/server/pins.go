@@ -2,12 +2,9 @@ package server
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
 // Pinned tool definitions over HTTP (docs/service.md#pinned-tool-definitions):
@@ -51,27 +48,9 @@ func (h *Handler) listPins(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) acceptPin(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token == "" {
-		writeError(w, http.StatusForbidden, "AcceptDisabled", "accepting pins over HTTP is disabled: start serve with --token-file")
-		return
-	}
-	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
-		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/pins/accept needs Authorization: Bearer <token from --token-file>")
-		return
-	}
 	var req AcceptRequest
-	body, err := io.ReadAll(r.Body)
-	if err == nil {
-		err = strictjson.UnmarshalKnown(body, &req)
-	}
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf(`want {"server", "tool", "sha256"?}: %v`, err))
+	if !h.operatorRequest(w, r, "AcceptDisabled", "accepting pins over HTTP is disabled: start serve with --token-file",
+		"/v1/pins/accept", `{"server", "tool", "sha256"?}`, &req) {
 		return
 	}
 	if req.Server == "" || req.Tool == "" {

@@ -24,10 +24,8 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
-	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -190,12 +188,7 @@ type CallDocument = mcpxpolicy.CallDocument
 // rendering for the call's surface (default daemon: {"status", "body"}).
 // An ask also carries the approval request it was put on hold as
 // ("approval"), or why none could be made ("approval_error").
-type DecideResponse struct {
-	mcpxpolicy.Decision
-	Rendered      any                         `json:"rendered"`
-	Approval      *mcpxpolicy.ApprovalRequest `json:"approval,omitempty"`
-	ApprovalError string                      `json:"approval_error,omitempty"`
-}
+type DecideResponse = mcpxpolicy.DecisionResponse
 
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -209,7 +202,9 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
 		h.decidedHere(d, time.Since(start))
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		writeJSON(w, status, DecideResponse{Decision: mcpxpolicy.Redact(call, d), Rendered: mustRender(render.SurfaceDaemon, call, d)})
+		call.Surface = mcpxpolicy.SurfaceDaemon
+		resp, _ := mcpxpolicy.Respond(call, d, nil, nil)
+		writeJSON(w, status, resp)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
@@ -222,18 +217,13 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	if h.opts.OnDecision != nil && approvalID == "" {
 		h.opts.OnDecision(call, d)
 	}
-	resp := h.putOnHold(call, d)
-	rendered, err := render.Render(call.Surface, call, d)
-	if resp.Approval != nil {
-		rendered, err = mcpxpolicy.RenderApproval(call.Surface, call, d, *resp.Approval)
-	}
-	if err != nil {
-		h.opts.Logger.Error("render", "err", err)
-		rendered = nil
-	}
+	held, holdErr := h.putOnHold(call, d)
 	// The response carries the decision redacted, like every rendering and
 	// the log: the raw one stays in the process.
-	resp.Decision, resp.Rendered = mcpxpolicy.Redact(call, d), rendered
+	resp, err := mcpxpolicy.Respond(call, d, held, holdErr)
+	if err != nil {
+		h.opts.Logger.Error("render", "err", err)
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -243,14 +233,6 @@ func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
 	if h.opts.Metrics != nil {
 		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
 	}
-}
-
-func mustRender(surface string, call mcpxpolicy.Call, d mcpxpolicy.Decision) any {
-	v, err := render.Render(surface, call, d)
-	if err != nil {
-		return nil
-	}
-	return v
 }
 
 // readCall reads and checks a call document, and the id of the approval
@@ -271,11 +253,9 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
 		return call, "", fmt.Errorf("not a call document: %v", err)
 	}
 	if call.Surface == "" {
-		call.Surface = render.SurfaceDaemon
+		call.Surface = mcpxpolicy.SurfaceDaemon
 	}
-	switch call.Surface {
-	case render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI:
-	default:
+	if !mcpxpolicy.KnownSurface(call.Surface) {
 		return call, "", fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
 	}
 	return call, approval, nil
@@ -304,6 +284,41 @@ func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
 }
 
+// operatorRequest admits an operator's POST to route and reads its JSON
+// body into v. Operator routes change state (clear a write, accept a pin,
+// answer an ask), so each needs serve's token: without one configured the
+// route answers 403 with code disabled and message why; without the right
+// bearer, 401. The body is read strictly (strictjson.UnmarshalKnown): a
+// case variant ({"server":"fs","SERVER":"fs2"}), a duplicate or an
+// unknown key would name one thing here and another elsewhere, so it is a
+// 400 InvalidInput saying the body wanted shape (413 past the size limit).
+// It answers every refusal itself and then returns false.
+func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabled, why, route, shape string, v any) bool {
+	if h.opts.Token == "" {
+		writeError(w, http.StatusForbidden, disabled, why)
+		return false
+	}
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
+		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST "+route+" needs Authorization: Bearer <token from --token-file>")
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = strictjson.UnmarshalKnown(body, v)
+	}
+	if err != nil {
+		status := http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
+		return false
+	}
+	return true
+}
+
 // ClearRequest is the body of POST /v1/writes/clear.
 type ClearRequest struct {
 	Server string `json:"server"`
@@ -312,29 +327,9 @@ type ClearRequest struct {
 }
 
 func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token == "" {
-		writeError(w, http.StatusForbidden, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file")
-		return
-	}
-	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx-policy"`)
-		writeError(w, http.StatusUnauthorized, "Unauthorized", "POST /v1/writes/clear needs Authorization: Bearer <token from --token-file>")
-		return
-	}
 	var req ClearRequest
-	body, err := io.ReadAll(r.Body)
-	if err == nil {
-		// Strictly: a case variant ({"server":"fs","SERVER":"fs2"}) or a
-		// duplicate key would name one server here and another elsewhere.
-		err = strictjson.UnmarshalKnown(body, &req)
-	}
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf(`want {"server", "id"?, "reason"?}: %v`, err))
+	if !h.operatorRequest(w, r, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file",
+		"/v1/writes/clear", `{"server", "id"?, "reason"?}`, &req) {
 		return
 	}
 	if req.Server == "" {
@@ -346,10 +341,10 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	}
 	cleared, err := h.eng.ClearWrites(req.Server, req.ID, req.Reason)
 	switch {
-	case errors.Is(err, ledger.ErrNotFound):
+	case errors.Is(err, mcpxpolicy.ErrWriteNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
-	case errors.Is(err, ledger.ErrUnreadable):
+	case errors.Is(err, mcpxpolicy.ErrLedgerUnreadable):
 		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
 		return
 	case err != nil:

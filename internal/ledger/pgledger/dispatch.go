@@ -7,19 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
-
-// timeFormat is the file store's: RFC 3339 in UTC with fixed-width
-// nanoseconds, so times sort as text in both stores.
-const timeFormat = "2006-01-02T15:04:05.000000000Z"
 
 // pingEvery is how often the owner session is checked; a session found
 // dead is replaced by a new one (a new owner key) at the next BeginWrite.
@@ -95,13 +89,12 @@ func (s *Store) startWatchdog() {
 
 // dispatch is one write on its way to a server.
 type dispatch struct {
+	ledger.Lifecycle
 	s     *Store
-	entry decision.LedgerEntry
 	owner int32
 	slot  int32
 
 	mu   sync.Mutex
-	sent bool
 	done bool
 	// the ending whose save failed, retried: unknown nil for a removal
 	unknown *ledger.Entry
@@ -118,22 +111,17 @@ type dispatch struct {
 // *ledger.UnreadableError when the database cannot be used (nothing was
 // recorded, and the request must not be sent).
 func (s *Store) BeginWrite(server, tool string, args map[string]any, surface string) (ledger.Write, error) {
-	if server == "" || tool == "" {
-		return nil, errors.New("ledger: begin: server and tool are required")
-	}
-	sum, err := decision.ArgsSHA256(args)
+	entry, err := ledger.NewEntry(newID(), server, tool, args, surface)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: begin: %w", err)
+		return nil, err
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	if err := s.schema(ctx); err != nil {
 		return nil, err
 	}
-	d := &dispatch{s: s, entry: decision.LedgerEntry{
-		ID: newID(), Server: server, Tool: tool, ArgsSHA256: sum,
-		Time: time.Now().UTC().Format(timeFormat), Surface: surface,
-	}}
+	d := &dispatch{s: s}
+	d.Init(entry, d.end)
 	// The marker goes in only while its owner lock is held, which proves
 	// the owner session alive at that moment; a session that ended
 	// unnoticed is replaced and the insert tried once more.
@@ -148,7 +136,7 @@ func (s *Store) BeginWrite(server, tool string, args map[string]any, surface str
 		err = s.pool.QueryRow(ctx, `INSERT INTO mcpx_ledger_in_flight (id, server, tool, args_sha256, time, surface, owner, slot, pid, host)
 			SELECT $1, $2, $3, $4, $5, $6, $7, nextval('mcpx_ledger_keys')::integer, $8, $9
 			WHERE NOT pg_try_advisory_xact_lock_shared($10::integer, $7::integer) RETURNING slot`,
-			d.entry.ID, server, tool, sum, d.entry.Time, surface, sess.owner, int32(os.Getpid()), s.host, classOwner).Scan(&d.slot)
+			entry.ID, server, tool, entry.ArgsSHA256, entry.Time, surface, sess.owner, int32(os.Getpid()), s.host, classOwner).Scan(&d.slot)
 		switch {
 		case err == nil:
 			return d, nil
@@ -178,54 +166,6 @@ func (s *Store) dropSession(sess *session) {
 		cancel()
 		s.sess = nil
 	}
-}
-
-// ID is the dispatch's id: the marker's and, if the outcome is unknown,
-// the entry's.
-func (d *dispatch) ID() string { return d.entry.ID }
-
-// Entry is the entry this dispatch records if its outcome is unknown.
-func (d *dispatch) Entry() decision.LedgerEntry { return d.entry }
-
-// Sent records, in memory, that the request bytes went out: Abort then
-// records an unknown outcome.
-func (d *dispatch) Sent() {
-	d.mu.Lock()
-	d.sent = true
-	d.mu.Unlock()
-}
-
-// Settle removes the marker: a definite answer came. On a database error
-// it returns it and retries in the background (the marker meanwhile
-// stays: should this process die, it becomes an entry).
-func (d *dispatch) Settle() error { return d.end(nil) }
-
-// Abort removes the marker of a request never sent; after Sent it is
-// Unknown("aborted after the request was sent").
-func (d *dispatch) Abort() error {
-	d.mu.Lock()
-	sent := d.sent
-	d.mu.Unlock()
-	if sent {
-		return d.Unknown("aborted after the request was sent")
-	}
-	return d.end(nil)
-}
-
-// Unknown turns the marker into an unknown-outcome entry with cause. It
-// first takes the slot lock on the owner session, which makes every
-// reader count the marker as an entry; then it saves the entry (marker
-// removed, entry added, one transaction) and releases the lock. If the
-// save fails it returns the error, keeps the lock and retries in the
-// background: the server's writes stay blocked everywhere meanwhile. If
-// the owner session is gone the marker is a dead process's: an entry for
-// every reader already.
-func (d *dispatch) Unknown(cause string) error {
-	e := ledger.Entry{LedgerEntry: d.entry, Cause: strings.TrimSpace(cause)}
-	if e.Cause == "" {
-		e.Cause = "outcome unknown"
-	}
-	return d.end(&e)
 }
 
 func (d *dispatch) end(unknown *ledger.Entry) error {
@@ -280,7 +220,7 @@ func (s *Store) save(d *dispatch) error {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "DELETE FROM mcpx_ledger_in_flight WHERE id = $1", d.entry.ID); err != nil {
+		if _, err := tx.Exec(ctx, "DELETE FROM mcpx_ledger_in_flight WHERE id = $1", d.ID()); err != nil {
 			return err
 		}
 		if d.unknown == nil {
@@ -307,7 +247,7 @@ func (s *Store) save(d *dispatch) error {
 func (s *Store) addRetry(d *dispatch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.retry[d.entry.ID] = d
+	s.retry[d.ID()] = d
 	if !s.retrying && !s.closed {
 		s.retrying = true
 		s.wg.Add(1)
@@ -343,7 +283,7 @@ func (s *Store) retryLoop() {
 				continue
 			}
 			s.mu.Lock()
-			delete(s.retry, d.entry.ID)
+			delete(s.retry, d.ID())
 			s.mu.Unlock()
 		}
 		s.mu.Lock()
@@ -437,7 +377,7 @@ func (s *Store) Clear(server, id, reason string) ([]ledger.Entry, error) {
 	var out []ledger.Entry
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = nil
-		now := time.Now().UTC().Format(timeFormat)
+		now := time.Now().UTC().Format(ledger.TimeFormat)
 		q := markersSQL + " WHERE server = $3"
 		args := []any{classSlot, classOwner, server}
 		if id != "" {

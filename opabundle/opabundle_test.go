@@ -1,4 +1,4 @@
-package mcpxpolicy_test
+package opabundle_test
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	opabundle "github.com/open-policy-agent/opa/v1/bundle"
+	opabundle_ "github.com/open-policy-agent/opa/v1/bundle"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 // keyPair returns a PEM private key and its PEM public key.
@@ -61,9 +62,27 @@ func readSigned(path string, pub, alg, keyID, scope string) error {
 		return err
 	}
 	defer f.Close()
-	vc := opabundle.NewVerificationConfig(map[string]*opabundle.KeyConfig{keyID: {Key: pub, Algorithm: alg}}, keyID, scope, nil)
-	_, err = opabundle.NewReader(f).WithBundleVerificationConfig(vc).Read()
+	vc := opabundle_.NewVerificationConfig(map[string]*opabundle_.KeyConfig{keyID: {Key: pub, Algorithm: alg}}, keyID, scope, nil)
+	_, err = opabundle_.NewReader(f).WithBundleVerificationConfig(vc).Read()
 	return err
+}
+
+// writeArchive is BundleFiles, signed when sign is not nil, written by
+// WriteArchive.
+func writeArchive(t *testing.T, opts mcpxpolicy.Options, sign *opabundle.Signing, path string) {
+	t.Helper()
+	files, err := mcpxpolicy.BundleFiles(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sign != nil {
+		if err := opabundle.Sign(files, *sign); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := opabundle.WriteArchive(files, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSignedBundleVerifies signs the example's bundle with each key kind
@@ -71,7 +90,7 @@ func readSigned(path string, pub, alg, keyID, scope string) error {
 // file, a wrong key and an unsigned bundle must all fail it.
 func TestSignedBundleVerifies(t *testing.T) {
 	t.Parallel()
-	opts := mcpxpolicy.Options{ConfigPaths: []string{"examples/mcpx-policy.yaml"}, Env: []string{}}
+	opts := mcpxpolicy.Options{ConfigPaths: []string{"../examples/mcpx-policy.yaml"}, Env: []string{}}
 	for _, alg := range []string{"RS256", "ES256", "HS256"} {
 		t.Run(alg, func(t *testing.T) {
 			t.Parallel()
@@ -86,10 +105,8 @@ func TestSignedBundleVerifies(t *testing.T) {
 				t.Fatal(err)
 			}
 			signed := filepath.Join(dir, "signed.tar.gz")
-			sign := mcpxpolicy.Signing{Key: keyFile, Algorithm: alg, ClaimsFile: claims, KeyID: "fleet"}
-			if err := mcpxpolicy.WriteSignedBundleArchive(opts, sign, signed); err != nil {
-				t.Fatal(err)
-			}
+			sign := opabundle.Signing{Key: keyFile, Algorithm: alg, ClaimsFile: claims, KeyID: "fleet"}
+			writeArchive(t, opts, &sign, signed)
 			if err := readSigned(signed, pub, alg, "fleet", "fleet"); err != nil {
 				t.Fatalf("signed bundle does not verify: %v", err)
 			}
@@ -102,9 +119,7 @@ func TestSignedBundleVerifies(t *testing.T) {
 				other = "another secret entirely, not the same"
 			}
 			wrong := filepath.Join(dir, "wrong.tar.gz")
-			if err := mcpxpolicy.WriteSignedBundleArchive(opts, mcpxpolicy.Signing{Key: other, Algorithm: alg, KeyID: "fleet"}, wrong); err != nil {
-				t.Fatal(err)
-			}
+			writeArchive(t, opts, &opabundle.Signing{Key: other, Algorithm: alg, KeyID: "fleet"}, wrong)
 			if err := readSigned(wrong, pub, alg, "fleet", ""); err == nil {
 				t.Error("a bundle signed with another key verified")
 			}
@@ -114,12 +129,14 @@ func TestSignedBundleVerifies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := mcpxpolicy.SignBundleFiles(files, sign); err != nil {
+			if err := opabundle.Sign(files, sign); err != nil {
 				t.Fatal(err)
 			}
 			files["mcpx/steps/write_mode.rego"] = bytes.ReplaceAll(files["mcpx/steps/write_mode.rego"], []byte(`== "deny"`), []byte(`== "never"`))
 			tampered := filepath.Join(dir, "tampered.tar.gz")
-			writeTar(t, tampered, files)
+			if err := opabundle.WriteArchive(files, tampered); err != nil {
+				t.Fatal(err)
+			}
 			err = readSigned(tampered, pub, alg, "fleet", "fleet")
 			if err == nil || !strings.Contains(err.Error(), "digest mismatch") {
 				t.Errorf("tampered bundle: got %v, want a digest mismatch", err)
@@ -127,17 +144,43 @@ func TestSignedBundleVerifies(t *testing.T) {
 		})
 	}
 	unsigned := filepath.Join(t.TempDir(), "unsigned.tar.gz")
-	if err := mcpxpolicy.WriteBundleArchive(opts, unsigned); err != nil {
-		t.Fatal(err)
-	}
+	writeArchive(t, opts, nil, unsigned)
 	if err := readSigned(unsigned, "secret", "HS256", "fleet", ""); err == nil {
 		t.Error("an unsigned bundle verified")
 	}
 }
 
-func TestSignBundleNeedsKey(t *testing.T) {
+func TestSignNeedsKey(t *testing.T) {
 	t.Parallel()
-	if err := mcpxpolicy.SignBundleFiles(map[string][]byte{}, mcpxpolicy.Signing{}); err == nil {
+	files := map[string][]byte{"data.json": []byte("{}\n")}
+	if err := opabundle.Sign(files, opabundle.Signing{}); err == nil {
 		t.Error("signing without a key succeeded")
+	}
+	if _, ok := files[opabundle.SignaturesFile]; ok {
+		t.Error("a failed Sign added a signature")
+	}
+}
+
+// TestArchiveIsDeterministic: the same files give the same archive bytes,
+// whatever the map's order, so a bundle server sees no change where there
+// is none.
+func TestArchiveIsDeterministic(t *testing.T) {
+	t.Parallel()
+	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: []string{"../examples/mcpx-policy.yaml"}, Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := opabundle.Archive(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		b, err := opabundle.Archive(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Fatal("two archives of the same files differ")
+		}
 	}
 }

@@ -1,0 +1,142 @@
+package mcpxpolicy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
+)
+
+// Load a config into an Engine: the files in layer order, the environment
+// (here none) and a flag-level override, the state dir for the ledger,
+// pins and approvals. A bad config is an error listing every problem with
+// its file and line.
+func ExampleNew() {
+	dir, _ := os.MkdirTemp("", "mcpx-policy-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "mcpx-policy.yaml")
+	_ = os.WriteFile(path, []byte("version: 1\npolicy:\n  write: ask\n"), 0o644)
+
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{
+		ConfigPaths: []string{path},
+		Env:         []string{},
+		Set:         map[string]string{"policy.write": "deny"},
+		StateDir:    filepath.Join(dir, "state"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer eng.Close()
+	d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "notes", Tool: writeFile, Args: map[string]any{}})
+	fmt.Println(d.Outcome, d.First().Code)
+
+	_ = os.WriteFile(path, []byte("version: 1\npolicy:\n  write: maybe\n"), 0o644)
+	_, err = mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{path}, Env: []string{}, StateDir: filepath.Join(dir, "state")})
+	fmt.Println(err != nil)
+	// Output:
+	// deny WriteDenied
+	// true
+}
+
+// Read a call document — the call file of `mcpx-policy eval`, the body of
+// serve's POST /v1/decide — strictly, and decide it.
+func ExampleEngine_DecodeCall() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	raw := []byte(`{"server": "fs", "tool": {"name": "write_file", "inputSchema": {"type": "object", "properties": {"path": {}}}},
+	  "args": {"path": "/etc/passwd"}}`)
+	call, approval, err := eng.DecodeCall(raw)
+	if err != nil {
+		panic(err)
+	}
+	d, _ := eng.Decide(context.Background(), call)
+	fmt.Printf("%s %s %q\n", d.Outcome, d.First().Code, approval)
+
+	_, _, err = eng.DecodeCall([]byte(`{"server": "fs", "server": "git", "tool": "x", "args": {}}`))
+	fmt.Println(err != nil)
+	// Output:
+	// deny ArgumentRuleViolation ""
+	// true
+}
+
+// The JSON answer of `mcpx-policy eval --format json` and serve's POST
+// /v1/decide: the redacted decision with its rendering for the call's
+// surface.
+func ExampleRespond() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}, Surface: mcpxpolicy.SurfaceDaemon}
+	d, _ := eng.Decide(context.Background(), call)
+
+	resp, err := mcpxpolicy.Respond(call, d, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(resp.Rendered)
+	fmt.Println(resp.Outcome, resp.Rendered.HTTP.Status)
+	fmt.Println(string(b))
+	// Output:
+	// deny 400
+	// {"status":400,"body":{"error":"tool \"move_file\" on \"fs\" is hidden by its tools/excludeTools configuration","code":"HiddenTool","server":"fs","tool":"move_file","violations":[]}}
+}
+
+// What an MCP proxy answers a refused tools/call with: a hidden tool is an
+// unknown tool to the client, any other refusal an isError result whose
+// text says what was refused and what would be accepted.
+func ExampleRenderMCP() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	ctx := context.Background()
+
+	hidden, _ := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}})
+	fmt.Println(mcpxpolicy.RenderMCP(hidden, mcpxpolicy.Commands{}).Error.Message)
+
+	outside, _ := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}})
+	fmt.Println(mcpxpolicy.RenderMCP(outside, mcpxpolicy.Commands{}).Result.IsError)
+	// Output:
+	// unknown tool "move_file"
+	// true
+}
+
+// Clear an unknown-outcome write without an Engine, as `mcpx-policy writes
+// clear` does: open the ledger the options name, list it, clear one entry
+// with the reason an operator gives.
+func ExampleWrites_Clear() {
+	dir, _ := os.MkdirTemp("", "mcpx-policy-example")
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "mcpx-policy.yaml")
+	_ = os.WriteFile(config, []byte(exampleConfig), 0o644)
+	opts := mcpxpolicy.Options{ConfigPaths: []string{config}, Env: []string{}, StateDir: filepath.Join(dir, "state")}
+
+	// A daemon lost the answer to a write.
+	eng, err := mcpxpolicy.New(context.Background(), opts)
+	if err != nil {
+		panic(err)
+	}
+	w, _ := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}})
+	w.Sent()
+	_ = w.Unknown("timeout")
+	eng.Close()
+
+	// An operator checks and clears it.
+	ledger, err := mcpxpolicy.OpenWrites(opts)
+	if err != nil {
+		panic(err)
+	}
+	defer ledger.Close()
+	st, _ := ledger.List()
+	fmt.Println(len(st.Entries), st.Entries[0].Server, st.Entries[0].Cause)
+
+	cleared, err := ledger.Clear("fs", st.Entries[0].ID, "checked: the file was written")
+	fmt.Println(len(cleared), err)
+	_, err = ledger.Clear("fs", "0123456789abcdef", "")
+	fmt.Println(err != nil && errors.Is(err, mcpxpolicy.ErrWriteNotFound))
+	// Output:
+	// 1 fs timeout
+	// 1 <nil>
+	// true
+}
