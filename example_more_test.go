@@ -81,7 +81,7 @@ func ExampleRespond() {
 	fmt.Println(string(b))
 	// Output:
 	// deny 400
-	// {"status":400,"body":{"error":"tool \"move_file\" on \"fs\" is hidden by its tools/excludeTools configuration","code":"HiddenTool","server":"fs","tool":"move_file","violations":[]}}
+	// {"status":400,"body":{"error":"tool \"move_file\" on \"fs\" is hidden by its hiddenTools configuration","code":"HiddenTool","server":"fs","tool":"move_file","violations":[]}}
 }
 
 // What an MCP proxy answers a refused tools/call with: a hidden tool is an
