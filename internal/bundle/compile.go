@@ -56,7 +56,7 @@ type Compiled struct {
 	// Schemas maps each generated package's name to the argument-rule
 	// schema it was compiled from (decoded JSON, as written), for the
 	// embedded engine's Go check of the same schemas
-	// (docs/decisions/0008-engine-only-predicates.md). Not part of a bundle.
+	// (docs/decisions/0009-engine-only-predicates.md). Not part of a bundle.
 	Schemas map[string]any
 	// Revision is the hex SHA-256 over the canonical data and the sorted
 	// modules: equal revisions mean equal policies.

@@ -16,7 +16,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
 )
 
-// The engine-only predicates (docs/decisions/0008-engine-only-predicates.md).
+// The engine-only predicates (docs/decisions/0009-engine-only-predicates.md).
 // rego/mcpx/lib/predicates.rego defines three yes/no rules in plain Rego:
 // the input is well formed, no argument is unknown, every matched argument
 // rule accepts the arguments. The decision asks them before it takes its

@@ -8,7 +8,7 @@
 #   accepts all its targets, a text has no secret-shaped part, a value is
 #   echoed as it is. The embedded engine may replace this module, whole, by one
 #   whose rules ask Go builtins instead (internal/engine/predicates.go,
-#   docs/decisions/0008-engine-only-predicates.md). A builtin may only be
+#   docs/decisions/0009-engine-only-predicates.md). A builtin may only be
 #   stricter than the rule it replaces: when it says no, the decision's full
 #   path decides, and every reason is built in Rego either way. A bundle on
 #   stock OPA and opa test use this module as written.
