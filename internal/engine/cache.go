@@ -20,7 +20,7 @@ const DecisionCacheSize = 4096
 // revision and the whole input the policy reads — server, tool (name,
 // annotations, inputSchema), arguments, surface, mode, principal, this
 // server's ledger entries (or why they could not be read) and clear command, and the tool's
-// pin status. It is the
+// pin status and accept command. It is the
 // SHA-256 of a deterministic, unambiguous encoding of those values
 // (keyEncoder): exact, not canonical, so two calls that differ only in
 // encoding (1.0 and 1) get different keys, which costs a miss, never a
@@ -89,7 +89,7 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 			b = append(b, 0)
 		} else {
 			b = append(b, 1)
-			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error} {
+			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error, p.Accept} {
 				b.str(f)
 			}
 			b.len(len(p.Changed))

@@ -367,6 +367,12 @@ type Pin struct {
 	// Error says, for an agent, why the pin could not be checked (error
 	// only).
 	Error string
+	// Accept is input.tool.pin.accept: the command that accepts the
+	// changed definition as the caller's operator runs it (with the state
+	// dir the caller's pins live in), which the policy names in
+	// ToolDefinitionChanged; "" leaves it out, and the policy names the
+	// command for the default state dir.
+	Accept string
 }
 
 // Decide evaluates the policy for call. It always returns a decision; when
