@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -138,5 +139,107 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 		if b := decide(changed); !strings.Contains(string(b), `"outcome":"allow"`) {
 			t.Fatalf("serve after the pasted accept: %s; want allow", b)
 		}
+	})
+}
+
+// TestPrintedWritesCommandRuns: a LedgerUnreadable deny's message, which
+// an agent reads, names no path; its details ("writes") and eval's text
+// name the `mcpx-policy writes` command of the process that decided —
+// `eval` and `serve` given a --state-dir — which, pasted from another
+// directory in a shell without MCPX_POLICY_STATE_DIR, reads that ledger
+// and says why it cannot be read.
+func TestPrintedWritesCommandRuns(t *testing.T) {
+	t.Parallel()
+	const config = "version: 1\npolicy:\n  write: allow\n"
+	const write = `{"server": "fs", "tool": {"name": "write_file", "annotations": {"readOnlyHint": false}}, "args": {"path": "/a"}}`
+	// corrupt writes an unreadable ledger into state.
+	corrupt := func(t *testing.T, state string) {
+		t.Helper()
+		if err := os.MkdirAll(state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(state, "ledger.json"), []byte("{not json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pasteWrites runs the printed command as paste does and checks that
+	// it reports state's ledger (it exits 1: the ledger is unreadable).
+	pasteWrites := func(t *testing.T, command, state string) {
+		t.Helper()
+		sh := exec.Command("sh", "-c", command)
+		sh.Dir = t.TempDir()
+		sh.Env = append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, _ := sh.CombinedOutput()
+		if want := "mcpx-policy: error: ledger " + filepath.Join(state, "ledger.json") + " is unreadable"; !strings.Contains(string(out), want) {
+			t.Fatalf("the printed command %q does not say why this ledger is unreadable:\n%s", command, out)
+		}
+	}
+	writesDetail := func(t *testing.T, doc []byte) string {
+		t.Helper()
+		var d struct {
+			Reasons []struct {
+				Code    string
+				Message string
+				Details map[string]any
+			}
+		}
+		if err := json.Unmarshal(doc, &d); err != nil {
+			t.Fatalf("decision %s: %v", doc, err)
+		}
+		for _, r := range d.Reasons {
+			if r.Code == "LedgerUnreadable" {
+				if strings.Contains(r.Message, "--state-dir") || strings.Contains(r.Message, "/state") {
+					t.Errorf("the message names a path: %s", r.Message)
+				}
+				c, _ := r.Details["writes"].(string)
+				return c
+			}
+		}
+		t.Fatalf("no LedgerUnreadable in %s", doc)
+		return ""
+	}
+
+	t.Run("eval", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
+		state := filepath.Join(dir, "state dir")
+		corrupt(t, state)
+		run := func(args ...string) (string, string) {
+			cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), append([]string{"eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir"}, args...)...)
+			cmd.Dir = dir
+			cmd.Env = cleanEnv()
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
+				t.Fatalf("eval with an unreadable ledger: %v; want exit 2\n%s", err, errb.String())
+			}
+			return out.String(), errb.String()
+		}
+		_, stderr := run("write.json")
+		_, writes, ok := strings.Cut(stderr, "    see why with: ")
+		writes, _, _ = strings.Cut(writes, "\n")
+		if want := "mcpx-policy writes --state-dir '" + state + "'"; !ok || writes != want {
+			t.Fatalf("eval prints %q; want %q\n%s", writes, want, stderr)
+		}
+		pasteWrites(t, writes, state)
+		stdout, _ := run("--format", "json", "write.json")
+		pasteWrites(t, writesDetail(t, []byte(stdout)), state)
+	})
+
+	t.Run("serve", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+		state := filepath.Join(dir, "state")
+		corrupt(t, state)
+		p := runServe(t, nil, "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", state)
+		status, _, body := p.post(t, "/v1/decide", write)
+		if status != 200 {
+			t.Fatalf("decide: %d %s", status, body)
+		}
+		writes := writesDetail(t, body)
+		if writes != "mcpx-policy writes --state-dir "+state {
+			t.Errorf("serve's decision names %q, without its state dir", writes)
+		}
+		pasteWrites(t, writes, state)
 	})
 }

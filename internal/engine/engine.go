@@ -350,6 +350,12 @@ type Ledger struct {
 	// UnknownOutcomePending; "" leaves it out, and the policy names the
 	// command for the default state dir.
 	Clear string
+	// Writes is input.ledger.writes: the command that lists the entries
+	// and says why the ledger cannot be read, as the caller's operator
+	// runs it, which the policy puts in LedgerUnreadable's details; ""
+	// leaves it out, and the policy names the command for the default
+	// state dir.
+	Writes string
 	// Pin is input.tool.pin; nil leaves it out (pinning off).
 	Pin *Pin
 }

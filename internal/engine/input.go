@@ -152,6 +152,9 @@ func ledgerValue(led *Ledger) ast.Object {
 	if led.Clear != "" {
 		obj.Insert(kClear, ast.StringTerm(led.Clear))
 	}
+	if led.Writes != "" {
+		obj.Insert(ast.InternedTerm("writes"), ast.StringTerm(led.Writes))
+	}
 	return obj
 }
 

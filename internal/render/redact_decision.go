@@ -18,13 +18,14 @@ import (
 // is not modified.
 //
 // One string per reason is kept as it is: the clear command of an
-// UnknownOutcomePending reason (details "clear") and the accept command of
-// a ToolDefinitionChanged one (details "accept"), each also where its
-// message names it, when it is such a command (it starts with
-// "mcpx-policy writes clear " or "mcpx-policy pins accept "). The process
-// that decided built it from the server's and the tool's names, the
-// definition's hash and its own state dir or config files
-// (Engine.ClearCommand, Engine.AcceptCommand), none of them from the
+// UnknownOutcomePending reason (details "clear"), the accept command of a
+// ToolDefinitionChanged one (details "accept") and the writes command of a
+// LedgerUnreadable one (details "writes"), each also where its message
+// names it, when it is such a command (it starts with "mcpx-policy writes
+// clear ", "mcpx-policy pins accept " or is "mcpx-policy writes" with or
+// without flags). The process that decided built it from the server's and
+// the tool's names, the definition's hash and its own state dir or config
+// files (Engine.ClearCommand, Engine.AcceptCommand), none of them from the
 // call's arguments, and a path that merely looks random (a mktemp
 // directory) must not turn it into a command that finds nothing.
 //
@@ -58,7 +59,8 @@ func Redact(d decision.Decision, args map[string]any) decision.Decision {
 
 // keptCommand is the detail key and the command of reason rs that Redact
 // keeps as it is — the clear command of an UnknownOutcomePending, the
-// accept command of a ToolDefinitionChanged —, or "", "".
+// accept command of a ToolDefinitionChanged, the writes command of a
+// LedgerUnreadable —, or "", "".
 func keptCommand(rs decision.Reason) (key, cmd string) {
 	var prefix string
 	switch rs.Code {
@@ -66,11 +68,13 @@ func keptCommand(rs decision.Reason) (key, cmd string) {
 		key, prefix = "clear", "mcpx-policy writes clear "
 	case decision.ToolDefinitionChanged:
 		key, prefix = "accept", "mcpx-policy pins accept "
+	case decision.LedgerUnreadable:
+		key, prefix = "writes", "mcpx-policy writes"
 	default:
 		return "", ""
 	}
 	c, _ := rs.Details[key].(string)
-	if !strings.HasPrefix(c, prefix) {
+	if c != prefix && !strings.HasPrefix(c, strings.TrimSuffix(prefix, " ")+" ") {
 		return "", ""
 	}
 	return key, c

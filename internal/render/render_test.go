@@ -606,6 +606,44 @@ func TestMCPForKeepsTheEngineAcceptCommand(t *testing.T) {
 	}
 }
 
+// TestLedgerUnreadableWritesCommand: the writes command in a
+// LedgerUnreadable reason's details comes out of Redact whole even when
+// its state dir looks like a random credential; the proxy spells the
+// policy's bare default with its state dir in details.writes and in the
+// CLI text, keeps an engine-built one, and leaves the message — an
+// agent's, path-free — as it is.
+func TestLedgerUnreadableWritesCommand(t *testing.T) {
+	t.Parallel()
+	const state = "/tmp/TestPrintedWritesCommandRuns3329174406/001"
+	const msg = "fs.write_file: the unknown-outcome ledger cannot be read (corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why), so no write is allowed until it is repaired"
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	withWrites := func(cmd string) decision.Decision {
+		r := reason(decision.LedgerUnreadable, msg)
+		r.Details = map[string]any{"writes": cmd}
+		return deny(t, call, true, r)
+	}
+	engine := "mcpx-policy writes --state-dir " + state
+	if got := render.Redact(withWrites(engine), nil).Reasons[0]; got.Details["writes"] != engine || got.Message != msg {
+		t.Errorf("Redact: %q / %v", got.Message, got.Details)
+	}
+	if got := render.Redact(withWrites("rm -rf "+state), nil).Reasons[0]; strings.Contains(jsonOf(t, got), state) {
+		t.Errorf("a look-alike was kept: %s", jsonOf(t, got))
+	}
+	for _, tc := range []struct{ policy, want string }{
+		{"mcpx-policy writes", "mcpx-policy writes --state-dir '/srv/state dir'"},
+		{engine, engine},
+	} {
+		a := render.MCPFor(withWrites(tc.policy), render.Commands{StateDir: "/srv/state dir"})
+		got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+		if got.Details["writes"] != tc.want || got.Message != msg {
+			t.Errorf("MCPFor with %q: %q / %v", tc.policy, got.Message, got.Details)
+		}
+	}
+	if got := render.CLI(withWrites(engine)); !strings.Contains(got, "\n    see why with: "+engine+"\n") {
+		t.Errorf("CLI text does not name %q:\n%s", engine, got)
+	}
+}
+
 // TestCommandsWritesClear: the clear command `mcpx-policy writes` prints
 // and every rendering names, quoted so that a POSIX shell runs it as
 // printed.
