@@ -22,6 +22,19 @@ func (e *Engine) ClearCommand(server, id string) string {
 	return e.commands().WritesClear(server, id)
 }
 
+// AcceptCommand is the command an operator runs to accept the changed
+// definition of server's tool whose SHA-256 is sha256 into this Engine's
+// pin store: `mcpx-policy pins accept SERVER TOOL --sha256 S` with
+// --state-dir when Options.StateDir was given (as an absolute path). Pins
+// live in the state dir whichever store keeps the ledger, so a config's
+// database changes nothing here. It is the command a ToolDefinitionChanged
+// reason names (details "accept"), so that it runs as printed from any
+// directory; sha256 "" leaves --sha256 out. Arguments a POSIX shell would
+// split are single-quoted. Safe for concurrent use.
+func (e *Engine) AcceptCommand(server, tool, sha256 string) string {
+	return e.commands().PinsAccept(server, tool, sha256)
+}
+
 // LedgerInConfig reports whether the Engine's unknown-outcome ledger is
 // the database its config names (docs/ledger.md) rather than the state
 // dir's file: a command that lists or clears it then needs the --config

@@ -42,7 +42,10 @@ func (e *Engine) stateView(c *bundle.Compiled, call Call) (*engine.Ledger, Call)
 // the oldest ledger.Listed of them and the total, so that a decision and
 // its deny stay small however many there are (docs/ledger.md), and, when
 // there are any, the command that clears them (ClearCommand), which the
-// deny names. It must
+// deny names; when they cannot be read, the `mcpx-policy writes` command
+// that says why, as this Engine's operator runs it (with --state-dir or
+// the --config files), which LedgerUnreadable's details name (its message
+// stays path-free: an agent reads it). It must
 // match what Decide feeds the engine (the stock-OPA equivalence test
 // compares the two on a corrupt ledger).
 func (e *Engine) ledgerView(server string) *engine.Ledger {
@@ -62,6 +65,9 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 		if led.Total > 0 || len(led.Entries) > 0 {
 			led.Clear = e.ClearCommand(server, "")
 		}
+	}
+	if led.Unreadable != "" {
+		led.Writes = e.commands().Writes()
 	}
 	return led
 }

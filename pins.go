@@ -111,7 +111,8 @@ func ToolSHA256(t Tool) (string, error) {
 // pinView compares call's tool with its pin when the server pins tool
 // definitions (bundle.Compiled.PinMode), pinning a tool seen first, and
 // returns what the policy reads as input.tool.pin (nil when pinning is
-// off) and the call as the policy judges it: while the definition differs
+// off; with a changed definition, the command that accepts it,
+// AcceptCommand) and the call as the policy judges it: while the definition differs
 // from the pinned one, its annotations are the stricter of the two (a
 // server that flips readOnlyHint to true after pinning does not turn a
 // write into a read, nor one that drops destructiveHint: false the
@@ -134,6 +135,7 @@ func (e *Engine) pinView(c *bundle.Compiled, call Call) (*engine.Pin, Call) {
 		p.PinnedSHA256 = st.Pin.Pinned.SHA256
 	case pins.Changed:
 		p.PinnedSHA256, p.Changed = st.Pin.Pinned.SHA256, st.Changed
+		p.Accept = e.AcceptCommand(call.Server, call.Tool.Name, seen.SHA256)
 		call.Tool.Annotations = stricter(st.Pin.Pinned.Annotations, call.Tool.Annotations)
 	}
 	return p, call

@@ -29,8 +29,9 @@ servers:
 // TestPinnedDefinitions goes through the SDK: a tool is pinned on first
 // sight; its changed definition is refused (deny) with
 // ToolDefinitionChanged naming both hashes, the changed fields and the
-// exact accept command, in every Engine of the state dir, until Pins.Accept
-// takes the new definition; then it passes.
+// exact accept command (with the Engine's state dir), in every Engine of
+// the state dir, until Pins.Accept takes the new definition; then it
+// passes.
 func TestPinnedDefinitions(t *testing.T) {
 	t.Parallel()
 	eng, dir := newEngine(t, pinConfig)
@@ -52,7 +53,8 @@ func TestPinnedDefinitions(t *testing.T) {
 		t.Fatalf("changed: %s %s %v; want a pin deny", d.Outcome, d.Step, codes(d.Reasons))
 	}
 	r := d.First()
-	accept := "mcpx-policy pins accept fs read_file --sha256 " + now
+	// the state dir the Engine was given: pasted anywhere, it accepts there
+	accept := "mcpx-policy pins accept fs read_file --sha256 " + now + " --state-dir " + state
 	for _, want := range []string{"fs.read_file: the tool's definition changed since it was pinned (description changed; pinned sha256 " + pinned[:12] + ", now " + now[:12] + ")", accept} {
 		if !strings.Contains(r.Message, want) {
 			t.Errorf("the message does not say %q:\n%s", want, r.Message)
@@ -163,10 +165,11 @@ func TestPinStoreUnreadable(t *testing.T) {
 }
 
 // TestOPAInputCarriesThePin: the input a stock OPA gets holds
-// input.tool.pin as Decide computes it.
+// input.tool.pin as Decide computes it, with the command that accepts the
+// changed definition in the Engine's state dir.
 func TestOPAInputCarriesThePin(t *testing.T) {
 	t.Parallel()
-	eng, _ := newEngine(t, pinConfig)
+	eng, dir := newEngine(t, pinConfig)
 	decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{}})
 	changed := readFile
 	changed.InputSchema = object("path", "lines", "tail", "follow")
@@ -184,7 +187,8 @@ func TestOPAInputCarriesThePin(t *testing.T) {
 	}
 	pinned, _ := mcpxpolicy.ToolSHA256(readFile)
 	now, _ := mcpxpolicy.ToolSHA256(changed)
-	want := map[string]any{"status": "changed", "pinned_sha256": pinned, "sha256": now, "changed": []any{"inputSchema"}}
+	want := map[string]any{"status": "changed", "pinned_sha256": pinned, "sha256": now, "changed": []any{"inputSchema"},
+		"accept": "mcpx-policy pins accept fs read_file --sha256 " + now + " --state-dir " + filepath.Join(dir, "state")}
 	if g, w := generic(t, in.Tool.Pin), generic(t, want); !jsonEqual(g, w) {
 		t.Fatalf("input.tool.pin = %v; want %v", in.Tool.Pin, want)
 	}

@@ -19,8 +19,9 @@ const DecisionCacheSize = 4096
 // cacheKey identifies everything a decision depends on: the policy
 // revision and the whole input the policy reads — server, tool (name,
 // annotations, inputSchema), arguments, surface, mode, principal, this
-// server's ledger entries (or why they could not be read) and clear command, and the tool's
-// pin status. It is the
+// server's ledger entries (or why they could not be read) and the
+// clear and writes commands, and the tool's
+// pin status and accept command. It is the
 // SHA-256 of a deterministic, unambiguous encoding of those values
 // (keyEncoder): exact, not canonical, so two calls that differ only in
 // encoding (1.0 and 1) get different keys, which costs a miss, never a
@@ -78,6 +79,7 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 		b = append(b, 1)
 		b.str(led.Unreadable)
 		b.str(led.Clear)
+		b.str(led.Writes)
 		b.len(led.Total)
 		b.len(len(led.Entries))
 		for _, e := range led.Entries {
@@ -89,7 +91,7 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 			b = append(b, 0)
 		} else {
 			b = append(b, 1)
-			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error} {
+			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error, p.Accept} {
 				b.str(f)
 			}
 			b.len(len(p.Changed))

@@ -105,7 +105,8 @@ func toolValue(t decision.Tool) ast.Object {
 	return tool
 }
 
-// pinValue is input.tool.pin: status, and the fields its status has.
+// pinValue is input.tool.pin: status, the fields its status has, and the
+// accept command when the caller gave one.
 func pinValue(p *Pin) ast.Object {
 	obj := ast.NewObject(ast.Item(ast.InternedTerm("status"), ast.StringTerm(p.Status)))
 	if p.SHA256 != "" {
@@ -123,6 +124,9 @@ func pinValue(p *Pin) ast.Object {
 	}
 	if p.Error != "" {
 		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(p.Error))
+	}
+	if p.Accept != "" {
+		obj.Insert(ast.InternedTerm("accept"), ast.StringTerm(p.Accept))
 	}
 	return obj
 }
@@ -147,6 +151,9 @@ func ledgerValue(led *Ledger) ast.Object {
 	obj.Insert(kTotal, ast.IntNumberTerm(max(led.Total, len(led.Entries))))
 	if led.Clear != "" {
 		obj.Insert(kClear, ast.StringTerm(led.Clear))
+	}
+	if led.Writes != "" {
+		obj.Insert(ast.InternedTerm("writes"), ast.StringTerm(led.Writes))
 	}
 	return obj
 }

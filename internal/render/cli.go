@@ -59,6 +59,11 @@ func CLI(d decision.Decision) string {
 				fmt.Fprintf(&b, "    accept with: %s\n", c)
 			}
 		}
+		if r.Code == decision.LedgerUnreadable {
+			if c := stringIn(r.Details, "writes"); c != "" {
+				fmt.Fprintf(&b, "    see why with: %s\n", c)
+			}
+		}
 	}
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, "  warning %s: %s\n", w.Code, w.Message)

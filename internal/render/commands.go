@@ -82,28 +82,31 @@ func (c Commands) stateDir() string {
 }
 
 // respell replaces the commands the policy names — the clear command of
-// an UnknownOutcomePending reason (details "clear"), the accept command of
-// a ToolDefinitionChanged one (details "accept"), each quoted in its
-// message — with WritesClear and PinsAccept, so that they carry the state
-// dir. A clear command that already names where the ledger is (the
+// an UnknownOutcomePending reason (details "clear") and the accept command
+// of a ToolDefinitionChanged one (details "accept"), each quoted in its
+// message, and the writes command in a LedgerUnreadable one's details
+// (its message stays as it is) — with WritesClear, PinsAccept and Writes,
+// so that they carry the state dir. A command that already names where the ledger or the pins are (the
 // Engine's: it carries --state-dir or --config) is the deciding process's
 // own and is kept; only the policy's bare default is replaced. d is not
 // modified.
 func (c Commands) respell(d decision.Decision) decision.Decision {
 	copied := false
 	for i, r := range d.Reasons {
-		var key, ours string
+		var key, ours, bare string
 		switch r.Code {
 		case decision.UnknownOutcomePending:
-			key, ours = "clear", c.WritesClear(d.Call.Server, "")
+			key, ours, bare = "clear", c.WritesClear(d.Call.Server, ""), bareClear(d.Call.Server)
 		case decision.ToolDefinitionChanged:
 			sum, _ := r.Details["sha256"].(string)
-			key, ours = "accept", c.PinsAccept(d.Call.Server, d.Call.Tool, sum)
+			key, ours, bare = "accept", c.PinsAccept(d.Call.Server, d.Call.Tool, sum), Commands{}.PinsAccept(d.Call.Server, d.Call.Tool, sum)
+		case decision.LedgerUnreadable:
+			key, ours, bare = "writes", c.Writes(), Commands{}.Writes()
 		default:
 			continue
 		}
 		policy, _ := r.Details[key].(string)
-		if policy == "" || policy == ours || (key == "clear" && policy != bareClear(d.Call.Server)) {
+		if policy == "" || policy == ours || policy != bare {
 			continue
 		}
 		if !copied {
@@ -112,7 +115,9 @@ func (c Commands) respell(d decision.Decision) decision.Decision {
 		}
 		r.Details = maps.Clone(r.Details)
 		r.Details[key] = ours
-		r.Message = strings.ReplaceAll(r.Message, policy, ours)
+		if key != "writes" { // LedgerUnreadable's message, for an agent, names no path
+			r.Message = strings.ReplaceAll(r.Message, policy, ours)
+		}
 		d.Reasons[i] = r
 	}
 	return d

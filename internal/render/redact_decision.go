@@ -17,12 +17,17 @@ import (
 // arguments; nil is allowed and then only what d itself shows is known. d
 // is not modified.
 //
-// One string is kept as it is: the clear command of an
-// UnknownOutcomePending reason (details "clear", and where its message
-// names it). The process that decided built it from the server's name and
-// its own state dir or config files (Engine.ClearCommand), none of them
-// from the call's arguments, and a path that merely looks random (a
-// mktemp directory) must not turn it into a command that finds nothing.
+// One string per reason is kept as it is: the clear command of an
+// UnknownOutcomePending reason (details "clear"), the accept command of a
+// ToolDefinitionChanged one (details "accept") and the writes command of a
+// LedgerUnreadable one (details "writes"), each also where its message
+// names it, when it is such a command (it starts with "mcpx-policy writes
+// clear ", "mcpx-policy pins accept " or is "mcpx-policy writes" with or
+// without flags). The process that decided built it from the server's and
+// the tool's names, the definition's hash and its own state dir or config
+// files (Engine.ClearCommand, Engine.AcceptCommand), none of them from the
+// call's arguments, and a path that merely looks random (a mktemp
+// directory) must not turn it into a command that finds nothing.
 //
 // Every surface function calls Redact(d, nil) itself; every caller that
 // holds the arguments (the proxy, serve, eval, the decision log) calls
@@ -52,17 +57,27 @@ func Redact(d decision.Decision, args map[string]any) decision.Decision {
 	return out
 }
 
-// keptCommand is the command of reason rs that Redact keeps as it is (the
-// clear command of an UnknownOutcomePending), or "".
-func keptCommand(rs decision.Reason) string {
-	if rs.Code != decision.UnknownOutcomePending {
-		return ""
+// keptCommand is the detail key and the command of reason rs that Redact
+// keeps as it is — the clear command of an UnknownOutcomePending, the
+// accept command of a ToolDefinitionChanged, the writes command of a
+// LedgerUnreadable —, or "", "".
+func keptCommand(rs decision.Reason) (key, cmd string) {
+	var prefix string
+	switch rs.Code {
+	case decision.UnknownOutcomePending:
+		key, prefix = "clear", "mcpx-policy writes clear "
+	case decision.ToolDefinitionChanged:
+		key, prefix = "accept", "mcpx-policy pins accept "
+	case decision.LedgerUnreadable:
+		key, prefix = "writes", "mcpx-policy writes"
+	default:
+		return "", ""
 	}
-	c, _ := rs.Details["clear"].(string)
-	if !strings.HasPrefix(c, "mcpx-policy writes clear ") {
-		return ""
+	c, _ := rs.Details[key].(string)
+	if c != prefix && !strings.HasPrefix(c, strings.TrimSuffix(prefix, " ")+" ") {
+		return "", ""
 	}
-	return c
+	return key, c
 }
 
 // textKeeping is r.text(s) with every occurrence of kept left as it is.
@@ -109,7 +124,7 @@ func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
 // scrubReasons is pass 2 over rs, the pass-1 copies of orig.
 func scrubReasons(r *redactor, rs, orig []decision.Reason) {
 	for i := range rs {
-		kept := keptCommand(orig[i])
+		key, kept := keptCommand(orig[i])
 		rs[i].Message = textKeeping(r, rs[i].Message, kept)
 		for j := range rs[i].Violations {
 			v := &rs[i].Violations[j]
@@ -121,7 +136,7 @@ func scrubReasons(r *redactor, rs, orig []decision.Reason) {
 		if rs[i].Details != nil {
 			rs[i].Details, _ = scrubTree(r, rs[i].Details).(map[string]any)
 			if kept != "" {
-				rs[i].Details["clear"] = kept
+				rs[i].Details[key] = kept
 			}
 		}
 	}

@@ -550,6 +550,100 @@ func TestRedactKeepsTheClearCommand(t *testing.T) {
 	}
 }
 
+// TestRedactKeepsTheAcceptCommand: the accept command of a
+// ToolDefinitionChanged reason comes out of Redact whole, in
+// details.accept and in its message, even when its state dir looks like a
+// random credential; a secret elsewhere in the message, a command of
+// another kind in details.accept, and the same command under another
+// code, are still redacted.
+func TestRedactKeepsTheAcceptCommand(t *testing.T) {
+	t.Parallel()
+	const state = "/tmp/TestPrintedAcceptCommandRunseval2711938455/001"
+	sum := strings.Repeat("ab", 32)
+	accept := "mcpx-policy pins accept fs write_file --sha256 " + sum + " --state-dir " + state
+	const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	r := reason(decision.ToolDefinitionChanged, "fs.write_file: "+secret+" changed; refused until an operator reviews the change and accepts it with: "+accept)
+	r.Details = map[string]any{"accept": accept, "sha256": sum}
+	notAccept := reason(decision.ToolDefinitionChanged, "fs.write_file: accept it with: rm -rf "+state)
+	notAccept.Details = map[string]any{"accept": "rm -rf " + state}
+	other := reason(decision.OverrideDeny, "see "+accept)
+	other.Details = map[string]any{"accept": accept}
+	d := render.Redact(deny(t, call, true, r, notAccept, other), nil)
+	got := d.Reasons[0]
+	if got.Details["accept"] != accept || !strings.HasSuffix(got.Message, "accepts it with: "+accept) {
+		t.Errorf("the accept command did not come out whole: %q / %v", got.Message, got.Details)
+	}
+	if strings.Contains(got.Message, secret) {
+		t.Errorf("a secret beside the accept command was kept: %q", got.Message)
+	}
+	for _, r := range d.Reasons[1:] {
+		if strings.Contains(jsonOf(t, r), state) {
+			t.Errorf("a look-alike was kept: %s", jsonOf(t, r))
+		}
+	}
+}
+
+// TestMCPForKeepsTheEngineAcceptCommand: an accept command that already
+// names where the pins are — the deciding Engine's, with its --state-dir —
+// is the one the text, the message and details.accept show; the proxy's
+// own state dir (here another one) does not replace it.
+func TestMCPForKeepsTheEngineAcceptCommand(t *testing.T) {
+	t.Parallel()
+	sum := strings.Repeat("cd", 32)
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	want := render.Commands{StateDir: "/var/lib/mcpx policy"}.PinsAccept("fs", "write_file", sum)
+	r := reason(decision.ToolDefinitionChanged, "fs.write_file: the tool's definition changed since it was pinned; refused until an operator reviews the change and accepts it with: "+want)
+	r.Details = map[string]any{"accept": want, "sha256": sum}
+	a := render.MCPFor(deny(t, call, true, r), render.Commands{StateDir: "/srv/state"})
+	text := a.Result.Content[0].Text
+	if !strings.Contains(text, want) || strings.Contains(text, "/srv/state") {
+		t.Errorf("text does not name %q alone:\n%s", want, text)
+	}
+	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+	if got.Details["accept"] != want || !strings.HasSuffix(got.Message, want) {
+		t.Errorf("_meta decision: %+v", got)
+	}
+}
+
+// TestLedgerUnreadableWritesCommand: the writes command in a
+// LedgerUnreadable reason's details comes out of Redact whole even when
+// its state dir looks like a random credential; the proxy spells the
+// policy's bare default with its state dir in details.writes and in the
+// CLI text, keeps an engine-built one, and leaves the message — an
+// agent's, path-free — as it is.
+func TestLedgerUnreadableWritesCommand(t *testing.T) {
+	t.Parallel()
+	const state = "/tmp/TestPrintedWritesCommandRuns3329174406/001"
+	const msg = "fs.write_file: the unknown-outcome ledger cannot be read (corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why), so no write is allowed until it is repaired"
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
+	withWrites := func(cmd string) decision.Decision {
+		r := reason(decision.LedgerUnreadable, msg)
+		r.Details = map[string]any{"writes": cmd}
+		return deny(t, call, true, r)
+	}
+	engine := "mcpx-policy writes --state-dir " + state
+	if got := render.Redact(withWrites(engine), nil).Reasons[0]; got.Details["writes"] != engine || got.Message != msg {
+		t.Errorf("Redact: %q / %v", got.Message, got.Details)
+	}
+	if got := render.Redact(withWrites("rm -rf "+state), nil).Reasons[0]; strings.Contains(jsonOf(t, got), state) {
+		t.Errorf("a look-alike was kept: %s", jsonOf(t, got))
+	}
+	for _, tc := range []struct{ policy, want string }{
+		{"mcpx-policy writes", "mcpx-policy writes --state-dir '/srv/state dir'"},
+		{engine, engine},
+	} {
+		a := render.MCPFor(withWrites(tc.policy), render.Commands{StateDir: "/srv/state dir"})
+		got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
+		if got.Details["writes"] != tc.want || got.Message != msg {
+			t.Errorf("MCPFor with %q: %q / %v", tc.policy, got.Message, got.Details)
+		}
+	}
+	if got := render.CLI(withWrites(engine)); !strings.Contains(got, "\n    see why with: "+engine+"\n") {
+		t.Errorf("CLI text does not name %q:\n%s", engine, got)
+	}
+}
+
 // TestCommandsWritesClear: the clear command `mcpx-policy writes` prints
 // and every rendering names, quoted so that a POSIX shell runs it as
 // printed.

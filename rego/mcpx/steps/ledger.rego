@@ -23,6 +23,15 @@ clear_command := c if {
 	c != ""
 } else := sprintf("mcpx-policy writes clear %s", [req.doc.server])
 
+# writes_command is the command that lists this server's entries and says
+# why the ledger cannot be read: the caller's input.ledger.writes (read as
+# clear_command is), else the command for the default state dir.
+writes_command := c if {
+	c := object.get(input, ["ledger", "writes"], null)
+	is_string(c)
+	c != ""
+} else := "mcpx-policy writes"
+
 # max_listed bounds the entries a deny names (the engine passes as many:
 # internal/ledger's Listed, tied to this by TestLedgerLargeDecision).
 max_listed := 10
@@ -51,6 +60,7 @@ deny contains {
 	"code": "LedgerUnreadable",
 	"step": "ledger",
 	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.doc.ledger_error]),
+	"details": {"writes": writes_command},
 } if {
 	req.doc.ledger_error != null
 	call.write

@@ -134,3 +134,23 @@ test_unreadable_ledger_denies_writes if {
 	r := ledger.deny with input as doc with data.mcpx.config as testdata.config
 	[x.code | some x in r] == ["LedgerUnreadable"]
 }
+
+# An unreadable ledger's deny names, in its details only (the message is
+# for an agent and names no path), the command that says why: the
+# caller's input.ledger.writes, else (missing, empty, not a string) the
+# command for the default state dir.
+test_unreadable_ledger_names_the_writes_command if {
+	cmd := "mcpx-policy writes --state-dir '/var/lib/mcpx policy'"
+	every c in [
+		{"writes": cmd, "want": cmd},
+		{"writes": null, "want": "mcpx-policy writes"},
+		{"writes": "", "want": "mcpx-policy writes"},
+		{"writes": 3, "want": "mcpx-policy writes"},
+	] {
+		doc := object.union(testdata.call("fs", testdata.write_file, {}), {"ledger": {"error": "corrupt or unreadable", "writes": c.writes}})
+		r := ledger.deny with input as doc with data.mcpx.config as testdata.config
+		some reason in r
+		reason.details == {"writes": c.want}
+		not contains(reason.message, "/var/lib")
+	}
+}

@@ -33,8 +33,15 @@ mode_of(server) := [m |
 ][0]
 
 # accept_command is the exact command that accepts the definition the
-# caller saw (arguments a POSIX shell would split are single-quoted).
-accept_command := sprintf("mcpx-policy pins accept %s %s --sha256 %s", [
+# caller saw: the caller's input.tool.pin.accept, which carries the state
+# dir its pins live in; else, as on a stock OPA fed the documented input,
+# the command for the default state dir (arguments a POSIX shell would
+# split are single-quoted).
+accept_command := c if {
+	c := _pin.accept
+	is_string(c)
+	c != ""
+} else := sprintf("mcpx-policy pins accept %s %s --sha256 %s", [
 	_quote(req.doc.server), _quote(req.doc.tool), _pin.sha256,
 ])
 

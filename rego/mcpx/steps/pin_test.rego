@@ -103,6 +103,32 @@ test_accept_command_quotes if {
 	cmd == sprintf(`mcpx-policy pins accept 'my server' 'it'\''s' --sha256 %s`, [_now])
 }
 
+# The caller names the command that works for it (its state dir): the
+# reason uses it, in the message and in details.accept, in both modes.
+test_caller_accept_command_is_named if {
+	cmd := sprintf("mcpx-policy pins accept fs read_file --sha256 %s --state-dir '/var/lib/mcpx policy'", [_now])
+	doc := _read("fs", object.union(_changed, {"accept": cmd}))
+	every c in [{"mode": "deny", "rule": "deny"}, {"mode": "ask", "rule": "ask"}] {
+		rs := object.get({"deny": pin.deny, "ask": pin.ask}, c.rule, set()) with input as doc with data.mcpx.config as _config(null, c.mode)
+		some reason in rs
+		reason.details.accept == cmd
+		endswith(reason.message, concat("", ["accepts it with: ", cmd]))
+	}
+}
+
+# Without one, or with one that is not a command (not a string, empty), the
+# reason names the command for the default state dir.
+test_accept_command_defaults if {
+	want := sprintf("mcpx-policy pins accept fs read_file --sha256 %s", [_now])
+	every accept in [null, "", 3, ["x"], {"cmd": "x"}] {
+		doc := _read("fs", object.union(_changed, {"accept": accept}))
+		r := pin.deny with input as doc with data.mcpx.config as _config(null, "deny")
+		some reason in r
+		reason.details.accept == want
+		endswith(reason.message, concat("", ["accepts it with: ", want]))
+	}
+}
+
 test_error_reason if {
 	r := pin.deny with input as _read("fs", {"status": "error", "error": "pins.json is unreadable"}) with data.mcpx.config as _config(null, "ask")
 	some reason in r
