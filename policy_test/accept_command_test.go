@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,31 +8,10 @@ import (
 	"testing"
 )
 
-// acceptDetail is details.accept of the ToolDefinitionChanged reason of a
-// decision document, checking that its message names the same command.
+// acceptDetail is details.accept of the ToolDefinitionChanged reason.
 func acceptDetail(t *testing.T, doc []byte) string {
 	t.Helper()
-	var d struct {
-		Reasons []struct {
-			Code    string
-			Message string
-			Details map[string]any
-		}
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		t.Fatalf("decision %s: %v", doc, err)
-	}
-	for _, r := range d.Reasons {
-		if r.Code == "ToolDefinitionChanged" {
-			c, _ := r.Details["accept"].(string)
-			if c == "" || !strings.HasSuffix(r.Message, "accepts it with: "+c) {
-				t.Fatalf("details.accept %q is not the command the message names: %s", c, r.Message)
-			}
-			return c
-		}
-	}
-	t.Fatalf("no ToolDefinitionChanged in %s", doc)
-	return ""
+	return commandDetail(t, doc, "ToolDefinitionChanged", "accept", "accepts it with: ")
 }
 
 // TestPrintedAcceptCommandRuns: the command a ToolDefinitionChanged deny
@@ -57,19 +35,7 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 	}
 	evalIn := func(t *testing.T, dir string, args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), append([]string{"eval", "--config", "mcpx-policy.yaml"}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = cleanEnv()
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
+		return cliIn(t, dir, append([]string{"eval", "--config", "mcpx-policy.yaml"}, args...)...)
 	}
 	// pinAndChange pins the definition of pinned.json with eval in dir,
 	// then returns eval's exit code, stdout and stderr on changed.json.
@@ -176,27 +142,12 @@ func TestPrintedWritesCommandRuns(t *testing.T) {
 	}
 	writesDetail := func(t *testing.T, doc []byte) string {
 		t.Helper()
-		var d struct {
-			Reasons []struct {
-				Code    string
-				Message string
-				Details map[string]any
-			}
+		msg, details := reasonOf(t, doc, "LedgerUnreadable")
+		if strings.Contains(msg, "--state-dir") || strings.Contains(msg, "/state") {
+			t.Errorf("the message names a path: %s", msg)
 		}
-		if err := json.Unmarshal(doc, &d); err != nil {
-			t.Fatalf("decision %s: %v", doc, err)
-		}
-		for _, r := range d.Reasons {
-			if r.Code == "LedgerUnreadable" {
-				if strings.Contains(r.Message, "--state-dir") || strings.Contains(r.Message, "/state") {
-					t.Errorf("the message names a path: %s", r.Message)
-				}
-				c, _ := r.Details["writes"].(string)
-				return c
-			}
-		}
-		t.Fatalf("no LedgerUnreadable in %s", doc)
-		return ""
+		c, _ := details["writes"].(string)
+		return c
 	}
 
 	t.Run("eval", func(t *testing.T) {
@@ -205,15 +156,11 @@ func TestPrintedWritesCommandRuns(t *testing.T) {
 		state := filepath.Join(dir, "state dir")
 		corrupt(t, state)
 		run := func(args ...string) (string, string) {
-			cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), append([]string{"eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir"}, args...)...)
-			cmd.Dir = dir
-			cmd.Env = cleanEnv()
-			var out, errb strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
-				t.Fatalf("eval with an unreadable ledger: %v; want exit 2\n%s", err, errb.String())
+			code, stdout, stderr := cliIn(t, dir, append([]string{"eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir"}, args...)...)
+			if code != 2 {
+				t.Fatalf("eval with an unreadable ledger: exit %d; want 2\n%s", code, stderr)
 			}
-			return out.String(), errb.String()
+			return stdout, stderr
 		}
 		_, stderr := run("write.json")
 		_, writes, ok := strings.Cut(stderr, "    see why with: ")

@@ -46,9 +46,9 @@ func paste(t *testing.T, command string, env ...string) string {
 	return string(out)
 }
 
-// clearDetail is details.clear of the UnknownOutcomePending reason of a
-// decision document, checking that its message names the same command.
-func clearDetail(t *testing.T, doc []byte) string {
+// reasonOf is the message and details of the reason with code in a
+// decision document.
+func reasonOf(t *testing.T, doc []byte, code string) (string, map[string]any) {
 	t.Helper()
 	var d struct {
 		Reasons []struct {
@@ -61,16 +61,49 @@ func clearDetail(t *testing.T, doc []byte) string {
 		t.Fatalf("decision %s: %v", doc, err)
 	}
 	for _, r := range d.Reasons {
-		if r.Code == "UnknownOutcomePending" {
-			c, _ := r.Details["clear"].(string)
-			if c == "" || !strings.HasSuffix(r.Message, "clears them with: "+c) {
-				t.Fatalf("details.clear %q is not the command the message names: %s", c, r.Message)
-			}
-			return c
+		if r.Code == code {
+			return r.Message, r.Details
 		}
 	}
-	t.Fatalf("no UnknownOutcomePending in %s", doc)
-	return ""
+	t.Fatalf("no %s in %s", code, doc)
+	return "", nil
+}
+
+// commandDetail is details[key] of the reason with code in a decision
+// document, checking that its message ends with lead and the same command.
+func commandDetail(t *testing.T, doc []byte, code, key, lead string) string {
+	t.Helper()
+	msg, details := reasonOf(t, doc, code)
+	c, _ := details[key].(string)
+	if c == "" || !strings.HasSuffix(msg, lead+c) {
+		t.Fatalf("details.%s %q is not the command the message names: %s", key, c, msg)
+	}
+	return c
+}
+
+// clearDetail is details.clear of the UnknownOutcomePending reason.
+func clearDetail(t *testing.T, doc []byte) string {
+	t.Helper()
+	return commandDetail(t, doc, "UnknownOutcomePending", "clear", "clears them with: ")
+}
+
+// cliIn runs the built binary with args in dir, in an environment without
+// MCPX_POLICY_*: its exit code, stdout and stderr.
+func cliIn(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }
 
 // TestPrintedClearCommandRuns: the command an UnknownOutcomePending deny
@@ -93,29 +126,13 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			t.Fatalf("writes after the clear (exit %d):\n%s", code, stdout)
 		}
 	}
-	evalIn := func(t *testing.T, dir string, args ...string) (int, string, string) {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
-		cmd.Dir = dir
-		cmd.Env = cleanEnv()
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), errb.String()
-	}
 
 	t.Run("eval text", func(t *testing.T) {
 		t.Parallel()
 		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
 		state := filepath.Join(dir, "state dir")
 		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
-		code, _, stderr := evalIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir", "write.json")
+		code, _, stderr := cliIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir", "write.json")
 		_, clear, ok := strings.Cut(stderr, "    clear with: ")
 		clear, _, _ = strings.Cut(clear, "\n")
 		if code != 2 || !ok {
@@ -132,7 +149,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
 		state := filepath.Join(dir, "state")
 		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
-		code, stdout, stderr := evalIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state", "--format", "json", "write.json")
+		code, stdout, stderr := cliIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state", "--format", "json", "write.json")
 		if code != 2 {
 			t.Fatalf("eval --format json: exit %d\n%s", code, stderr)
 		}
