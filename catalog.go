@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
-func catalogTool(cat *bundle.Catalog, server, name string) (Tool, bool) {
+func catalogTool(cat *config.Catalog, server, name string) (Tool, bool) {
 	raw, ok := cat.Tool(server, name)
 	if !ok {
 		return Tool{}, false

@@ -3,7 +3,7 @@ package mcpxpolicy
 import (
 	"path/filepath"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -40,7 +40,7 @@ func (e *Engine) AcceptCommand(server, tool, sha256 string) string {
 // dir's file: a command that lists or clears it then needs the --config
 // files, not --state-dir. It is fixed for the Engine's life (Reload keeps
 // the ledger it opened).
-func (e *Engine) LedgerInConfig() bool { return e.ledgerCfg.Store == bundle.StorePostgres }
+func (e *Engine) LedgerInConfig() bool { return e.ledgerCfg.Store == config.StorePostgres }
 
 // commands spells the mcpx-policy commands for this Engine's ledger.
 func (e *Engine) commands() render.Commands {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpx/mcpx-policy/internal/assemble"
-	"github.com/mcpx/mcpx-policy/internal/bundle"
-	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/config"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
@@ -69,7 +69,7 @@ func DefaultStateDir() (string, error) { return ledger.DefaultStateDir() }
 type Engine struct {
 	opts      Options
 	ledger    ledger.Store
-	ledgerCfg bundle.LedgerConfig // the ledger section it opened
+	ledgerCfg config.LedgerConfig // the ledger section it opened
 	pins      *pins.Store
 	cur       atomic.Pointer[revision]
 	mu        sync.Mutex // serializes Reload
@@ -79,11 +79,11 @@ type Engine struct {
 
 type revision struct {
 	engine   *engine.Engine
-	compiled *bundle.Compiled
+	compiled *config.Compiled
 }
 
 // ConfigError is a load-time config error with its file and line.
-type ConfigError = bundle.ConfigError
+type ConfigError = config.ConfigError
 
 // New loads the config and the ledger and prepares the policy. A bad config
 // is an error listing every problem with its file and line (errors.As finds
@@ -132,8 +132,8 @@ func (e *Engine) Close() error { return e.ledger.Close() }
 
 // Compile loads and compiles a config without preparing it: what `check`
 // and `bundle` need.
-func compileConfig(opts Options) (*bundle.Compiled, error) {
-	return bundle.Load(bundle.LoadOptions{
+func compileConfig(opts Options) (*config.Compiled, error) {
+	return config.Load(config.LoadOptions{
 		Paths:          opts.ConfigPaths,
 		Env:            opts.Env,
 		Set:            opts.Set,
@@ -157,7 +157,7 @@ func (e *Engine) load(ctx context.Context) (*revision, error) {
 
 // policyOf is what the engine evaluates and a bundle ships for a compiled
 // config (assemble.Policy).
-func policyOf(c *bundle.Compiled) engine.Policy { return assemble.Policy(c) }
+func policyOf(c *config.Compiled) engine.Policy { return assemble.Policy(c) }
 
 // Reload loads the config files again and swaps the new policy in. When the
 // new config fails to load, the Engine keeps deciding with the old one and

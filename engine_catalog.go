@@ -3,7 +3,7 @@ package mcpxpolicy
 import (
 	"encoding/json"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 )
 
 // CheckTools checks the current config against one server's live tool
@@ -16,11 +16,11 @@ import (
 // Engine. It fails when a tool is not an MCP Tool object (no name,
 // duplicate name, inputSchema not an object). Safe for concurrent use.
 func (e *Engine) CheckTools(server string, tools []json.RawMessage) ([]string, error) {
-	cat, err := bundle.NewCatalog(map[string][]json.RawMessage{server: tools})
+	cat, err := config.NewCatalog(map[string][]json.RawMessage{server: tools})
 	if err != nil {
 		return nil, err
 	}
-	ws := bundle.CheckCatalog(e.cur.Load().compiled, cat)
+	ws := config.CheckCatalog(e.cur.Load().compiled, cat)
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.String()

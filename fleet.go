@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
@@ -32,7 +32,7 @@ func (e *Engine) OPAInput(call Call) ([]byte, error) {
 
 // stateView is what the policy reads from the state dir for call (the
 // ledger's view, the tool's pin) and the call as it judges it (pinView).
-func (e *Engine) stateView(c *bundle.Compiled, call Call) (*engine.Ledger, Call) {
+func (e *Engine) stateView(c *config.Compiled, call Call) (*engine.Ledger, Call) {
 	led := e.ledgerView(call.Server)
 	led.Pin, call = e.pinView(c, call)
 	return led, call
@@ -56,7 +56,7 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 		led.Unreadable = "written by a newer mcpx-policy; an operator runs 'mcpx-policy writes' to see why"
 	case errors.Is(err, ledger.ErrUnsafe):
 		led.Unreadable = "not trusted: other users may write the state directory or a ledger file; an operator runs 'mcpx-policy writes' to see what to fix"
-	case err != nil && e.ledgerCfg.Store == bundle.StorePostgres:
+	case err != nil && e.ledgerCfg.Store == config.StorePostgres:
 		led.Unreadable = "the ledger database does not answer or cannot be used; an operator runs 'mcpx-policy writes --config …' to see why"
 	case err != nil:
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"

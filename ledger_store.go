@@ -3,7 +3,7 @@ package mcpxpolicy
 import (
 	"fmt"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger"
 )
@@ -11,8 +11,8 @@ import (
 // openStore opens the ledger the config's ledger section names: the file
 // in stateDir ("" means DefaultStateDir) by default, or the PostgreSQL
 // database a fleet shares (docs/ledger.md#a-ledger-a-fleet-shares).
-func openStore(lc bundle.LedgerConfig, stateDir string) (ledger.Store, error) {
-	if lc.Store == bundle.StorePostgres {
+func openStore(lc config.LedgerConfig, stateDir string) (ledger.Store, error) {
+	if lc.Store == config.StorePostgres {
 		s, err := pgledger.Open(lc.DSN, lc.Source, pgledger.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("mcpxpolicy: %w", err)
@@ -34,7 +34,7 @@ func openStore(lc bundle.LedgerConfig, stateDir string) (ledger.Store, error) {
 }
 
 // sameLedger reports whether two ledger sections name the same store.
-func sameLedger(a, b bundle.LedgerConfig) bool { return a.Store == b.Store && a.DSN == b.DSN }
+func sameLedger(a, b config.LedgerConfig) bool { return a.Store == b.Store && a.DSN == b.DSN }
 
 // Writes is the unknown-outcome ledger an Engine with the same Options
 // uses, opened without the policy: what `mcpx-policy writes` lists and
@@ -49,7 +49,7 @@ type WritesState = ledger.State
 // opts.ConfigPaths are given (the config must load), else the file in
 // opts.StateDir. It touches nothing until used.
 func OpenWrites(opts Options) (*Writes, error) {
-	lc := bundle.LedgerConfig{Store: bundle.StoreFile}
+	lc := config.LedgerConfig{Store: config.StoreFile}
 	if len(opts.ConfigPaths) > 0 {
 		c, err := compileConfig(opts)
 		if err != nil {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
@@ -109,7 +109,7 @@ func ToolSHA256(t Tool) (string, error) {
 }
 
 // pinView compares call's tool with its pin when the server pins tool
-// definitions (bundle.Compiled.PinMode), pinning a tool seen first, and
+// definitions (config.Compiled.PinMode), pinning a tool seen first, and
 // returns what the policy reads as input.tool.pin (nil when pinning is
 // off; with a changed definition, the command that accepts it,
 // AcceptCommand) and the call as the policy judges it: while the definition differs
@@ -117,8 +117,8 @@ func ToolSHA256(t Tool) (string, error) {
 // server that flips readOnlyHint to true after pinning does not turn a
 // write into a read, nor one that drops destructiveHint: false the
 // reverse).
-func (e *Engine) pinView(c *bundle.Compiled, call Call) (*engine.Pin, Call) {
-	if c.PinMode(call.Server) == bundle.DefaultPinTools {
+func (e *Engine) pinView(c *config.Compiled, call Call) (*engine.Pin, Call) {
+	if c.PinMode(call.Server) == config.DefaultPinTools {
 		return nil, call
 	}
 	seen, err := pins.SeenTool(call.Tool)

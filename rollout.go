@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/rollout"
@@ -106,7 +106,7 @@ func snapshot(ctx context.Context, paths []string, catalog string) (rollout.Snap
 type probeRef struct{ server, tool string }
 
 // toolFacts asks the config's policy for the facts of every catalog tool.
-func toolFacts(ctx context.Context, compiled *bundle.Compiled) (map[string]map[string]rollout.ToolFacts, error) {
+func toolFacts(ctx context.Context, compiled *config.Compiled) (map[string]map[string]rollout.ToolFacts, error) {
 	var refs []probeRef
 	var probes []any
 	cat := compiled.Catalog

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 )
 
 // Servers returns the names of the servers the current config configures
@@ -31,7 +31,7 @@ func UnconfiguredWarning(server string, configured []string) string {
 		server, server, known)
 }
 
-func configuredServers(c *bundle.Compiled) []string {
+func configuredServers(c *config.Compiled) []string {
 	cfg, _ := c.Data["config"].(map[string]any)
 	servers, _ := cfg["servers"].(map[string]any)
 	names := make([]string, 0, len(servers))
@@ -45,7 +45,7 @@ func configuredServers(c *bundle.Compiled) []string {
 // catalogWarnings are the warnings of a catalog that names servers the
 // config does not configure, one per server, prefixed with the catalog
 // file.
-func catalogWarnings(c *bundle.Compiled, catalogPath string) []string {
+func catalogWarnings(c *config.Compiled, catalogPath string) []string {
 	if c.Catalog == nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ func catalogWarnings(c *bundle.Compiled, catalogPath string) []string {
 
 // ArgumentRule is one argument rule that applies to a tool, as the config
 // wrote it: what `proxy --publish-rules` adds to the tool's inputSchema.
-type ArgumentRule = bundle.RuleInfo
+type ArgumentRule = config.RuleInfo
 
 // ArgumentRules lists the argument rules of the current config that apply
 // to tool on server (the pool's and the server's). The schemas are shared:

@@ -79,7 +79,7 @@ func decodeNumbers(t *testing.T, raw []byte) any {
 // an operator's would be; every case is a call whose argument v is the
 // instance, decided through the SDK. Valid cases must be allowed, invalid
 // ones denied by ArgumentRuleViolation. Schemas the compiler refuses are
-// left out of the config (internal/bundle/schemarego's TestSuite counts
+// left out of the config (internal/config/schemarego's TestSuite counts
 // them, and each refusal is a load error by itself).
 func TestSuiteThroughTheRealPath(t *testing.T) {
 	t.Parallel()

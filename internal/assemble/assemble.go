@@ -5,7 +5,7 @@
 package assemble
 
 import (
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/rego"
@@ -16,7 +16,7 @@ import (
 // redacts with (render.SecretsData, the same table Go redacts with). Like
 // the static Rego, the table comes with the binary: the revision names
 // the config.
-func Policy(c *bundle.Compiled) engine.Policy {
+func Policy(c *config.Compiled) engine.Policy {
 	mods := rego.Modules()
 	for name, src := range c.Modules {
 		mods[name] = src

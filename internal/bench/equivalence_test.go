@@ -14,8 +14,8 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/assemble"
-	"github.com/mcpx/mcpx-policy/internal/bundle"
-	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/config"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 )
@@ -25,7 +25,7 @@ import (
 // for the Go predicates.
 func enginePolicy(tb testing.TB, opts mcpxpolicy.Options) engine.Policy {
 	tb.Helper()
-	c, err := bundle.Load(bundle.LoadOptions{Paths: opts.ConfigPaths, Env: opts.Env, SchemaCompiler: schemarego.Compile})
+	c, err := config.Load(config.LoadOptions{Paths: opts.ConfigPaths, Env: opts.Env, SchemaCompiler: schemarego.Compile})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
@@ -31,15 +31,15 @@ type Native struct {
 
 type nativeScope struct {
 	write, ua   string
-	hidden      []bundle.Pattern
-	writeTools  []bundle.Pattern
+	hidden      []config.Pattern
+	writeTools  []config.Pattern
 	exactRules  map[string][]*nativeRule
 	regexRules  []regexRule
 	exemptExtra map[string]bool
 }
 
 type regexRule struct {
-	pat  bundle.Pattern
+	pat  config.Pattern
 	rule *nativeRule
 }
 
@@ -58,14 +58,14 @@ func NewNative(w *Workload) (*Native, error) {
 	scope := func(hidden, writeTools []string, rules []Rule) (*nativeScope, error) {
 		s := &nativeScope{exactRules: map[string][]*nativeRule{}}
 		for _, h := range hidden {
-			p, err := bundle.ParsePattern(h)
+			p, err := config.ParsePattern(h)
 			if err != nil {
 				return nil, err
 			}
 			s.hidden = append(s.hidden, p)
 		}
 		for _, h := range writeTools {
-			p, err := bundle.ParsePattern(h)
+			p, err := config.ParsePattern(h)
 			if err != nil {
 				return nil, err
 			}
@@ -81,11 +81,11 @@ func NewNative(w *Workload) (*Native, error) {
 				nr.path = strings.Split(strings.TrimPrefix(r.Argument, "/"), "/")
 			}
 			for _, t := range r.Tools {
-				p, err := bundle.ParsePattern(t)
+				p, err := config.ParsePattern(t)
 				if err != nil {
 					return nil, err
 				}
-				if p.Kind == bundle.Exact {
+				if p.Kind == config.Exact {
 					s.exactRules[t] = append(s.exactRules[t], nr)
 				} else {
 					s.regexRules = append(s.regexRules, regexRule{p, nr})
@@ -127,7 +127,7 @@ func compileNative(schema map[string]any) (*jsonschema.Schema, error) {
 	return c.Compile("mem://rule.json")
 }
 
-func matchAny(ps []bundle.Pattern, name string) bool {
+func matchAny(ps []config.Pattern, name string) bool {
 	for _, p := range ps {
 		if p.Match(name) {
 			return true

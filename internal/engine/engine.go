@@ -33,7 +33,7 @@ type Policy struct {
 	Data     map[string]any
 	Revision string
 	// Schemas maps generated rule packages to their argument-rule schemas
-	// (bundle.Compiled.Schemas), for the Go form of the rules predicate
+	// (config.Compiled.Schemas), for the Go form of the rules predicate
 	// (predicates.go). Optional: without a package's schema the Rego path
 	// checks its rule.
 	Schemas map[string]any

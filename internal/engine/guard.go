@@ -11,7 +11,7 @@ import (
 )
 
 // overridesPackage is the package of the operators' override modules (the
-// config loader, internal/bundle, admits no other package for them).
+// config loader, internal/config, admits no other package for them).
 const overridesPackage = "data.mcpx.overrides"
 
 // maxGenerated is the most numbers (or addresses) a generator call in an

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 // The engine guards the package the config loader admits overrides in.
 func TestGuardedPackageIsTheOverridesPackage(t *testing.T) {
-	if want := "data." + bundle.OverridesPackage; overridesPackage != want {
+	if want := "data." + config.OverridesPackage; overridesPackage != want {
 		t.Fatalf("the guard checks %s; overrides are loaded in %s", overridesPackage, want)
 	}
 }

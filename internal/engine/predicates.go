@@ -13,7 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/types"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 )
 
 // The engine-only predicates (docs/decisions/0009-engine-only-predicates.md).

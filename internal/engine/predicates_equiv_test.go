@@ -21,8 +21,8 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/bench"
-	"github.com/mcpx/mcpx-policy/internal/bundle"
-	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/config"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
@@ -218,7 +218,7 @@ func cut(s string) string {
 // policyOf compiles the config at path as the SDK does.
 func policyOf(t testing.TB, paths ...string) engine.Policy {
 	t.Helper()
-	c, err := bundle.Load(bundle.LoadOptions{Paths: paths, Env: []string{}, SchemaCompiler: schemarego.Compile})
+	c, err := config.Load(config.LoadOptions{Paths: paths, Env: []string{}, SchemaCompiler: schemarego.Compile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
+	"github.com/mcpx/mcpx-policy/internal/config"
 )
 
 // Direction says what a change does to the policy.
@@ -199,10 +199,10 @@ func compareTool(server, tool string, of, nf ToolFacts, oldCfg, newCfg map[strin
 		add(Change{Field: "write", Old: of.Write, New: nf.Write, Direction: boolDirection(of.Write, nf.Write), Facts: &now})
 	}
 	if of.Write && nf.Write && of.WriteMode != nf.WriteMode {
-		add(Change{Field: "writeMode", Old: of.WriteMode, New: nf.WriteMode, Direction: direction(bundle.KindWrite, of.WriteMode, nf.WriteMode)})
+		add(Change{Field: "writeMode", Old: of.WriteMode, New: nf.WriteMode, Direction: direction(config.KindWrite, of.WriteMode, nf.WriteMode)})
 	}
 	if of.UnknownArgs != nf.UnknownArgs {
-		add(Change{Field: "unknownArgs", Old: of.UnknownArgs, New: nf.UnknownArgs, Direction: direction(bundle.KindUnknownArgs, of.UnknownArgs, nf.UnknownArgs)})
+		add(Change{Field: "unknownArgs", Old: of.UnknownArgs, New: nf.UnknownArgs, Direction: direction(config.KindUnknownArgs, of.UnknownArgs, nf.UnknownArgs)})
 	}
 	for _, c := range compareMembers("exemptArg", of.ExemptArgs, nf.ExemptArgs, Loosening) {
 		add(c)
@@ -224,10 +224,10 @@ func compareServer(name string, oldCfg, newCfg map[string]any) []Change {
 		out = append(out, c)
 	}
 	if o.write != n.write {
-		add(Change{Field: "writeMode", Old: o.write, New: n.write, Direction: direction(bundle.KindWrite, o.write, n.write)})
+		add(Change{Field: "writeMode", Old: o.write, New: n.write, Direction: direction(config.KindWrite, o.write, n.write)})
 	}
 	if o.ua != n.ua {
-		add(Change{Field: "unknownArgs", Old: o.ua, New: n.ua, Direction: direction(bundle.KindUnknownArgs, o.ua, n.ua)})
+		add(Change{Field: "unknownArgs", Old: o.ua, New: n.ua, Direction: direction(config.KindUnknownArgs, o.ua, n.ua)})
 	}
 	for _, c := range compareMembers("exemptArg", o.exempt, n.exempt, Loosening) {
 		add(c)
@@ -252,7 +252,7 @@ func compareServer(name string, oldCfg, newCfg map[string]any) []Change {
 		if okN {
 			c.New, to = nm, nm
 		}
-		c.Direction = direction(bundle.KindUnknownArgs, from, to)
+		c.Direction = direction(config.KindUnknownArgs, from, to)
 		add(c)
 	}
 	for _, c := range compareRules(o.rules, n.rules) {
@@ -279,11 +279,11 @@ func compareModes(name string, oldCfg, newCfg map[string]any) []Change {
 		field, kind string
 		mode        func(cfg map[string]any) string
 	}{
-		{"enforce", bundle.KindEnforce, func(cfg map[string]any) string {
-			return firstString(server(cfg, name)["enforce"], cfg["enforce"], bundle.DefaultEnforce)
+		{"enforce", config.KindEnforce, func(cfg map[string]any) string {
+			return firstString(server(cfg, name)["enforce"], cfg["enforce"], config.DefaultEnforce)
 		}},
-		{"pinTools", bundle.KindPin, func(cfg map[string]any) string {
-			return firstString(server(cfg, name)["pinTools"], mapOf(cfg["pool"])["pinTools"], bundle.DefaultPinTools)
+		{"pinTools", config.KindPin, func(cfg map[string]any) string {
+			return firstString(server(cfg, name)["pinTools"], mapOf(cfg["pool"])["pinTools"], config.DefaultPinTools)
 		}},
 	} {
 		o, n := m.mode(oldCfg), m.mode(newCfg)
@@ -299,7 +299,7 @@ func comparePolicy(old, new Snapshot) []Change {
 	var out []Change
 	ocd, ncd := fmt.Sprint(old.Config["confirmDestructive"]), fmt.Sprint(new.Config["confirmDestructive"])
 	if ocd != ncd {
-		out = append(out, Change{Field: "confirmDestructive", Old: old.Config["confirmDestructive"], New: new.Config["confirmDestructive"], Direction: direction(bundle.KindBool, ocd, ncd)})
+		out = append(out, Change{Field: "confirmDestructive", Old: old.Config["confirmDestructive"], New: new.Config["confirmDestructive"], Direction: direction(config.KindBool, ocd, ncd)})
 	}
 	for _, file := range unionKeys(old.Overrides, new.Overrides) {
 		oh, okO := old.Overrides[file]
@@ -409,8 +409,8 @@ func effective(cfg map[string]any, name string) asWritten {
 	s := server(cfg, name)
 	pool := mapOf(cfg["pool"])
 	w := asWritten{
-		write:   firstString(s["write"], cfg["write"], bundle.DefaultWrite),
-		ua:      firstString(s["unknownArgs"], cfg["unknownArgs"], bundle.DefaultUnknownArgs),
+		write:   firstString(s["write"], cfg["write"], config.DefaultWrite),
+		ua:      firstString(s["unknownArgs"], cfg["unknownArgs"], config.DefaultUnknownArgs),
 		exempt:  sortedUnique(append(stringList(cfg["exemptArgs"]), stringList(s["exemptArgs"])...)),
 		hidden:  sortedUnique(append(patternSources(pool["hidden"]), patternSources(s["hidden"])...)),
 		writes:  sortedUnique(append(patternSources(pool["writeTools"]), patternSources(s["writeTools"])...)),
@@ -497,7 +497,7 @@ func server(cfg map[string]any, name string) map[string]any {
 }
 
 func direction(kind, from, to string) Direction {
-	cmp, ok := bundle.CompareStrictness(kind, from, to)
+	cmp, ok := config.CompareStrictness(kind, from, to)
 	switch {
 	case !ok:
 		return Changed
@@ -511,7 +511,7 @@ func direction(kind, from, to string) Direction {
 
 // boolDirection: true is the stricter value (hidden, a write).
 func boolDirection(from, to bool) Direction {
-	return direction(bundle.KindBool, fmt.Sprint(from), fmt.Sprint(to))
+	return direction(config.KindBool, fmt.Sprint(from), fmt.Sprint(to))
 }
 
 func mapOf(v any) map[string]any {

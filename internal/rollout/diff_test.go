@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/bundle"
-	"github.com/mcpx/mcpx-policy/internal/bundle/schemarego"
+	"github.com/mcpx/mcpx-policy/internal/config"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/rollout"
 )
 
@@ -20,7 +20,7 @@ func asWritten(t *testing.T, dir, name, yaml string) rollout.Snapshot {
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := bundle.Load(bundle.LoadOptions{Paths: []string{path}, Env: []string{}, SchemaCompiler: schemarego.Compile, RuleEvaluator: schemarego.Evaluate})
+	c, err := config.Load(config.LoadOptions{Paths: []string{path}, Env: []string{}, SchemaCompiler: schemarego.Compile, RuleEvaluator: schemarego.Evaluate})
 	if err != nil {
 		t.Fatal(err)
 	}

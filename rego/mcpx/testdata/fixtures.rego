@@ -1,7 +1,7 @@
 # METADATA
 # title: Test fixtures
 # description: |
-#   A compiled config (the shape internal/bundle produces, ADR 0001) and two
+#   A compiled config (the shape internal/config produces, ADR 0001) and two
 #   hand-written rule packages standing in for generated ones. Not shipped in
 #   bundles.
 package mcpx.testdata

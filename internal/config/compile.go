@@ -1,0 +1,493 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/spf13/viper"
+
+	"github.com/mcpx/mcpx-policy/internal/decision"
+)
+
+// Defaults of the layered modes (SPEC §6).
+const (
+	DefaultWrite              = "ask"
+	DefaultConfirmDestructive = false
+	DefaultUnknownArgs        = "warn"
+	DefaultEnforce            = EnforceOn
+	// DefaultPinTools is the pinTools mode of a server and pool that set
+	// none: tool definitions are not pinned.
+	DefaultPinTools = "off"
+)
+
+// The enforcement modes (policy.enforce, servers.NAME.enforce). Under
+// EnforceShadow every call is decided as usual, but a deny or an ask the
+// policy may relax is answered as an allow that carries the decision it
+// replaced (docs/check-order.md#shadow-mode).
+const (
+	EnforceOn     = "enforce"
+	EnforceShadow = "shadow"
+)
+
+// Compiled is a loaded configuration, ready for OPA. It is read-only once
+// Load returns it and safe to share between goroutines.
+type Compiled struct {
+	// Data is the document under data.mcpx: exactly {"config": …} in the
+	// shape of ADR 0001. Values are map[string]any, []any, string, bool and
+	// json.Number (the array indexes in a rule's paths).
+	Data map[string]any
+	// Modules maps a file name to Rego source: the generated rule packages
+	// as "generated/<package name>.rego" and the operator overrides as
+	// "overrides/<base name>.rego".
+	Modules map[string]string
+	// Warnings are findings that do not stop the load, with file and line:
+	// every setting a later layer loosened (see Load), an overrides folder
+	// without policy files, and with a catalog the rules and patterns that
+	// match no tool.
+	Warnings []Warning
+	// Schemas maps each generated package's name to the argument-rule
+	// schema it was compiled from (decoded JSON, as written), for the
+	// embedded engine's Go check of the same schemas
+	// (docs/decisions/0009-engine-only-predicates.md). Not part of a bundle.
+	Schemas map[string]any
+	// Revision is the hex SHA-256 over the canonical data and the sorted
+	// modules: equal revisions mean equal policies.
+	Revision string
+	// Catalog is the catalog loaded from LoadOptions.Catalog, or nil.
+	Catalog *Catalog
+	// Ledger is where the unknown-outcome ledger lives (the ledger
+	// section; the file store by default). The Revision does not cover it.
+	Ledger LedgerConfig
+	// Examples is how many rule examples were decided as their rules
+	// list them (all of them: one that is not is a load error).
+	Examples int
+
+	pool       scope
+	servers    map[string]*scope
+	serverList []string // in order of first appearance
+}
+
+// compile merges the layers and builds the compiled policy; problems go to c.
+func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
+	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*scope{}}
+
+	// The global modes are layered through viper: defaults, then each
+	// layer merged over the one before (a later layer replaces).
+	v := viper.New()
+	v.SetDefault("policy.write", DefaultWrite)
+	v.SetDefault("policy.confirmDestructive", DefaultConfirmDestructive)
+	v.SetDefault("policy.unknownArgs", DefaultUnknownArgs)
+	v.SetDefault("policy.enforce", DefaultEnforce)
+	var exempt []string
+	var overrides []overrideRef
+	serverWrite := map[string]string{}
+	serverUA := map[string]string{}
+	serverEnforce := map[string]string{}
+	for _, l := range layers {
+		m := map[string]any{}
+		if l.write != nil {
+			m["write"] = l.write.value
+		}
+		if l.confirmDestructive != nil {
+			m["confirmDestructive"] = l.confirmDestructive.value == "true"
+		}
+		if l.unknownArgs != nil {
+			m["unknownArgs"] = l.unknownArgs.value
+		}
+		if l.enforce != nil {
+			m["enforce"] = l.enforce.value
+		}
+		if len(m) > 0 {
+			if err := v.MergeConfigMap(map[string]any{"policy": m}); err != nil {
+				c.add(l.source, 0, "policy", "%v", err)
+			}
+		}
+		exempt = append(exempt, l.exemptArgs...)
+		overrides = append(overrides, l.overrides...)
+		out.pool.add(l.pool)
+		for _, s := range l.servers {
+			sc, ok := out.servers[s.name]
+			if !ok {
+				sc = &scope{}
+				out.servers[s.name] = sc
+				out.serverList = append(out.serverList, s.name)
+			}
+			sc.add(s.scope)
+			if s.writePolicy != nil {
+				serverWrite[s.name] = s.writePolicy.value
+			}
+			if s.unknownArgs != nil {
+				serverUA[s.name] = s.unknownArgs.value
+			}
+			if s.enforce != nil {
+				serverEnforce[s.name] = s.enforce.value
+			}
+		}
+	}
+
+	rules := out.compileRules(sc, ev, c)
+	servers := map[string]any{}
+	for _, name := range out.serverList {
+		sc := out.servers[name]
+		d := scopeData(sc)
+		d["exemptArgs"] = uniqueStrings(sc.exemptArgs)
+		if w, ok := serverWrite[name]; ok {
+			d["write"] = w
+		}
+		if u, ok := serverUA[name]; ok {
+			d["unknownArgs"] = u
+		}
+		if e, ok := serverEnforce[name]; ok {
+			d["enforce"] = e
+		}
+		servers[name] = d
+	}
+	config := map[string]any{
+		"write":              v.GetString("policy.write"),
+		"confirmDestructive": v.GetBool("policy.confirmDestructive"),
+		"unknownArgs":        v.GetString("policy.unknownArgs"),
+		"enforce":            v.GetString("policy.enforce"),
+		"exemptArgs":         uniqueStrings(exempt),
+		"pool":               scopeData(&out.pool),
+		"servers":            servers,
+		"rules":              rules,
+	}
+	out.Data = map[string]any{"config": config}
+	out.Warnings = append(out.Warnings, loosened(layers)...)
+	out.Warnings = append(out.Warnings, out.loadOverrides(overrides, c)...)
+	rev, err := revision(out.Data, out.Modules)
+	if err != nil {
+		c.add("", 0, "", "cannot hash the compiled policy: %v", err)
+	}
+	out.Revision = rev
+	return out
+}
+
+// scopeData is the pool's or a server's pattern sets and unknownArgsTools.
+func scopeData(s *scope) map[string]any {
+	hidden, writes, rules := newPatternSet(), newPatternSet(), newPatternSet()
+	for _, p := range s.hidden {
+		hidden.add(p.pat, p.pat.Source)
+	}
+	for _, p := range s.writeTools {
+		writes.add(p.pat, p.pat.Source)
+	}
+	for _, r := range s.rules {
+		for _, p := range r.tools {
+			rules.add(p.pat, r.id)
+		}
+	}
+	ua := make([]any, 0, len(s.ua))
+	for _, u := range s.ua {
+		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
+	}
+	d := map[string]any{
+		"hidden":           hidden.data(),
+		"writeTools":       writes.data(),
+		"rules":            rules.data(),
+		"unknownArgsTools": ua,
+	}
+	if s.pinTools != nil {
+		d["pinTools"] = s.pinTools.value
+	}
+	return d
+}
+
+// PinMode is the pinTools mode of server: its own, else the pool's, else
+// DefaultPinTools (off).
+func (c *Compiled) PinMode(server string) string {
+	if sc, ok := c.servers[server]; ok && sc.pinTools != nil {
+		return sc.pinTools.value
+	}
+	if c.pool.pinTools != nil {
+		return c.pool.pinTools.value
+	}
+	return DefaultPinTools
+}
+
+// patternSet builds a PS of ADR 0001: exact names in an object, globs and
+// regexes in a list in order of first appearance; a pattern written twice
+// is one entry whose values add up without repeats.
+type patternSet struct {
+	exact   map[string][]any
+	regex   []map[string]any
+	byRegex map[string]int
+}
+
+func newPatternSet() *patternSet {
+	return &patternSet{exact: map[string][]any{}, byRegex: map[string]int{}}
+}
+
+func (ps *patternSet) add(p Pattern, value string) {
+	if p.Kind == Exact {
+		ps.exact[p.Source] = appendUnique(ps.exact[p.Source], value)
+		return
+	}
+	i, ok := ps.byRegex[p.Source]
+	if !ok {
+		i = len(ps.regex)
+		ps.byRegex[p.Source] = i
+		ps.regex = append(ps.regex, map[string]any{"source": p.Source, "re": p.RE, "values": []any{}})
+	}
+	ps.regex[i]["values"] = appendUnique(ps.regex[i]["values"].([]any), value)
+}
+
+func (ps *patternSet) data() map[string]any {
+	exact := make(map[string]any, len(ps.exact))
+	for k, v := range ps.exact {
+		exact[k] = v
+	}
+	regex := make([]any, len(ps.regex))
+	for i, r := range ps.regex {
+		regex[i] = r
+	}
+	return map[string]any{"exact": exact, "regex": regex}
+}
+
+func appendUnique(xs []any, s string) []any {
+	for _, x := range xs {
+		if x == s {
+			return xs
+		}
+	}
+	return append(xs, s)
+}
+
+func uniqueStrings(xs []string) []any {
+	out := []any{}
+	for _, x := range xs {
+		out = appendUnique(out, x)
+	}
+	return out
+}
+
+// SchemaPackage is the name of the generated package for a schema: "s_"
+// and the first 16 hex digits of the SHA-256 of its RFC 8785 canonical
+// JSON (ADR 0001). RFC 8785 reads numbers as float64, so two schemas that
+// differ only in a number whose value float64 loses (an integer beyond
+// 2^53, a decimal such as 0.1000000000000000001, 1e400) would share a name; a
+// schema with such a number is named instead by the SHA-256 of "exact:"
+// and its JSON with every number as written. Equal schemas get equal
+// names either way, whatever the order of the rules.
+func SchemaPackage(schema any) (string, error) {
+	if !floatExact(schema) {
+		b, err := json.Marshal(schema)
+		if err != nil {
+			return "", err
+		}
+		return "s_" + decision.SHA256Hex(append([]byte("exact:"), b...))[:16], nil
+	}
+	b, err := decision.Canonical(schema)
+	if err != nil {
+		return "", err
+	}
+	return "s_" + decision.SHA256Hex(b)[:16], nil
+}
+
+// floatExact reports whether RFC 8785 keeps the value of every number in v.
+func floatExact(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			if !floatExact(x) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !floatExact(x) {
+				return false
+			}
+		}
+	case json.Number:
+		var exact big.Rat
+		if _, ok := exact.SetString(string(v)); !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return false
+		}
+		// RFC 8785 writes the shortest text that reads back as f; the
+		// name is exact when that text has the number's value.
+		var shortest big.Rat
+		shortest.SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		return shortest.Cmp(&exact) == 0
+	}
+	return true
+}
+
+type compiledSchema struct {
+	err error
+}
+
+// compileRules checks rule ids, compiles each distinct schema once and
+// returns data.mcpx.config.rules. It decides every rule's examples with ev
+// (checkExamples) and counts those that hold in out.Examples.
+func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collector) map[string]any {
+	all := append([]*ruleDef{}, out.pool.rules...)
+	for _, name := range out.serverList {
+		all = append(all, out.servers[name].rules...)
+	}
+	rules := map[string]any{}
+	first := map[string]*ruleDef{}
+	done := map[string]*compiledSchema{}
+	pkgs := map[string]string{} // rule id -> its package, for the examples
+	var checked []*ruleDef
+	for _, r := range all {
+		if f, dup := first[r.id]; dup {
+			c.add(r.at.file, r.at.line, r.at.path, "duplicate rule id %q (first defined at %s, %s); rule ids are unique across the whole config", r.id, f.at, f.at.path)
+			continue
+		}
+		first[r.id] = r
+		pkg, err := SchemaPackage(r.schema)
+		if err != nil {
+			c.add(r.schemaAt.file, r.schemaAt.line, r.schemaAt.path, "rule %q: %v", r.id, err)
+			continue
+		}
+		cs, ok := done[pkg]
+		if !ok {
+			cs = &compiledSchema{}
+			done[pkg] = cs
+			cs.err = out.compileSchema(sc, r.schema, pkg)
+			if cs.err == nil {
+				out.Schemas[pkg] = r.schema
+			}
+		}
+		if cs.err != nil {
+			c.add(r.schemaAt.file, schemaErrorLine(r, cs.err), r.schemaAt.path, "rule %q: %s", r.id, oneLine(cs.err.Error()))
+			continue
+		}
+		pkgs[r.id] = pkg
+		checked = append(checked, r)
+		argument := make([]any, len(r.argument))
+		for i, a := range r.argument {
+			argument[i] = a
+		}
+		rules[r.id] = map[string]any{
+			"id":          r.id,
+			"origin":      r.at.String(),
+			"description": r.description,
+			"argument":    argument,
+			"paths":       readings(r.argument),
+			"pointer":     pointer(r.argument),
+			"required":    r.required,
+			"package":     pkg,
+		}
+	}
+	out.Examples = out.checkExamples(checked, pkgs, ev, c)
+	return rules
+}
+
+// compileSchema runs the schema compiler and checks that what it returns
+// is Rego v1 in package mcpx.rules.<pkg>.
+func (out *Compiled) compileSchema(sc SchemaCompiler, schema any, pkg string) error {
+	if sc == nil {
+		return fmt.Errorf("no schema compiler configured")
+	}
+	src, err := sc(schema, pkg)
+	if err != nil {
+		return err
+	}
+	name := "generated/" + pkg + ".rego"
+	mod, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return fmt.Errorf("generated Rego does not parse (a bug in the schema compiler): %s", regoError(err))
+	}
+	if want := "data.mcpx.rules." + pkg; mod.Package.Path.String() != want {
+		return fmt.Errorf("generated Rego is package %s, want %s (a bug in the schema compiler)", strings.TrimPrefix(mod.Package.Path.String(), "data."), strings.TrimPrefix(want, "data."))
+	}
+	out.Modules[name] = src
+	return nil
+}
+
+// revision hashes the canonical data and the modules in name order.
+func revision(data map[string]any, modules map[string]string) (string, error) {
+	b, err := decision.Canonical(data)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(b)
+	names := make([]string, 0, len(modules))
+	for n := range modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write([]byte(modules[n]))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// oneLine folds a multi-line message into one line, so that every error
+// of a load stays one line of output.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	parts := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// RuleInfo is one argument rule as the config wrote it, for publishing it
+// to clients (proxy --publish-rules).
+type RuleInfo struct {
+	ID, Description string
+	// Origin is the rule's file:line.
+	Origin string
+	// Argument is the key path of a per-argument rule (a name, or a JSON
+	// Pointer's unescaped tokens); nil for a rule on the whole arguments.
+	Argument []string
+	// Required: the argument must be present.
+	Required bool
+	// Schema is the rule's JSON Schema (JSON values, numbers as
+	// json.Number); shared, not to be modified.
+	Schema any
+}
+
+// RulesFor lists the argument rules that apply to tool on server — the
+// pool's, then the server's, each once, in the order the config layers
+// wrote them — as the policy matches them.
+func (c *Compiled) RulesFor(server, tool string) []RuleInfo {
+	var out []RuleInfo
+	seen := map[string]bool{}
+	scopes := []*scope{&c.pool}
+	if sc, ok := c.servers[server]; ok {
+		scopes = append(scopes, sc)
+	}
+	for _, sc := range scopes {
+		for _, r := range sc.rules {
+			if seen[r.id] {
+				continue
+			}
+			for _, p := range r.tools {
+				if p.pat.Match(tool) {
+					seen[r.id] = true
+					var arg []string
+					if len(r.argument) > 0 {
+						arg = r.argument
+					}
+					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: r.at.String(),
+						Argument: arg, Required: r.required, Schema: r.schema})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
