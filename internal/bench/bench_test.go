@@ -318,7 +318,7 @@ var policyParts = []struct{ name, query string }{
 	{"empty", "x := 1"},
 	{"decision", "data.mcpx.decision"},
 	{"input-validation", "data.mcpx.lib.req.problems"},
-	{"hidden", "data.mcpx.steps.hidden.hidden"},
+	{"hidden", "data.mcpx.steps.hidden.applies"},
 	{"write", "data.mcpx.lib.call.write"},
 	{"write-mode", "data.mcpx.lib.config.write_mode"},
 	{"unknown-args-mode", "data.mcpx.lib.config.unknown_args_mode"},

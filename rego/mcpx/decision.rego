@@ -50,11 +50,9 @@ default decision := {
 # document (lib.plan: the write-mode and destructive-floor reasons, rendered
 # once per tool, and shadow mode applied). Any other call is decided by
 # uncommon_decision. Should no document result, the default above denies.
-decision := d if {
-	d := common_decision
-} else := d if {
-	d := uncommon_decision
-}
+decision := common_decision if {
+	common_decision
+} else := uncommon_decision
 
 # METADATA
 # title: common_decision
@@ -76,8 +74,12 @@ common_decision := object.union(p.document, {"call": {"server": input.server, "t
 	)
 	_pin_passes(p.pin_mode)
 	predicates.common_case
-	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+	_ledger_empty
 }
+
+# _ledger_empty holds when the call has no ledger, or an empty one.
+# regal ignore:superfluous-object-get
+_ledger_empty if object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
 
 # _pin_passes holds when the pin step finds nothing and has no problem:
 # pinning is off for the server, or on and the caller found the tool's
@@ -94,8 +96,7 @@ else if {
 # description: |
 #   The decision of any call the common case does not decide, with shadow
 #   mode applied (lib.shadow) when the call's server is in it.
-uncommon_decision := shadow.document(d) if {
-	d := _uncommon
+uncommon_decision := shadow.document(_uncommon) if {
 	shadow.on(input.server)
 } else := _uncommon
 
@@ -109,21 +110,19 @@ uncommon_decision := shadow.document(d) if {
 _uncommon := {
 	"outcome": verdict[0],
 	"step": verdict[1],
-	"reasons": array.concat(array.concat(ua.deny, ar), d.reasons),
-	"warnings": ua.warn,
-	"write": d.write,
-	"destructive": d.destructive,
+	"reasons": array.flatten([_unknown_args_findings.deny, _rules_findings, _planned.reasons]),
+	"warnings": _unknown_args_findings.warn,
+	"write": _planned.write,
+	"destructive": _planned.destructive,
 	"call": _input_call,
 } if {
-	d := _planned
+	_planned
 	predicates.well_formed
 	_pin_passes(pin.mode)
-	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+	_ledger_empty
 	count([f | some f in data.mcpx.overrides.deny]) == 0 # no override finding (cheaper than the step)
 	count([f | some f in data.mcpx.overrides.ask]) == 0
-	ua := _unknown_args_findings
-	ar := _rules_findings
-	verdict := _planned_verdict(ua.deny, ar, d)
+	verdict := _planned_verdict(_unknown_args_findings.deny, _rules_findings, _planned)
 } else := object.union(d, {"call": _input_call}) if {
 	is_string(input.server)
 	is_string(input.tool.name)
@@ -186,7 +185,7 @@ _full := {
 } if {
 	count(_input_problems) == 0
 	count(_config_problems) == 0
-	not hidden.hidden
+	not hidden.applies
 	count(rules.problems) == 0
 } else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(_input_problems))])) if {
 	count(_input_problems) > 0
@@ -201,7 +200,7 @@ _full := {
 	"destructive": false,
 	"call": _call,
 } if {
-	hidden.hidden
+	hidden.applies
 } else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(rules.problems))])) if {
 	count(rules.problems) > 0
 }
@@ -223,7 +222,10 @@ _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call
 # asks, so the first reason of the deciding step is the one that decided.
 # Each step's findings name their step.
 _reasons := [r |
-	some findings in [pin.deny, pin.ask, ledger.deny, unknown_args.deny, rules.deny, write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask]
+	some findings in [
+		pin.deny, pin.ask, ledger.deny, unknown_args.deny, rules.deny,
+		write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask,
+	]
 	some r in findings
 ]
 
@@ -235,11 +237,13 @@ _denies := [r |
 
 # _verdict is the first deny's step, else (every reason being an ask) the
 # first ask's, else allow.
+default _verdict := {"outcome": "allow", "step": ""}
+
 _verdict := {"outcome": "deny", "step": _denies[0].step} if {
 	count(_denies) > 0
 } else := {"outcome": "ask", "step": _reasons[0].step} if {
 	count(_reasons) > 0
-} else := {"outcome": "allow", "step": ""}
+}
 
 _fail(code, message) := {
 	"outcome": "deny",

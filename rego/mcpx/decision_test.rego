@@ -156,9 +156,11 @@ test_rule_without_package_is_policy_error if {
 	contains(d.reasons[0].message, "no-force-push")
 }
 
+# _no_facts stands in for lib.tool.facts, undefined for every tool.
+# regal ignore:argument-always-wildcard
 _no_facts(_, _) := x if {
 	x := 1
-	false
+	false # regal ignore:constant-condition
 }
 
 test_undefined_tool_facts_are_policy_error if {
@@ -293,7 +295,7 @@ _same(a, b) if a == b
 _same(a, b) if {
 	a != b
 	print("differ:", a, b)
-	false
+	false # regal ignore:constant-condition
 }
 
 # With pinning and shadow mode on, the planned paths decide what the full
@@ -364,8 +366,8 @@ _decide_with(doc, cfg) := d if {
 # _reference is the decision by the full order, in shadow mode's form when
 # the call's server is in it.
 _reference(doc, cfg) := d if {
-	full := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 	shadow.on(doc.server) with data.mcpx.config as cfg
+	full := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 	d := shadow.document(full)
 } else := d if {
 	d := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()

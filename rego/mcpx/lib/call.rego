@@ -17,7 +17,7 @@ write := true in {req.doc.read_only == false, config.facts.write}
 # destructive is true iff the call is a write and destructiveHint is not false.
 default destructive := false
 
-destructive := {write, req.doc.destructive} == {true}
+destructive if {write, req.doc.destructive} == {true}
 
 # label names the call in messages: server.tool.
 label := sprintf("%s.%s", [req.call.server, req.call.tool])

@@ -9,15 +9,15 @@ package mcpx.steps.hidden
 import data.mcpx.lib.config
 import data.mcpx.lib.req
 
-default hidden := false
+default applies := false
 
-hidden := config.facts.hidden
+applies := config.facts.hidden
 
 # METADATA
 # title: HiddenTool
 # custom:
 #   code: HiddenTool
-deny contains reason(req.doc.server, req.doc.tool) if hidden
+deny contains reason(req.doc.server, req.doc.tool) if applies
 
 # reason is this step's reason for tool on server (lib.plan renders it
 # once per tool with the same function).

@@ -51,18 +51,10 @@ deny contains _changed("refused until an operator reviews the change and accepts
 # title: ToolDefinitionChanged
 # custom:
 #   code: ToolDefinitionChanged
-ask contains _changed("a person confirms this call, or an operator reviews the change and accepts it with") if {
-	mode == "ask"
-	_pin.status == "changed"
-}
-
-# METADATA
-# title: ToolDefinitionChanged
-# custom:
-#   code: ToolDefinitionChanged
 deny contains {
 	"code": "ToolDefinitionChanged",
 	"step": "pin",
+	# regal ignore:line-length
 	"message": sprintf("%s: the tool's definition cannot be checked against its pin (%s), so the call is refused until an operator repairs the pin store (see: mcpx-policy pins)", [
 		call.label, _pin.error,
 	]),
@@ -72,9 +64,19 @@ deny contains {
 	_pin.status == "error"
 }
 
+# METADATA
+# title: ToolDefinitionChanged
+# custom:
+#   code: ToolDefinitionChanged
+ask contains _changed("a person confirms this call, or an operator reviews the change and accepts it with") if {
+	mode == "ask"
+	_pin.status == "changed"
+}
+
 # problems name what is wrong with input.tool.pin when pinning is on: an
 # InvalidInput, since the decision would otherwise not know whether the
 # definition is the trusted one.
+# regal ignore:line-length
 problems contains sprintf("input.tool.pin is missing, and %s pins tool definitions (pinTools: %s): the caller passes the definition's pin status (Engine.OPAInput does; docs/fleet.md)", [json.marshal(req.doc.server), mode]) if {
 	_on
 	_raw_pin == null
@@ -94,20 +96,20 @@ problems contains sprintf("input.tool.pin.status %s is not ok, new, changed or e
 
 problems contains sprintf("input.tool.pin.%s must be a SHA-256 in lowercase hex", [key]) if {
 	_on
-	object.get(_pin_object, "status", null) == "changed"
+	_pin_object.status == "changed"
 	some key in ["sha256", "pinned_sha256"]
 	not _hex_sha256(object.get(_raw_pin, key, null))
 }
 
 problems contains "input.tool.pin.changed must be a list of field names" if {
 	_on
-	object.get(_pin_object, "status", null) == "changed"
+	_pin_object.status == "changed"
 	not _names(object.get(_raw_pin, "changed", []))
 }
 
 problems contains "input.tool.pin.error must be a string" if {
 	_on
-	object.get(_pin_object, "status", null) == "error"
+	_pin_object.status == "error"
 	not is_string(object.get(_raw_pin, "error", null))
 }
 
@@ -163,9 +165,9 @@ _changed(tail) := {
 	},
 }
 
-_what := sprintf("%s changed", [concat(", ", _pin.changed)]) if {
-	count(_pin.changed) > 0
-} else := "the caller did not say which fields changed"
+default _what := "the caller did not say which fields changed"
+
+_what := sprintf("%s changed", [concat(", ", _pin.changed)]) if count(_pin.changed) > 0
 
 # _quote single-quotes s unless a POSIX shell reads it as one word as it
 # is (the characters render.Commands leaves unquoted too).

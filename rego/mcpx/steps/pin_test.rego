@@ -70,7 +70,7 @@ _counts(c) if {
 	count(pin.problems) == c.problems with input as doc with data.mcpx.config as cfg
 }
 
-_input_for(p) := testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}) if p == null
+_input_for(null) := testdata.call("fs", testdata.read_file, {"path": "/workspace/a"})
 
 _input_for(p) := _read("fs", p) if p != null
 

@@ -121,7 +121,8 @@ else := {"path": "", "value": v, "constraint": "unknown", "expected": null}
 # _violation is a violation as it may be echoed: the value redacted, then
 # cut (text.show, judged by the key it sits under); secret-shaped keys in
 # the path, and secrets in the expected value and the detail, redacted.
-_violation(v, ref) := object.union(v, object.union(
+_violation(v, ref) := object.union_n([
+	v,
 	{
 		"path": text.redact_pointer(v.path),
 		"value": text.show(_last_key(v.path), v.value),
@@ -129,7 +130,7 @@ _violation(v, ref) := object.union(v, object.union(
 		"rule": ref,
 	},
 	{"detail": text.redact(d) | d := v.detail; is_string(d)},
-))
+])
 
 _last_key(ptr) := text.unescape(parts[count(parts) - 1]) if {
 	parts := split(ptr, "/")
