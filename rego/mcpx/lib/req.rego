@@ -159,7 +159,7 @@ _entries_ok if {
 #   schema           the tool's inputSchema ({} when none); has_schema
 #                    tells whether the caller gave one
 #   mode             the caller's write mode, or null (it may only
-#                    tighten the configured one: lib.config.write_mode)
+#                    tighten the configured one: lib.call.write_mode)
 #   ledger_entries   this server's unknown-outcome entries (the caller
 #                    may list only the oldest of them)
 #   ledger_total     how many there are: the caller's total, never below

@@ -15,7 +15,7 @@ import data.mcpx.lib.config
 ask contains confirmation(call.label) if {
 	config.global.confirmDestructive == true
 	call.destructive
-	config.write_mode != "deny"
+	call.write_mode != "deny"
 }
 
 # confirmation is this step's reason for a call labelled label (lib.plan

@@ -6,12 +6,12 @@
 #   hidden tool leaks no schema and no rule.
 package mcpx.steps.hidden
 
-import data.mcpx.lib.config
+import data.mcpx.lib.call
 import data.mcpx.lib.req
 
 default applies := false
 
-applies := config.facts.hidden
+applies := call.facts.hidden
 
 # METADATA
 # title: HiddenTool

@@ -10,13 +10,12 @@
 package mcpx.steps.rules
 
 import data.mcpx.lib.call
-import data.mcpx.lib.config
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 
 # matched is the set of ids of the rules that apply to the call.
-matched := config.facts.matched
+matched := call.facts.matched
 
 # targets[package][rule id] is the value a rule's schema checks and the JSON
 # Pointer it sits at; a per-argument rule whose argument is absent has none.
@@ -32,7 +31,7 @@ matched := config.facts.matched
 # (memoized), so per call only the arguments are read; presence is tested
 # inline (a function call costs OPA ~40 allocations).
 targets[pkg] := by_rule if {
-	some pkg, rules in config.facts.packages
+	some pkg, rules in call.facts.packages
 	by_rule := {r.id: {"value": v, "path": r.pointer} |
 		some r in rules
 		some path in r.paths
@@ -61,14 +60,14 @@ problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) 
 	not data.mcpx.rules[pkg].violations
 	some id, _ in by_rule
 } | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and paths", [id]) |
-	some id in config.facts.missing_rules
+	some id in call.facts.missing_rules
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
 # _unvouched are the matched packages the rules predicate does not vouch
 # for (lib.predicates.package_accepts: all its targets valid, so no
 # violation): only these are evaluated.
 _unvouched contains pkg if {
-	some pkg, _ in config.facts.packages
+	some pkg, _ in call.facts.packages
 	not predicates.package_accepts(pkg)
 }
 
@@ -79,7 +78,7 @@ _violations[id] := vs if {
 }
 
 _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required", "expected": true}] if {
-	some r in config.facts.required
+	some r in call.facts.required
 	not _present(req.call.args, r.paths)
 }
 

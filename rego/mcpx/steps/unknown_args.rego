@@ -10,7 +10,6 @@
 package mcpx.steps.unknown_args
 
 import data.mcpx.lib.call
-import data.mcpx.lib.config
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.text
@@ -35,7 +34,7 @@ _none if not req.call.has_schema
 
 _none if {
 	f := tool.schema_facts(req.call.schema)
-	count((object.keys(req.call.args) - f.declared) - config.facts.exempt) == 0
+	count((object.keys(req.call.args) - f.declared) - call.facts.exempt) == 0
 	every k in {k | some k, v in req.call.args; type_name(v) in {"object", "array"}} - f.free {
 		v := req.call.args[k]
 		is_object(v)
@@ -53,7 +52,7 @@ _unknown contains {"path": text.pointer([k]), "parent": "", "key": k} if {
 	not _open(req.call.schema)
 	some k, _ in req.call.args
 	not k in _top_declared
-	not k in config.facts.exempt
+	not k in call.facts.exempt
 }
 
 _unknown contains u if {
@@ -81,7 +80,7 @@ nested contains {"path": text.pointer(array.concat(path, [k])), "parent": text.p
 	not _open(sub)
 	some k, _ in value
 	not k in _declared(sub)
-	not k in config.facts.exempt
+	not k in call.facts.exempt
 }
 
 _nests(top) if {
@@ -167,7 +166,7 @@ deny contains {
 	"details": _details,
 } if {
 	count(unknown) > 0
-	config.unknown_args_mode == "reject"
+	call.unknown_args_mode == "reject"
 }
 
 # METADATA
@@ -181,7 +180,7 @@ warn contains {
 	"details": _details,
 } if {
 	count(unknown) > 0
-	config.unknown_args_mode == "warn"
+	call.unknown_args_mode == "warn"
 }
 
 _shown := array.slice(unknown, 0, max_echo)

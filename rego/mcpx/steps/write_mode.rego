@@ -8,7 +8,6 @@
 package mcpx.steps.write_mode
 
 import data.mcpx.lib.call
-import data.mcpx.lib.config
 import data.mcpx.lib.req
 
 # METADATA
@@ -17,7 +16,7 @@ import data.mcpx.lib.req
 #   code: WriteDenied
 deny contains denied(req.doc.server, call.label) if {
 	call.write
-	config.write_mode == "deny"
+	call.write_mode == "deny"
 }
 
 # METADATA
@@ -26,7 +25,7 @@ deny contains denied(req.doc.server, call.label) if {
 #   code: WriteNeedsConfirmation
 ask contains confirmation(req.doc.server, call.label) if {
 	call.write
-	config.write_mode == "ask"
+	call.write_mode == "ask"
 }
 
 # denied and confirmation are this step's reasons for a call labelled label
