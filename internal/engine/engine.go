@@ -21,6 +21,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	policyrego "github.com/mcpx/mcpx-policy/rego"
 )
 
 // Query is the policy's entrypoint.
@@ -84,22 +85,12 @@ func capabilities() *ast.Capabilities {
 	return caps
 }
 
-// compileGuard is one extra module the engine compiles beside the policy
-// (never shipped in a bundle). OPA v1.22's type checker asks, for every
-// rule, which rules a `with` replaces; when no module has a `with` on a
-// rule the answer is an empty (nil) set, which it does not keep, so it
-// walks every module again for every rule: compile time grows with the
-// square of the config. One `with` on a rule of its own package makes the
-// set non-empty, so it is computed once. Nothing reads this package.
-const (
-	compileGuardFile = "mcpx-engine/compile_guard.rego"
-	compileGuard     = `package mcpx_engine.compile_guard
-
-x := 1
-
-y if x == 2 with data.mcpx_engine.compile_guard.x as 2
-`
-)
+// The engine compiles the policy's compile guard (rego.CompileGuardFile,
+// rego/mcpx/lib/compile_guard.rego) with every policy, also one that does
+// not ship it: OPA v1.22's type checker asks, for every rule, which rules a
+// `with` replaces; when no module has a `with` on a rule the answer is an
+// empty (nil) set, which it does not keep, so it walks every module again
+// for every rule and compile time grows with the square of the config.
 
 // Prepare compiles p and prepares the decision query. A module that does not
 // parse or compile is an error naming the file and line.
@@ -211,11 +202,14 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	// not a conversion of the config on every call, is added below)
 	_, swap := p.Modules[predicatesFile]
 	names = slices.DeleteFunc(names, func(n string) bool { return n == predicatesFile })
-	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
-		if n == compileGuardFile {
-			return compileGuard
+	if _, ok := p.Modules[policyrego.CompileGuardFile]; !ok {
+		names = append(names, policyrego.CompileGuardFile)
+	}
+	mods, err := parseModules(names, func(n string) string {
+		if src, ok := p.Modules[n]; ok {
+			return src
 		}
-		return p.Modules[n]
+		return policyrego.CompileGuard()
 	}, caps)
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)

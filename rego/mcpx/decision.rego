@@ -10,6 +10,7 @@
 #   never read as an allow.
 package mcpx
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.config
 import data.mcpx.lib.plan
@@ -33,6 +34,8 @@ default decision := {
 	"outcome": "deny",
 	"step": "input",
 	"reasons": [{
+		# literal, not from data.mcpx.codes: the floor holds when data is
+		# missing (TestRegoReasonCodesAreTheGoTable checks the spelling)
 		"code": "PolicyError",
 		"step": "input",
 		"message": "the policy produced no decision for this call; denied (fail closed)",
@@ -196,9 +199,9 @@ _full := {
 	count(_config_problems) == 0
 	not hidden.applies
 	count(rules.problems) == 0
-} else := _fail("InvalidInput", sprintf("invalid call: %s", [concat("; ", sort(_input_problems))])) if {
+} else := _fail(codes.InvalidInput, sprintf("invalid call: %s", [concat("; ", sort(_input_problems))])) if {
 	count(_input_problems) > 0
-} else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
+} else := _fail(codes.PolicyError, sprintf("policy error: %s", [concat("; ", sort(_config_problems))])) if {
 	count(_config_problems) > 0
 } else := {
 	"outcome": "deny",
@@ -210,7 +213,7 @@ _full := {
 	"call": _call,
 } if {
 	hidden.applies
-} else := _fail("PolicyError", sprintf("policy error: %s", [concat("; ", sort(rules.problems))])) if {
+} else := _fail(codes.PolicyError, sprintf("policy error: %s", [concat("; ", sort(rules.problems))])) if {
 	count(rules.problems) > 0
 }
 
@@ -255,10 +258,12 @@ _verdict := {"outcome": "deny", "step": _denies[0].step} if {
 	count(_reasons) > 0
 }
 
+# _fail is the decision that denies the call with one reason of code (an
+# entry of data.mcpx.codes): invalid input or a policy error.
 _fail(code, message) := {
 	"outcome": "deny",
 	"step": "input",
-	"reasons": [{"code": code, "step": "input", "message": message}],
+	"reasons": [{"code": code.code, "step": code.step, "message": message}],
 	"warnings": [],
 	"write": true,
 	"destructive": true,

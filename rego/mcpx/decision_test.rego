@@ -172,6 +172,27 @@ test_undefined_tool_facts_are_policy_error if {
 	contains(d.reasons[0].message, "facts for this tool")
 }
 
+# Without the reason codes or the mode vocabularies (data written next to
+# the config) no reason could be built: every call is denied, a read as
+# much as a write, never allowed for want of a reason.
+test_missing_codes_or_vocab_deny_every_call if {
+	every doc in [
+		testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}),
+		testdata.call("fs", testdata.write_file, {"path": "/workspace/a"}),
+	] {
+		no_codes := mcpx.decision with input as doc with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+			with data.mcpx.config as testdata.config
+			with data.mcpx.codes as null
+		no_codes.outcome == "deny"
+		_codes(no_codes) == ["PolicyError"]
+		no_vocab := mcpx.decision with input as doc with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+			with data.mcpx.config as testdata.config
+			with data.mcpx.vocab as null
+		no_vocab.outcome == "deny"
+		_codes(no_vocab) == ["PolicyError"]
+	}
+}
+
 test_missing_rule_package_is_policy_error if {
 	broken := json.patch(testdata.config, [{"op": "replace", "path": "/rules/no-force-push/package", "value": "s_missing"}])
 	d := mcpx.decision with input as testdata.call("git", testdata.git_push, {"force": false}) with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()

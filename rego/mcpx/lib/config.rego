@@ -16,6 +16,14 @@ _config_loaded if is_object(data.mcpx.config)
 
 problems contains "data.mcpx.config is missing: load a compiled config" if not _config_loaded
 
+# The reason codes and the mode vocabularies come with the binary
+# (internal/decision's table, internal/bundle's modes), written into the
+# data next to the config: without them no reason could be built, so their
+# absence is a PolicyError too.
+problems contains "data.mcpx.codes is missing: load a policy built by mcpx-policy" if not is_object(data.mcpx.codes)
+
+problems contains "data.mcpx.vocab is missing: load a policy built by mcpx-policy" if not is_object(data.mcpx.vocab)
+
 # pool holds the patterns and rules that apply to every server.
 default pool := {}
 
@@ -28,4 +36,11 @@ effective_write_mode(configured, caller) := caller if {
 } else := configured
 
 # _strictness orders the write modes, the strictest highest.
-_strictness := {"allow": 0, "ask": 1, "deny": 2}
+_strictness := data.mcpx.vocab.write
+
+# known holds when mode is a value of the kind of mode setting kind
+# ("write", "unknownArgs", "pinTools", "enforce": data.mcpx.vocab).
+known(kind, mode) if _ = data.mcpx.vocab[kind][mode]
+
+# default_mode is the value of kind a config that sets none gets.
+default_mode(kind) := data.mcpx.vocab.defaults[kind]

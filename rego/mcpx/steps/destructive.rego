@@ -5,11 +5,11 @@
 #   false asks even under write mode allow. It never loosens a deny.
 package mcpx.steps.destructive
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.config
 
 # METADATA
-# title: DestructiveNeedsConfirmation
 # custom:
 #   code: DestructiveNeedsConfirmation
 ask contains confirmation(call.label) if {
@@ -21,7 +21,7 @@ ask contains confirmation(call.label) if {
 # confirmation is this step's reason for a call labelled label (lib.plan
 # renders it once per tool with the same function).
 confirmation(label) := {
-	"code": "DestructiveNeedsConfirmation",
-	"step": "destructive_floor",
+	"code": codes.DestructiveNeedsConfirmation.code,
+	"step": codes.DestructiveNeedsConfirmation.step,
 	"message": sprintf("%s may be destructive (destructiveHint is not false) and policy.confirmDestructive asks for every destructive write", [label]),
 }

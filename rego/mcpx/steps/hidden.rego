@@ -6,6 +6,7 @@
 #   hidden tool leaks no schema and no rule.
 package mcpx.steps.hidden
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.req
 
@@ -14,7 +15,6 @@ default applies := false
 applies := call.facts.hidden
 
 # METADATA
-# title: HiddenTool
 # custom:
 #   code: HiddenTool
 deny contains reason(req.doc.server, req.doc.tool) if applies
@@ -22,7 +22,7 @@ deny contains reason(req.doc.server, req.doc.tool) if applies
 # reason is this step's reason for tool on server (lib.plan renders it
 # once per tool with the same function).
 reason(server, tool) := {
-	"code": "HiddenTool",
-	"step": "hidden",
+	"code": codes.HiddenTool.code,
+	"step": codes.HiddenTool.step,
 	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(tool), json.marshal(server)]),
 }

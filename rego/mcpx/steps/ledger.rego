@@ -8,6 +8,7 @@
 #   many entries there are.
 package mcpx.steps.ledger
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.req
 
@@ -28,12 +29,11 @@ clear_command := c if {
 max_listed := 10
 
 # METADATA
-# title: UnknownOutcomePending
 # custom:
 #   code: UnknownOutcomePending
 deny contains {
-	"code": "UnknownOutcomePending",
-	"step": "ledger",
+	"code": codes.UnknownOutcomePending.code,
+	"step": codes.UnknownOutcomePending.step,
 	"message": sprintf("%s: %s; no further writes to %s until an operator checks what happened and clears them with: %s", [
 		call.label, _summary, req.doc.server, clear_command,
 	]),
@@ -44,12 +44,11 @@ deny contains {
 }
 
 # METADATA
-# title: LedgerUnreadable
 # custom:
 #   code: LedgerUnreadable
 deny contains {
-	"code": "LedgerUnreadable",
-	"step": "ledger",
+	"code": codes.LedgerUnreadable.code,
+	"step": codes.LedgerUnreadable.step,
 	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.doc.ledger_error]),
 } if {
 	req.doc.ledger_error != null

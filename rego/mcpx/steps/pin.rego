@@ -15,6 +15,7 @@
 #   with it off, input.tool.pin is not read.
 package mcpx.steps.pin
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.config
 import data.mcpx.lib.req
@@ -27,7 +28,7 @@ mode_of(server) := [m |
 	some m in [
 		object.get(object.get(object.get(config.global, "servers", {}), server, {}), "pinTools", null),
 		object.get(config.pool, "pinTools", null),
-		"off",
+		data.mcpx.vocab.defaults.pinTools, # (not config.default_mode: a function call per decision costs)
 	]
 	m != null
 ][0]
@@ -39,7 +40,6 @@ accept_command := sprintf("mcpx-policy pins accept %s %s --sha256 %s", [
 ])
 
 # METADATA
-# title: ToolDefinitionChanged
 # custom:
 #   code: ToolDefinitionChanged
 deny contains _changed("refused until an operator reviews the change and accepts it with") if {
@@ -48,12 +48,11 @@ deny contains _changed("refused until an operator reviews the change and accepts
 }
 
 # METADATA
-# title: ToolDefinitionChanged
 # custom:
 #   code: ToolDefinitionChanged
 deny contains {
-	"code": "ToolDefinitionChanged",
-	"step": "pin",
+	"code": codes.ToolDefinitionChanged.code,
+	"step": codes.ToolDefinitionChanged.step,
 	# regal ignore:line-length
 	"message": sprintf("%s: the tool's definition cannot be checked against its pin (%s), so the call is refused until an operator repairs the pin store (see: mcpx-policy pins)", [
 		call.label, _pin.error,
@@ -65,7 +64,6 @@ deny contains {
 }
 
 # METADATA
-# title: ToolDefinitionChanged
 # custom:
 #   code: ToolDefinitionChanged
 ask contains _changed("a person confirms this call, or an operator reviews the change and accepts it with") if {
@@ -117,7 +115,7 @@ problems contains "input.tool.pin.error must be a string" if {
 # the step does not know (the loader refuses one; this guards data that did
 # not come from it).
 config_problems contains sprintf("pinTools mode %s is not ask, deny or off", [json.marshal(mode)]) if {
-	not mode in {"ask", "deny", "off"}
+	not data.mcpx.vocab.pinTools[mode]
 }
 
 _on if mode in {"ask", "deny"}
@@ -151,8 +149,8 @@ _names(xs) if {
 }
 
 _changed(tail) := {
-	"code": "ToolDefinitionChanged",
-	"step": "pin",
+	"code": codes.ToolDefinitionChanged.code,
+	"step": codes.ToolDefinitionChanged.step,
 	"message": sprintf("%s: the tool's definition changed since it was pinned (%s; pinned sha256 %s, now %s); %s: %s", [
 		call.label, _what, substring(_pin.pinned_sha256, 0, 12), substring(_pin.sha256, 0, 12), tail, accept_command,
 	]),

@@ -9,6 +9,7 @@
 #   closed when a matched rule's package is missing.
 package mcpx.steps.rules
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
@@ -83,15 +84,15 @@ _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required
 }
 
 # METADATA
-# title: ArgumentRuleViolation
 # custom:
 #   code: ArgumentRuleViolation
 deny contains {
-	"code": "ArgumentRuleViolation",
-	"step": "argument_rules",
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s: %s (rule %s, %s)", [call.label, concat("; ", [_phrase(v) | some v in vs]), id, ref.origin]),
 	"violations": vs,
 } if {
+	c := codes.ArgumentRuleViolation # one read of the data, not two
 	some id, raw in _violations
 	ref := _rule_ref(id)
 	vs := [_violation(_normal(v), ref) | some v in raw]

@@ -9,6 +9,7 @@
 #   skips. exemptArgs are never reported.
 package mcpx.steps.unknown_args
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
@@ -156,31 +157,31 @@ _declared(s) := {k | some k, _ in object.get(s, "properties", {})} | {k |
 }
 
 # METADATA
-# title: UnknownArguments
 # custom:
 #   code: UnknownArguments
 deny contains {
-	"code": "UnknownArguments",
-	"step": "unknown_args",
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s: %s; the call was not executed", [call.label, _summary]),
 	"details": _details,
 } if {
 	count(unknown) > 0
 	call.unknown_args_mode == "reject"
+	c := codes.UnknownArguments # one read of the data, not two
 }
 
 # METADATA
-# title: IgnoredArguments
 # custom:
 #   code: IgnoredArguments
 warn contains {
-	"code": "IgnoredArguments",
-	"step": "unknown_args",
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s: %s; the call went ahead without them being checked", [call.label, _summary]),
 	"details": _details,
 } if {
 	count(unknown) > 0
 	call.unknown_args_mode == "warn"
+	c := codes.IgnoredArguments # one read of the data, not two
 }
 
 _shown := array.slice(unknown, 0, max_echo)

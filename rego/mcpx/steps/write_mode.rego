@@ -7,11 +7,11 @@
 #   pass.
 package mcpx.steps.write_mode
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.req
 
 # METADATA
-# title: WriteDenied
 # custom:
 #   code: WriteDenied
 deny contains denied(req.doc.server, call.label) if {
@@ -20,7 +20,6 @@ deny contains denied(req.doc.server, call.label) if {
 }
 
 # METADATA
-# title: WriteNeedsConfirmation
 # custom:
 #   code: WriteNeedsConfirmation
 ask contains confirmation(req.doc.server, call.label) if {
@@ -31,15 +30,15 @@ ask contains confirmation(req.doc.server, call.label) if {
 # denied and confirmation are this step's reasons for a call labelled label
 # on server; lib.plan renders them once per tool with the same functions.
 denied(server, label) := {
-	"code": "WriteDenied",
-	"step": "write_mode",
+	"code": codes.WriteDenied.code,
+	"step": codes.WriteDenied.step,
 	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [label, server]),
 	"details": {"mode": "deny"},
 }
 
 confirmation(server, label) := {
-	"code": "WriteNeedsConfirmation",
-	"step": "write_mode",
+	"code": codes.WriteNeedsConfirmation.code,
+	"step": codes.WriteNeedsConfirmation.step,
 	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [label, server]),
 	"details": {"mode": "ask"},
 }
