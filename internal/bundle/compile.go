@@ -17,7 +17,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// Defaults of the layered modes (SPEC §6).
+// Defaults of the layered modes (docs/configuration.md).
 const (
 	DefaultWrite              = "ask"
 	DefaultConfirmDestructive = false

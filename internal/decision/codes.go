@@ -4,7 +4,7 @@ package decision
 // has a page in docs/reasons/.
 type Code string
 
-// The closed set of reason codes (SPEC §1.3).
+// The closed set of reason codes (docs/reasons/).
 const (
 	HiddenTool                   Code = "HiddenTool"
 	UnknownOutcomePending        Code = "UnknownOutcomePending"

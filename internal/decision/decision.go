@@ -30,7 +30,7 @@ func (o Outcome) Severity() int {
 // Step names the check that decided. It is "" for an allow.
 type Step string
 
-// The steps of the fixed check order (SPEC §1.1), plus StepInput for
+// The steps of the fixed check order (docs/check-order.md), plus StepInput for
 // malformed input and evaluation failures.
 const (
 	StepNone Step = ""
@@ -50,7 +50,7 @@ const (
 	StepConfirmation Step = "confirmation"
 )
 
-// Decision is the decision document of SPEC §1.3. A deny is a value, not an
+// Decision is the decision document (docs/sdk.md#types). A deny is a value, not an
 // error: every refusal is a Decision with Outcome Deny and at least one
 // reason.
 //

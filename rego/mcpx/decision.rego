@@ -1,8 +1,8 @@
 # METADATA
 # title: mcpx-policy decision
 # description: |
-#   The entrypoint. Runs the seven checks of SPEC §1.1 in their fixed order
-#   and assembles the decision document of SPEC §1.3: the outcome is the
+#   The entrypoint. Runs the checks in their fixed order (docs/check-order.md)
+#   and assembles the decision document (docs/sdk.md#types): the outcome is the
 #   first deny in step order, else ask if any step asked, else allow. Every
 #   finding is kept as a reason; only a hidden tool short-circuits. Malformed
 #   input is an InvalidInput deny and an unusable config a PolicyError deny;
@@ -28,7 +28,7 @@ import data.mcpx.steps.write_mode
 
 # METADATA
 # title: decision
-# description: The decision document for input (SPEC §1.3).
+# description: The decision document for input (docs/check-order.md).
 # entrypoint: true
 default decision := {
 	"outcome": "deny",

@@ -211,7 +211,7 @@ test_violations_without_reasons_are_policy_error if {
 	contains(d.reasons[0].message, "did not become reasons")
 }
 
-# The hidden step looks at no rule (SPEC §1.1: nothing else is evaluated):
+# The hidden step looks at no rule (docs/check-order.md: nothing else is evaluated):
 # a broken rule is a PolicyError for a visible tool only.
 test_hidden_tool_is_decided_before_rule_checks if {
 	hidden := _decide(testdata.call("fs", {"name": "delete_file"}, {})) with data.mcpx.steps.rules.problems as {"argument rule broken-rule is broken"}

@@ -1,7 +1,8 @@
 # METADATA
 # title: Input validation
 # description: |
-#   Checks the shape of the input document (SPEC §1.2). Any problem makes the
+#   Checks the shape of the input document (docs/fleet.md, "Ask it: the
+#   input document"). Any problem makes the
 #   decision an InvalidInput deny; the steps read the normalized call (doc)
 #   and never the raw input, so a missing field cannot silently pass. Every
 #   raw field is read through object.get with a null default first: a
