@@ -1,6 +1,10 @@
 // Package engine is the one adapter that evaluates the policy with OPA. It
 // prepares the query data.mcpx.decision once per policy revision and turns
-// each call into a decision.Decision. No OPA type leaves this package.
+// each call into a decision.Decision. No OPA type leaves this package
+// through Prepare, its options, Decide or Value; the measurement entry
+// points (Input, EvaluateInput, Results), used by internal/bench and the
+// equivalence tests, still take or return ast values
+// (docs/decisions/0001-rego-layout.md).
 package engine
 
 import (
@@ -92,16 +96,35 @@ func capabilities() *ast.Capabilities {
 // empty (nil) set, which it does not keep, so it walks every module again
 // for every rule and compile time grows with the square of the config.
 
-// Prepare compiles p and prepares the decision query. A module that does not
-// parse or compile is an error naming the file and line.
-func Prepare(ctx context.Context, p Policy) (*Engine, error) { return prepareQuery(ctx, p, Query) }
+// Option configures Prepare.
+type Option func(*settings)
 
-// PrepareQuery is Prepare for another query of the policy (for example
-// data.mcpx.steps.rules.deny), for measuring one part of the policy with
-// Evaluate. Decide on such an Engine fails closed (the result is not a
-// decision).
-func PrepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
-	return prepareQuery(ctx, p, query)
+type settings struct {
+	query         string
+	memoFunctions bool
+}
+
+// WithQuery prepares another query of the policy than Query (for example
+// data.mcpx.lib.tool.facts for a rollout report, or
+// data.mcpx.steps.rules.deny to measure one part of the policy). Decide on
+// such an Engine fails closed (the result is not a decision); Value
+// answers it.
+func WithQuery(query string) Option { return func(s *settings) { s.query = query } }
+
+// WithoutFunctionMemo prepares an engine that does not keep the values of
+// the functions marked for memoization (custom memo, ADR 0005): every call
+// pays what the first call on a tool pays. For measurements.
+func WithoutFunctionMemo() Option { return func(s *settings) { s.memoFunctions = false } }
+
+// Prepare compiles p and prepares the decision query (or the one WithQuery
+// names). A module that does not parse or compile is an error naming the
+// file and line.
+func Prepare(ctx context.Context, p Policy, opts ...Option) (*Engine, error) {
+	s := settings{query: Query, memoFunctions: true}
+	for _, o := range opts {
+		o(&s)
+	}
+	return prepare(ctx, p, s)
 }
 
 // Evaluate evaluates the prepared query for call the way Decide does (same
@@ -177,7 +200,8 @@ func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego.E
 	return len(rs), nil
 }
 
-func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
+func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {
+	query := s.query
 	names := make([]string, 0, len(p.Modules))
 	for n := range p.Modules {
 		names = append(names, n)
@@ -254,7 +278,7 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		common:   halves[0],
 		uncommon: halves[1],
 		revision: p.Revision,
-		memo:     newMemo(compiler),
+		memo:     newMemo(compiler, s.memoFunctions),
 		schemas:  newSchemaCache(),
 		builtins: cache.NewInterQueryValueCache(ctx, &cache.Config{InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries}}),
 	}

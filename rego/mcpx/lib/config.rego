@@ -36,11 +36,8 @@ effective_write_mode(configured, caller) := caller if {
 } else := configured
 
 # _strictness orders the write modes, the strictest highest.
-_strictness := data.mcpx.vocab.write
+_strictness := vocab.write
 
-# known holds when mode is a value of the kind of mode setting kind
-# ("write", "unknownArgs", "pinTools", "enforce": data.mcpx.vocab).
-known(kind, mode) if _ = data.mcpx.vocab[kind][mode]
-
-# default_mode is the value of kind a config that sets none gets.
-default_mode(kind) := data.mcpx.vocab.defaults[kind]
+# vocab is data.mcpx.vocab: the values of each kind of mode setting with
+# their strictness rank, and the defaults (internal/bundle's VocabData).
+vocab := data.mcpx.vocab

@@ -33,7 +33,7 @@ import data.mcpx.steps.write_mode
 common(server, name, mode, read_only_hint, destructive_hint) := {"document": doc, "pin_mode": m} if {
 	d := document(server, name, mode, read_only_hint, destructive_hint)
 	m := pin.mode_of(server)
-	config.known("pinTools", m)
+	config.vocab.pinTools[m]
 	doc := _shadowed(server, d)
 }
 

@@ -21,7 +21,9 @@ ask contains confirmation(call.label) if {
 # confirmation is this step's reason for a call labelled label (lib.plan
 # renders it once per tool with the same function).
 confirmation(label) := {
-	"code": codes.DestructiveNeedsConfirmation.code,
-	"step": codes.DestructiveNeedsConfirmation.step,
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s may be destructive (destructiveHint is not false) and policy.confirmDestructive asks for every destructive write", [label]),
+} if {
+	c := codes.DestructiveNeedsConfirmation # one read of the data, not two
 }

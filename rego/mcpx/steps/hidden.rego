@@ -22,7 +22,9 @@ deny contains reason(req.doc.server, req.doc.tool) if applies
 # reason is this step's reason for tool on server (lib.plan renders it
 # once per tool with the same function).
 reason(server, tool) := {
-	"code": codes.HiddenTool.code,
-	"step": codes.HiddenTool.step,
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(tool), json.marshal(server)]),
+} if {
+	c := codes.HiddenTool # one read of the data, not two
 }

@@ -28,7 +28,7 @@ mode_of(server) := [m |
 	some m in [
 		object.get(object.get(object.get(config.global, "servers", {}), server, {}), "pinTools", null),
 		object.get(config.pool, "pinTools", null),
-		data.mcpx.vocab.defaults.pinTools, # (not config.default_mode: a function call per decision costs)
+		config.vocab.defaults.pinTools, # (not config.default_mode: a function call per decision costs)
 	]
 	m != null
 ][0]
@@ -115,7 +115,7 @@ problems contains "input.tool.pin.error must be a string" if {
 # the step does not know (the loader refuses one; this guards data that did
 # not come from it).
 config_problems contains sprintf("pinTools mode %s is not ask, deny or off", [json.marshal(mode)]) if {
-	not data.mcpx.vocab.pinTools[mode]
+	not config.vocab.pinTools[mode]
 }
 
 _on if mode in {"ask", "deny"}

@@ -30,15 +30,19 @@ ask contains confirmation(req.doc.server, call.label) if {
 # denied and confirmation are this step's reasons for a call labelled label
 # on server; lib.plan renders them once per tool with the same functions.
 denied(server, label) := {
-	"code": codes.WriteDenied.code,
-	"step": codes.WriteDenied.step,
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s is a write and writes to %s are denied (write mode deny)", [label, server]),
 	"details": {"mode": "deny"},
+} if {
+	c := codes.WriteDenied # one read of the data, not two
 }
 
 confirmation(server, label) := {
-	"code": codes.WriteNeedsConfirmation.code,
-	"step": codes.WriteNeedsConfirmation.step,
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s is a write and writes to %s need confirmation (write mode ask)", [label, server]),
 	"details": {"mode": "ask"},
+} if {
+	c := codes.WriteNeedsConfirmation # one read of the data, not two
 }
