@@ -137,7 +137,7 @@ func toolFacts(ctx context.Context, compiled *config.Compiled) (map[string]map[s
 	if len(probes) == 0 {
 		return out, nil
 	}
-	eng, err := engine.PrepareQuery(ctx, policyOf(compiled), factsQuery)
+	eng, err := engine.Prepare(ctx, policyOf(compiled), engine.WithQuery(factsQuery))
 	if err != nil {
 		return nil, fmt.Errorf("mcpxpolicy: %w", err)
 	}

@@ -45,3 +45,18 @@ func Names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// CompileGuardFile is the module that keeps OPA's type checker linear in
+// the size of a bundle (its comment says how): the policy ships it, and
+// every other compile of Rego in this module (the engine's, the rule
+// examples') adds the same file, never a copy of it.
+const CompileGuardFile = "mcpx/lib/compile_guard.rego"
+
+// CompileGuard returns the source of CompileGuardFile.
+func CompileGuard() string {
+	b, err := files.ReadFile(CompileGuardFile)
+	if err != nil {
+		panic("rego: embedded compile guard unreadable: " + err.Error()) // cannot happen: embed.FS is in memory
+	}
+	return string(b)
+}

@@ -38,8 +38,8 @@ type fixture struct {
 	dir    string
 	opts   mcpxpolicy.Options
 	eng    *mcpxpolicy.Engine
-	warm   sync.Once          // eng has decided one call on every tool
-	cold   *mcpxpolicy.Engine // an engine without the per-tool memo
+	warm   sync.Once      // eng has decided one call on every tool
+	cold   *engine.Engine // an engine without the per-tool memo (engine.WithoutFunctionMemo)
 	native *Native
 	ms     *MatchSchema
 	rules  *engine.Engine // the argument-rules step alone
@@ -191,16 +191,16 @@ func (f *fixture) warmTools(b testing.TB) {
 }
 
 // BenchmarkDecideNewTools is BenchmarkDecide on an engine that memoizes no
-// function: every call pays what the first call on a tool pays.
+// function (engine.WithoutFunctionMemo): every call pays what the first
+// call on a tool pays. It asks the engine directly, with an empty ledger,
+// as the SDK's Decide does for a call with nothing in the ledger.
 func BenchmarkDecideNewTools(b *testing.B) {
 	for _, s := range shapes {
 		b.Run(s.Name, func(b *testing.B) {
 			f := load(b, s)
 			fixMu.Lock()
 			if f.cold == nil {
-				engine.MemoizeFunctions = false
-				eng, err := mcpxpolicy.New(context.Background(), f.opts)
-				engine.MemoizeFunctions = true
+				eng, err := engine.Prepare(context.Background(), f.policy(b), engine.WithoutFunctionMemo())
 				if err != nil {
 					fixMu.Unlock()
 					b.Fatal(err)
@@ -211,7 +211,7 @@ func BenchmarkDecideNewTools(b *testing.B) {
 			calls := f.fresh(b.N)
 			ctx := context.Background()
 			timed(b, func(i int) {
-				if _, err := f.cold.Decide(ctx, calls[i]); err != nil {
+				if _, err := f.cold.Decide(ctx, calls[i], &engine.Ledger{}); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -318,10 +318,10 @@ var policyParts = []struct{ name, query string }{
 	{"empty", "x := 1"},
 	{"decision", "data.mcpx.decision"},
 	{"input-validation", "data.mcpx.lib.req.problems"},
-	{"hidden", "data.mcpx.steps.hidden.hidden"},
+	{"hidden", "data.mcpx.steps.hidden.applies"},
 	{"write", "data.mcpx.lib.call.write"},
-	{"write-mode", "data.mcpx.lib.config.write_mode"},
-	{"unknown-args-mode", "data.mcpx.lib.config.unknown_args_mode"},
+	{"write-mode", "data.mcpx.lib.call.write_mode"},
+	{"unknown-args-mode", "data.mcpx.lib.call.unknown_args_mode"},
 	{"unknown-args", "data.mcpx.steps.unknown_args.unknown"},
 	{"rules-matched", "data.mcpx.steps.rules.matched"},
 	{"rules-targets", "data.mcpx.steps.rules.targets"},
@@ -426,7 +426,7 @@ func (c bodyCounter) TraceEvent(ev topdown.Event) {
 // depends on the arguments).
 func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value) {
 	f := load(b, M)
-	e, err := engine.PrepareQuery(context.Background(), f.policy(b), query)
+	e, err := engine.Prepare(context.Background(), f.policy(b), engine.WithQuery(query))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
 		return f.rules
 	}
 	var err error
-	if f.rules, err = engine.PrepareQuery(context.Background(), p, "data.mcpx.steps.rules.deny"); err != nil {
+	if f.rules, err = engine.Prepare(context.Background(), p, engine.WithQuery("data.mcpx.steps.rules.deny")); err != nil {
 		b.Fatal(err)
 	}
 	return f.rules

@@ -136,7 +136,7 @@ func matchAny(ps []config.Pattern, name string) bool {
 	return false
 }
 
-// Decide runs the steps of SPEC §1.1 in Go.
+// Decide runs the steps of the check order (docs/check-order.md) in Go.
 func (n *Native) Decide(call decision.Call) decision.Decision {
 	sum, _ := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}

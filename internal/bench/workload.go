@@ -1,4 +1,4 @@
-// Package bench holds the reference workloads of issue 7 and the harness
+// Package bench holds the reference workloads (docs/performance.md) and the harness
 // that measures the embedded engine against a native Go baseline, a
 // json.match_schema policy and a stock OPA server. Workloads are generated
 // deterministically from their shape: the same Shape always gives the same
@@ -27,7 +27,7 @@ type Shape struct {
 	Calls     int // distinct calls
 }
 
-// The reference shapes of issue 7.
+// The reference shapes (docs/performance.md).
 var (
 	M = Shape{Name: "M", Servers: 20, Tools: 50, Rules: 200, PoolRules: 5, Calls: 2000}
 	L = Shape{Name: "L", Servers: 200, Tools: 100, Rules: 2000, PoolRules: 5, Calls: 2000}

@@ -17,7 +17,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// Defaults of the layered modes (SPEC §6).
+// Defaults of the layered modes (docs/configuration.md).
 const (
 	DefaultWrite              = "ask"
 	DefaultConfirmDestructive = false
@@ -27,6 +27,34 @@ const (
 	// none: tool definitions are not pinned.
 	DefaultPinTools = "off"
 )
+
+// VocabData is what the policy reads under data.mcpx.vocab: for each kind
+// of mode setting (write, unknownArgs, pinTools, enforce) its values with
+// their strictness rank (the loader's order, the strictest highest), and
+// under "defaults" the value a config that sets none gets. The Rego checks
+// modes and resolves defaults with it (rego/mcpx/vocab/data.json is the
+// copy `opa test rego/` loads), so the constants here are the one owner.
+func VocabData() map[string]any {
+	ranks := func(kind string) map[string]any {
+		m := make(map[string]any, len(strictness[kind]))
+		for v, r := range strictness[kind] {
+			m[v] = r
+		}
+		return m
+	}
+	return map[string]any{
+		"write":       ranks(KindWrite),
+		"unknownArgs": ranks(KindUnknownArgs),
+		"pinTools":    ranks(KindPin),
+		"enforce":     ranks(KindEnforce),
+		"defaults": map[string]any{
+			"write":       DefaultWrite,
+			"unknownArgs": DefaultUnknownArgs,
+			"pinTools":    DefaultPinTools,
+			"enforce":     DefaultEnforce,
+		},
+	}
+}
 
 // The enforcement modes (policy.enforce, servers.NAME.enforce). Under
 // EnforceShadow every call is decided as usual, but a deny or an ask the
@@ -160,10 +188,13 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 		"servers":            servers,
 		"rules":              rules,
 	}
-	out.Data = map[string]any{"config": config}
+	out.Data = map[string]any{"config": config, "codes": decision.CodesData(), "vocab": VocabData()}
+	// the revision names the config: the codes and vocabularies come with
+	// the binary, like the static Rego
+	named := map[string]any{"config": config}
 	out.Warnings = append(out.Warnings, loosened(layers)...)
 	out.Warnings = append(out.Warnings, out.loadOverrides(overrides, c)...)
-	rev, err := revision(out.Data, out.Modules)
+	rev, err := revision(named, out.Modules)
 	if err != nil {
 		c.add("", 0, "", "cannot hash the compiled policy: %v", err)
 	}

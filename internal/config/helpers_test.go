@@ -88,8 +88,8 @@ func rel(dir, s string) string {
 // configData returns data.mcpx.config.
 func configData(t *testing.T, c *config.Compiled) map[string]any {
 	t.Helper()
-	if len(c.Data) != 1 {
-		t.Fatalf("Data has keys %v, want only config", keys(c.Data))
+	if len(c.Data) != 3 || c.Data["codes"] == nil || c.Data["vocab"] == nil {
+		t.Fatalf("Data has keys %v, want config, codes and vocab", keys(c.Data))
 	}
 	cfg, ok := c.Data["config"].(map[string]any)
 	if !ok {

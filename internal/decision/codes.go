@@ -77,3 +77,15 @@ func (c Code) Known() bool {
 	_, ok := codeIndex[c]
 	return ok
 }
+
+// CodesData is the table as the policy reads it under data.mcpx.codes: for
+// every code, {"code": <code>, "step": <step>}. The Rego builds each
+// reason's code and step from it (rego/mcpx/codes/data.json is the copy
+// `opa test rego/` loads), so the table here is the one owner of both.
+func CodesData() map[string]any {
+	out := make(map[string]any, len(Codes))
+	for _, c := range Codes {
+		out[string(c.Code)] = map[string]any{"code": string(c.Code), "step": string(c.Step)}
+	}
+	return out
+}

@@ -1,6 +1,10 @@
 // Package engine is the one adapter that evaluates the policy with OPA. It
 // prepares the query data.mcpx.decision once per policy revision and turns
-// each call into a decision.Decision. No OPA type leaves this package.
+// each call into a decision.Decision. No OPA type leaves this package
+// through Prepare, its options, Decide or Value; the measurement entry
+// points (Input, EvaluateInput, Results), used by internal/bench and the
+// equivalence tests, still take or return ast values
+// (docs/decisions/0001-rego-layout.md).
 package engine
 
 import (
@@ -21,6 +25,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	policyrego "github.com/mcpx/mcpx-policy/rego"
 )
 
 // Query is the policy's entrypoint.
@@ -84,33 +89,42 @@ func capabilities() *ast.Capabilities {
 	return caps
 }
 
-// compileGuard is one extra module the engine compiles beside the policy
-// (never shipped in a bundle). OPA v1.22's type checker asks, for every
-// rule, which rules a `with` replaces; when no module has a `with` on a
-// rule the answer is an empty (nil) set, which it does not keep, so it
-// walks every module again for every rule: compile time grows with the
-// square of the config. One `with` on a rule of its own package makes the
-// set non-empty, so it is computed once. Nothing reads this package.
-const (
-	compileGuardFile = "mcpx-engine/compile_guard.rego"
-	compileGuard     = `package mcpx_engine.compile_guard
+// The engine compiles the policy's compile guard (rego.CompileGuardFile,
+// rego/mcpx/lib/compile_guard.rego) with every policy, also one that does
+// not ship it: OPA v1.22's type checker asks, for every rule, which rules a
+// `with` replaces; when no module has a `with` on a rule the answer is an
+// empty (nil) set, which it does not keep, so it walks every module again
+// for every rule and compile time grows with the square of the config.
 
-x := 1
+// Option configures Prepare.
+type Option func(*settings)
 
-y if x == 2 with data.mcpx_engine.compile_guard.x as 2
-`
-)
+type settings struct {
+	query         string
+	memoFunctions bool
+}
 
-// Prepare compiles p and prepares the decision query. A module that does not
-// parse or compile is an error naming the file and line.
-func Prepare(ctx context.Context, p Policy) (*Engine, error) { return prepareQuery(ctx, p, Query) }
+// WithQuery prepares another query of the policy than Query (for example
+// data.mcpx.lib.tool.facts for a rollout report, or
+// data.mcpx.steps.rules.deny to measure one part of the policy). Decide on
+// such an Engine fails closed (the result is not a decision); Value
+// answers it.
+func WithQuery(query string) Option { return func(s *settings) { s.query = query } }
 
-// PrepareQuery is Prepare for another query of the policy (for example
-// data.mcpx.steps.rules.deny), for measuring one part of the policy with
-// Evaluate. Decide on such an Engine fails closed (the result is not a
-// decision).
-func PrepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
-	return prepareQuery(ctx, p, query)
+// WithoutFunctionMemo prepares an engine that does not keep the values of
+// the functions marked for memoization (custom memo, ADR 0005): every call
+// pays what the first call on a tool pays. For measurements.
+func WithoutFunctionMemo() Option { return func(s *settings) { s.memoFunctions = false } }
+
+// Prepare compiles p and prepares the decision query (or the one WithQuery
+// names). A module that does not parse or compile is an error naming the
+// file and line.
+func Prepare(ctx context.Context, p Policy, opts ...Option) (*Engine, error) {
+	s := settings{query: Query, memoFunctions: true}
+	for _, o := range opts {
+		o(&s)
+	}
+	return prepare(ctx, p, s)
 }
 
 // Evaluate evaluates the prepared query for call the way Decide does (same
@@ -186,7 +200,8 @@ func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego.E
 	return len(rs), nil
 }
 
-func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) {
+func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {
+	query := s.query
 	names := make([]string, 0, len(p.Modules))
 	for n := range p.Modules {
 		names = append(names, n)
@@ -211,11 +226,14 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 	// not a conversion of the config on every call, is added below)
 	_, swap := p.Modules[predicatesFile]
 	names = slices.DeleteFunc(names, func(n string) bool { return n == predicatesFile })
-	mods, err := parseModules(append(names, compileGuardFile), func(n string) string {
-		if n == compileGuardFile {
-			return compileGuard
+	if _, ok := p.Modules[policyrego.CompileGuardFile]; !ok {
+		names = append(names, policyrego.CompileGuardFile)
+	}
+	mods, err := parseModules(names, func(n string) string {
+		if src, ok := p.Modules[n]; ok {
+			return src
 		}
-		return p.Modules[n]
+		return policyrego.CompileGuard()
 	}, caps)
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
@@ -260,7 +278,7 @@ func prepareQuery(ctx context.Context, p Policy, query string) (*Engine, error) 
 		common:   halves[0],
 		uncommon: halves[1],
 		revision: p.Revision,
-		memo:     newMemo(compiler),
+		memo:     newMemo(compiler, s.memoFunctions),
 		schemas:  newSchemaCache(),
 		builtins: cache.NewInterQueryValueCache(ctx, &cache.Config{InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries}}),
 	}

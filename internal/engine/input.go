@@ -10,7 +10,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// Input builds the policy input (SPEC §1.2) as an ast.Value directly from
+// Input builds the policy input (docs/fleet.md, "Ask it: the input document") as an ast.Value directly from
 // the call, without a JSON round trip. It carries "call_sha256", the SHA-256
 // of the RFC 8785 canonical call, which the policy echoes in
 // decision.call.sha256 (Rego cannot canonicalize JSON exactly; see

@@ -36,17 +36,20 @@ type memoValue struct {
 
 func refEq(a, b ast.Ref) bool { return a.Equal(b) }
 
-func newMemo(c *ast.Compiler) *memo {
+// newMemo is the memo of c's data-only rules and, when functions is true,
+// of its functions marked for memoization.
+func newMemo(c *ast.Compiler, functions bool) *memo {
 	return &memo{
 		compiler: c,
-		dataOnly: dataOnlyRules(c),
+		dataOnly: dataOnlyRules(c, functions),
 		values:   util.NewHasherMap[ast.Ref, memoValue](refEq),
 		limit:    MemoSize,
 	}
 }
 
-// dataOnlyRules marks every rule of c whose value cannot depend on input.
-func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
+// dataOnlyRules marks every rule of c whose value cannot depend on input
+// (with functions, also the pure functions marked for memoization).
+func dataOnlyRules(c *ast.Compiler, functions bool) map[*ast.Rule]bool {
 	var rules []*ast.Rule
 	tainted := map[*ast.Rule]bool{}
 	for _, m := range c.Modules {
@@ -75,7 +78,7 @@ func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
 		}
 	}
 	memoized := map[string]bool{}
-	if MemoizeFunctions {
+	if functions {
 		memoized = memoFunctions(c)
 	}
 	out := make(map[*ast.Rule]bool, len(rules))
@@ -86,11 +89,6 @@ func dataOnlyRules(c *ast.Compiler) map[*ast.Rule]bool {
 	}
 	return out
 }
-
-// MemoizeFunctions turns the memo of marked functions on for engines
-// prepared afterwards. It is on; internal/bench turns it off to measure a
-// decision on a tool the engine has not seen yet.
-var MemoizeFunctions = true
 
 // memoFunctions lists the functions whose METADATA asks for memoization
 // (custom: {memo: true}). Such a function's value for given arguments is

@@ -251,7 +251,7 @@ var (
 )
 
 // wellFormed is the Go form of predicates.well_formed: the input has the
-// shape the engine builds, field by field (lib.req's _fast), and every
+// shape the engine builds, field by field (lib.req's well_shaped), and every
 // number of the arguments is written in at most 15 characters of digits,
 // a sign and a point, which lib.req accepts without further checks. It is
 // stricter than req: a ledger total written other than as plain digits,

@@ -110,7 +110,7 @@ func newChecker(t testing.TB, p engine.Policy) *checker {
 		mods[n] = src
 	}
 	p.Modules = mods
-	eng, err := engine.PrepareQuery(context.Background(), p, harnessQuery)
+	eng, err := engine.Prepare(context.Background(), p, engine.WithQuery(harnessQuery))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
-// Value evaluates the Engine's query (see PrepareQuery) once with input,
+// Value evaluates the Engine's query (see WithQuery) once with input,
 // JSON-compatible Go values, and returns the query's value as
 // JSON-compatible Go values (numbers json.Number, sets as arrays). An
 // undefined query is an error. It reads what the policy computes besides

@@ -7,18 +7,9 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+
+	policyrego "github.com/mcpx/mcpx-policy/rego"
 )
-
-// compileGuard keeps the compile of many packages linear: OPA's type
-// checker asks, for every rule, which rules a `with` replaces, and when no
-// module has a `with` on a rule it walks every module again for every rule
-// (the engine prepares the policy with the same guard). Nothing reads it.
-const compileGuard = `package mcpx_examples.compile_guard
-
-x := 1
-
-y if x == 2 with data.mcpx_examples.compile_guard.x as 2
-`
 
 // Evaluate decides values with generated packages exactly as the
 // argument-rules step calls them (ADR 0001): modules maps each package
@@ -48,7 +39,9 @@ func Evaluate(modules map[string]string, targets map[string]map[string]any) (map
 	opts := []func(*rego.Rego){
 		rego.Query("x = {name: data.mcpx.rules[name].violations | some name, _ in input}"),
 		rego.Module("mcpx-examples/targets.rego", "package mcpx.steps.rules\n\ntargets := input\n"),
-		rego.Module("mcpx-examples/compile_guard.rego", compileGuard),
+		// the policy's compile guard keeps the compile of many packages
+		// linear (rego/mcpx/lib/compile_guard.rego says how)
+		rego.Module(policyrego.CompileGuardFile, policyrego.CompileGuard()),
 		rego.StrictBuiltinErrors(true),
 		rego.SetRegoVersion(ast.RegoV1),
 	}

@@ -33,7 +33,7 @@ import data.mcpx.steps.write_mode
 common(server, name, mode, read_only_hint, destructive_hint) := {"document": doc, "pin_mode": m} if {
 	d := document(server, name, mode, read_only_hint, destructive_hint)
 	m := pin.mode_of(server)
-	m in {"off", "ask", "deny"}
+	config.vocab.pinTools[m]
 	doc := _shadowed(server, d)
 }
 
@@ -113,4 +113,10 @@ _usable(f) if {
 	count(f.missing_rules) == 0
 }
 
-_config_loaded if is_object(data.mcpx.config)
+# (a plan is also refused without the codes and vocabularies lib.config
+# requires: its reasons are built from them)
+_config_loaded if {
+	is_object(data.mcpx.config)
+	is_object(data.mcpx.codes)
+	is_object(data.mcpx.vocab)
+}

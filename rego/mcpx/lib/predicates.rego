@@ -20,11 +20,11 @@ import data.mcpx.steps.rules
 import data.mcpx.steps.unknown_args
 
 # well_formed holds when the input is a well-formed call: every field is
-# present and valid or absent, as the engine builds it (lib.req's _fast,
+# present and valid or absent, as the engine builds it (lib.req's well_shaped,
 # so each can be read from the input directly), and the input checks find
 # no problem (InvalidInput would not be the decision).
 well_formed if {
-	req._fast
+	req.well_shaped
 	count(req.problems) == 0
 }
 

@@ -1,16 +1,17 @@
 # METADATA
 # title: Input validation
 # description: |
-#   Checks the shape of the input document (SPEC §1.2). Any problem makes the
+#   Checks the shape of the input document (docs/fleet.md, "Ask it: the
+#   input document"). Any problem makes the
 #   decision an InvalidInput deny; the steps read the normalized call (doc)
 #   and never the raw input, so a missing field cannot silently pass. Every
 #   raw field is read through object.get with a null default first: a
 #   negated test on an undefined reference would be undefined, not true.
 #
-#   A well-formed call is recognized by _fast, one rule body that implies
+#   A well-formed call is recognized by well_shaped, one rule body that implies
 #   every shape check below passes; it decides the common case in a few
-#   expressions. Anything _fast does not recognize takes the full checks,
-#   which name each problem. _fast only ever adds speed: when it holds, the
+#   expressions. Anything well_shaped does not recognize takes the full checks,
+#   which name each problem. well_shaped only ever adds speed: when it holds, the
 #   full checks find nothing. For an input with no problem at all, doc reads
 #   the input directly, and equals its full-path value.
 #
@@ -23,13 +24,13 @@ package mcpx.lib.req
 import data.mcpx.lib.predicates
 import data.mcpx.lib.text
 
-# _fast holds for a call whose every field is present-and-valid or absent in
+# well_shaped holds for a call whose every field is present-and-valid or absent in
 # the way the engine builds it: server and tool name non-empty strings, args
 # an object, annotations an object of boolean hints, inputSchema an object or
 # null, a known mode, a ledger object with an array of objects and a count,
 # a principal object, a surface string and a lowercase hex call_sha256 or
 # none.
-_fast if {
+well_shaped if {
 	is_string(input.server)
 	input.server != ""
 	is_string(input.tool.name)
@@ -59,7 +60,7 @@ _fast if {
 _zero_sha256 := "0000000000000000000000000000000000000000000000000000000000000000"
 
 # problems names every way the input is malformed (empty when it is not).
-problems := _number_problems if _fast
+problems := _number_problems if well_shaped
 
 else := _problems | _number_problems
 
@@ -112,8 +113,8 @@ _problems contains "args must be an object" if not is_object(_raw_args)
 _problems contains "tool.annotations must be an object" if not is_object(_raw_annotations)
 
 _problems contains sprintf("tool.annotations.%s must be a boolean", [hint]) if {
-	some hint in ["readOnlyHint", "destructiveHint"]
 	is_object(_raw_annotations)
+	some hint in ["readOnlyHint", "destructiveHint"]
 	not is_boolean(object.get(_raw_annotations, hint, false))
 }
 
@@ -159,7 +160,7 @@ _entries_ok if {
 #   schema           the tool's inputSchema ({} when none); has_schema
 #                    tells whether the caller gave one
 #   mode             the caller's write mode, or null (it may only
-#                    tighten the configured one: lib.config.write_mode)
+#                    tighten the configured one: lib.call.write_mode)
 #   ledger_entries   this server's unknown-outcome entries (the caller
 #                    may list only the oldest of them)
 #   ledger_total     how many there are: the caller's total, never below

@@ -57,7 +57,7 @@ test_defaults if {
 	req.doc.call_sha256 == _sha with input as object.union(_ok, {"call_sha256": _sha})
 }
 
-# _fast may only take a call the full checks accept; and for a call with
+# well_shaped may only take a call the full checks accept; and for a call with
 # no problem, every value doc hands the steps must equal the full path's.
 _fast_cases := [
 	_ok,
@@ -81,19 +81,19 @@ test_fast_path_agrees_with_full_checks if {
 		_agrees(c)
 		_call_agrees(c)
 	}
-	taken := [1 | some c in _fast_cases; req._fast with input as c]
+	taken := [1 | some c in _fast_cases; req.well_shaped with input as c]
 	count(taken) == 7
 	direct := [1 | some c in _fast_cases; predicates.well_formed with input as c]
 	count(direct) == 7
 }
 
 _agrees(c) if {
-	not req._fast with input as c
+	not req.well_shaped with input as c
 	not predicates.well_formed with input as c
 }
 
 _agrees(c) if {
-	req._fast with input as c
+	req.well_shaped with input as c
 	count(req._problems) == 0 with input as c
 	_doc_agrees(c)
 }
@@ -101,13 +101,6 @@ _agrees(c) if {
 _doc_agrees(c) if {
 	not predicates.well_formed with input as c
 	_call_agrees(c)
-}
-
-# req.call is doc's server, tool, args, schema and has_schema, whichever
-# way each is built.
-_call_agrees(c) if {
-	d := req.doc with input as c
-	req.call with input as c == {k: d[k] | some k in ["server", "tool", "args", "schema", "has_schema"]}
 }
 
 _doc_agrees(c) if {
@@ -118,6 +111,13 @@ _doc_agrees(c) if {
 	_call_agrees(c)
 	full_call := req.call with input as c with predicates.well_formed as false
 	full_call == req.call with input as c
+}
+
+# req.call is doc's server, tool, args, schema and has_schema, whichever
+# way each is built.
+_call_agrees(c) if {
+	d := req.doc with input as c
+	req.call with input as c == {k: d[k] | some k in ["server", "tool", "args", "schema", "has_schema"]}
 }
 
 # Numbers a reader using doubles (most MCP servers) reads as written pass;
@@ -189,7 +189,7 @@ test_short_numbers_are_exact if {
 # Number problems come with every other problem, and on the fast path.
 test_numbers_with_other_problems if {
 	bad := {"n": 9007199254740993}
-	req._fast with input as object.union(_ok, {"args": bad})
+	req.well_shaped with input as object.union(_ok, {"args": bad})
 	count(req.problems) == 1 with input as object.union(_ok, {"args": bad})
 	count(req.problems) == 2 with input as object.union(_ok, {"args": bad, "surface": 1})
 }

@@ -124,10 +124,9 @@ _policy_error := _decide(
 )
 
 test_policy_error_is_binding if {
-	d := _policy_error
-	d.outcome == "deny"
-	[r.code | some r in d.reasons] == ["PolicyError"]
-	d.shadow.outcome == "deny"
+	_policy_error.outcome == "deny"
+	[r.code | some r in _policy_error.reasons] == ["PolicyError"]
+	_policy_error.shadow.outcome == "deny"
 }
 
 _pin_doc(outcome, step, reasons) := {

@@ -231,7 +231,7 @@ scrub(s, known) := s if {
 # _hits is every secret text found in s → [rank, kind]: the lowest-ranked
 # finder names it (known secrets -1, shapes by their place in the table,
 # runs last).
-_hits(s, known) := _merge(array.concat(array.concat(k, f), r)) if {
+_hits(s, known) := _merge(array.flatten([k, f, r])) if {
 	k := [[-1, "by key name", t] |
 		some sec in known
 		count(sec) >= _table.minScrub
@@ -306,16 +306,16 @@ _high(run) if {
 	not regex.match(e.hex, run)
 	digits := count(regex.replace(run, `[^0-9]`, ""))
 	digits >= e.minDigits
-	upper := count(regex.replace(run, `[^A-Z]`, ""))
-	lower := count(regex.replace(run, `[^a-z]`, ""))
-	upper + lower > 0
-	_varied(count(run), upper, lower, digits, e)
+	uppers := count(regex.replace(run, `[^A-Z]`, ""))
+	lowers := count(regex.replace(run, `[^a-z]`, ""))
+	uppers + lowers > 0
+	_varied(count(run), uppers, lowers, digits, e)
 	count({c | some c in _run_chars; contains(run, c)}) >= e.minDistinct
 }
 
-_varied(_, upper, lower, _, _) if {
-	upper >= 2
-	lower >= 2
+_varied(_, uppers, lowers, _, _) if {
+	uppers >= 2
+	lowers >= 2
 }
 
 _varied(n, _, _, digits, e) if {
@@ -328,11 +328,11 @@ _run_chars := split("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 # _apply replaces every occurrence of every text of hits in s by a marker;
 # occurrences that overlap or touch are one marker, named by the first (at
 # the same place, the lowest-ranked) of them.
-_apply(s, hits) := s if count(hits) == 0
-
 # max_spans bounds the work per string: a string with more occurrences of
 # secrets than this is hidden whole (Go replaces each; this hides more).
 max_spans := 200
+
+_apply(s, hits) := s if count(hits) == 0
 
 _apply(s, hits) := _marker("many secrets", s) if count(hits) > max_spans
 
@@ -342,18 +342,19 @@ _apply(s, hits) := _marker("many secrets", s) if {
 	count([1 | some t, _ in hits; some _ in indexof_n(s, t)]) > max_spans
 }
 
-_apply(s, hits) := concat("", array.concat(
-	[concat("", [substring(s, _from(ends, i), starts[i] - _from(ends, i)), _span_marker(s, spans, starts[i], ends[i])]) |
-		some i in numbers.range(0, count(starts) - 1)
-	],
-	[substring(s, ends[count(ends) - 1], -1)],
-)) if {
+_apply(s, hits) := r if {
 	count(hits) > 0
 	count(hits) <= max_spans
 	spans := [[p, p + count(t), h] | some t, h in hits; some p in indexof_n(s, t)]
 	count(spans) <= max_spans
 	starts := sort({a | some [a, _, _] in spans; not _covers_start(spans, a)})
 	ends := sort({b | some [_, b, _] in spans; not _covers_end(spans, b)})
+	r := concat("", array.concat(
+		[concat("", [substring(s, _from(ends, i), starts[i] - _from(ends, i)), _span_marker(s, spans, starts[i], ends[i])]) |
+			some i in numbers.range(0, count(starts) - 1)
+		],
+		[substring(s, ends[count(ends) - 1], -1)],
+	))
 }
 
 _covers_start(spans, x) if {

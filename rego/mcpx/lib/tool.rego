@@ -42,20 +42,20 @@ facts(server, tool) := {
 	"unknown_args_mode": unknown_args_mode,
 	"exempt": ({k | some k in object.get(config.global, "exemptArgs", [])} | {k | some k in object.get(s, "exemptArgs", [])}),
 	"problems": ({sprintf("write mode %s is not ask, allow or deny", [json.marshal(write_mode)]) |
-		not write_mode in {"ask", "allow", "deny"}
+		not config.vocab.write[write_mode]
 	} | {sprintf("unknownArgs mode %s is not warn, reject or off", [json.marshal(unknown_args_mode)]) |
-		not unknown_args_mode in {"warn", "reject", "off"}
+		not config.vocab.unknownArgs[unknown_args_mode]
 	}),
 } if {
 	s := object.get(object.get(config.global, "servers", {}), server, {})
 	matched := patterns.values(object.get(config.pool, "rules", {}), tool) | patterns.values(object.get(s, "rules", {}), tool)
-	write_mode := _first_set([object.get(s, "write", null), object.get(config.global, "write", null), "ask"])
+	write_mode := _first_set([object.get(s, "write", null), object.get(config.global, "write", null), config.vocab.defaults.write])
 	unknown_args_mode := _first_set([
 		_last_match(object.get(s, "unknownArgsTools", []), tool),
 		_last_match(object.get(config.pool, "unknownArgsTools", []), tool),
 		object.get(s, "unknownArgs", null),
 		object.get(config.global, "unknownArgs", null),
-		"warn",
+		config.vocab.defaults.unknownArgs,
 	])
 }
 

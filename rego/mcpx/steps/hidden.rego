@@ -6,23 +6,25 @@
 #   hidden tool leaks no schema and no rule.
 package mcpx.steps.hidden
 
-import data.mcpx.lib.config
+import data.mcpx.codes
+import data.mcpx.lib.call
 import data.mcpx.lib.req
 
-default hidden := false
+default applies := false
 
-hidden := config.facts.hidden
+applies := call.facts.hidden
 
 # METADATA
-# title: HiddenTool
 # custom:
 #   code: HiddenTool
-deny contains reason(req.doc.server, req.doc.tool) if hidden
+deny contains reason(req.doc.server, req.doc.tool) if applies
 
 # reason is this step's reason for tool on server (lib.plan renders it
 # once per tool with the same function).
 reason(server, tool) := {
-	"code": "HiddenTool",
-	"step": "hidden",
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("tool %s on %s is hidden by its hiddenTools configuration", [json.marshal(tool), json.marshal(server)]),
+} if {
+	c := codes.HiddenTool # one read of the data, not two
 }

@@ -15,7 +15,7 @@ _cases := [
 
 test_hidden_patterns if {
 	every c in _cases {
-		got := hidden.hidden with input as testdata.call(c.server, {"name": c.tool}, {})
+		got := hidden.applies with input as testdata.call(c.server, {"name": c.tool}, {})
 			with data.mcpx.config as testdata.config
 		print(c, got)
 		got == c.hidden

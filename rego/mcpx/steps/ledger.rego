@@ -8,6 +8,7 @@
 #   many entries there are.
 package mcpx.steps.ledger
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.req
 
@@ -26,23 +27,24 @@ clear_command := c if {
 # writes_command is the command that lists this server's entries and says
 # why the ledger cannot be read: the caller's input.ledger.writes (read as
 # clear_command is), else the command for the default state dir.
+default writes_command := "mcpx-policy writes"
+
 writes_command := c if {
 	c := object.get(input, ["ledger", "writes"], null)
 	is_string(c)
 	c != ""
-} else := "mcpx-policy writes"
+}
 
 # max_listed bounds the entries a deny names (the engine passes as many:
 # internal/ledger's Listed, tied to this by TestLedgerLargeDecision).
 max_listed := 10
 
 # METADATA
-# title: UnknownOutcomePending
 # custom:
 #   code: UnknownOutcomePending
 deny contains {
-	"code": "UnknownOutcomePending",
-	"step": "ledger",
+	"code": codes.UnknownOutcomePending.code,
+	"step": codes.UnknownOutcomePending.step,
 	"message": sprintf("%s: %s; no further writes to %s until an operator checks what happened and clears them with: %s", [
 		call.label, _summary, req.doc.server, clear_command,
 	]),
@@ -53,12 +55,11 @@ deny contains {
 }
 
 # METADATA
-# title: LedgerUnreadable
 # custom:
 #   code: LedgerUnreadable
 deny contains {
-	"code": "LedgerUnreadable",
-	"step": "ledger",
+	"code": codes.LedgerUnreadable.code,
+	"step": codes.LedgerUnreadable.step,
 	"message": sprintf("%s: the unknown-outcome ledger cannot be read (%s), so no write is allowed until it is repaired", [call.label, req.doc.ledger_error]),
 	"details": {"writes": writes_command},
 } if {

@@ -7,27 +7,26 @@
 #   message and details. Overrides can only add findings: they tighten.
 package mcpx.steps.overrides
 
+import data.mcpx.codes
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 
 # METADATA
-# title: OverrideDeny
 # custom:
 #   code: OverrideDeny
-deny contains _reason("OverrideDeny", f) if some f in data.mcpx.overrides.deny
+deny contains _reason(codes.OverrideDeny, f) if some f in data.mcpx.overrides.deny
 
 # METADATA
-# title: OverrideAsk
 # custom:
 #   code: OverrideAsk
-ask contains _reason("OverrideAsk", f) if some f in data.mcpx.overrides.ask
+ask contains _reason(codes.OverrideAsk, f) if some f in data.mcpx.overrides.ask
 
 # An operator's message and details may quote the call's arguments: they
 # are scrubbed of the arguments' secrets (text.secrets_in) and of every
 # secret shape, and details are redacted by key name too (text.value).
 _reason(code, f) := {
-	"code": code,
-	"step": "overrides",
+	"code": code.code,
+	"step": code.step,
 	"message": text.scrub(f.message, _arg_secrets),
 	"details": text.value("", object.union(object.remove(f, ["code", "message"]), {"override_code": f.code}), _arg_secrets),
 } if {
@@ -38,8 +37,8 @@ _reason(code, f) := {
 # A finding that is not {"code": string, "message": string, …} still counts,
 # so a typo in an override fails closed instead of vanishing.
 _reason(code, f) := {
-	"code": code,
-	"step": "overrides",
+	"code": code.code,
+	"step": code.step,
 	"message": text.scrub(sprintf("malformed override finding %s: want an object with string code and message", [json.marshal(f)]), _arg_secrets),
 	"details": {"override_code": "MalformedFinding"},
 } if {

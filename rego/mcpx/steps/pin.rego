@@ -15,6 +15,7 @@
 #   with it off, input.tool.pin is not read.
 package mcpx.steps.pin
 
+import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.config
 import data.mcpx.lib.req
@@ -27,7 +28,7 @@ mode_of(server) := [m |
 	some m in [
 		object.get(object.get(object.get(config.global, "servers", {}), server, {}), "pinTools", null),
 		object.get(config.pool, "pinTools", null),
-		"off",
+		config.vocab.defaults.pinTools, # (not config.default_mode: a function call per decision costs)
 	]
 	m != null
 ][0]
@@ -46,7 +47,6 @@ accept_command := c if {
 ])
 
 # METADATA
-# title: ToolDefinitionChanged
 # custom:
 #   code: ToolDefinitionChanged
 deny contains _changed("refused until an operator reviews the change and accepts it with") if {
@@ -55,21 +55,12 @@ deny contains _changed("refused until an operator reviews the change and accepts
 }
 
 # METADATA
-# title: ToolDefinitionChanged
-# custom:
-#   code: ToolDefinitionChanged
-ask contains _changed("a person confirms this call, or an operator reviews the change and accepts it with") if {
-	mode == "ask"
-	_pin.status == "changed"
-}
-
-# METADATA
-# title: ToolDefinitionChanged
 # custom:
 #   code: ToolDefinitionChanged
 deny contains {
-	"code": "ToolDefinitionChanged",
-	"step": "pin",
+	"code": codes.ToolDefinitionChanged.code,
+	"step": codes.ToolDefinitionChanged.step,
+	# regal ignore:line-length
 	"message": sprintf("%s: the tool's definition cannot be checked against its pin (%s), so the call is refused until an operator repairs the pin store (see: mcpx-policy pins)", [
 		call.label, _pin.error,
 	]),
@@ -79,9 +70,18 @@ deny contains {
 	_pin.status == "error"
 }
 
+# METADATA
+# custom:
+#   code: ToolDefinitionChanged
+ask contains _changed("a person confirms this call, or an operator reviews the change and accepts it with") if {
+	mode == "ask"
+	_pin.status == "changed"
+}
+
 # problems name what is wrong with input.tool.pin when pinning is on: an
 # InvalidInput, since the decision would otherwise not know whether the
 # definition is the trusted one.
+# regal ignore:line-length
 problems contains sprintf("input.tool.pin is missing, and %s pins tool definitions (pinTools: %s): the caller passes the definition's pin status (Engine.OPAInput does; docs/fleet.md)", [json.marshal(req.doc.server), mode]) if {
 	_on
 	_raw_pin == null
@@ -101,20 +101,20 @@ problems contains sprintf("input.tool.pin.status %s is not ok, new, changed or e
 
 problems contains sprintf("input.tool.pin.%s must be a SHA-256 in lowercase hex", [key]) if {
 	_on
-	object.get(_pin_object, "status", null) == "changed"
+	_pin_object.status == "changed"
 	some key in ["sha256", "pinned_sha256"]
 	not _hex_sha256(object.get(_raw_pin, key, null))
 }
 
 problems contains "input.tool.pin.changed must be a list of field names" if {
 	_on
-	object.get(_pin_object, "status", null) == "changed"
+	_pin_object.status == "changed"
 	not _names(object.get(_raw_pin, "changed", []))
 }
 
 problems contains "input.tool.pin.error must be a string" if {
 	_on
-	object.get(_pin_object, "status", null) == "error"
+	_pin_object.status == "error"
 	not is_string(object.get(_raw_pin, "error", null))
 }
 
@@ -122,7 +122,7 @@ problems contains "input.tool.pin.error must be a string" if {
 # the step does not know (the loader refuses one; this guards data that did
 # not come from it).
 config_problems contains sprintf("pinTools mode %s is not ask, deny or off", [json.marshal(mode)]) if {
-	not mode in {"ask", "deny", "off"}
+	not config.vocab.pinTools[mode]
 }
 
 _on if mode in {"ask", "deny"}
@@ -156,8 +156,8 @@ _names(xs) if {
 }
 
 _changed(tail) := {
-	"code": "ToolDefinitionChanged",
-	"step": "pin",
+	"code": codes.ToolDefinitionChanged.code,
+	"step": codes.ToolDefinitionChanged.step,
 	"message": sprintf("%s: the tool's definition changed since it was pinned (%s; pinned sha256 %s, now %s); %s: %s", [
 		call.label, _what, substring(_pin.pinned_sha256, 0, 12), substring(_pin.sha256, 0, 12), tail, accept_command,
 	]),
@@ -170,9 +170,9 @@ _changed(tail) := {
 	},
 }
 
-_what := sprintf("%s changed", [concat(", ", _pin.changed)]) if {
-	count(_pin.changed) > 0
-} else := "the caller did not say which fields changed"
+default _what := "the caller did not say which fields changed"
+
+_what := sprintf("%s changed", [concat(", ", _pin.changed)]) if count(_pin.changed) > 0
 
 # _quote single-quotes s unless a POSIX shell reads it as one word as it
 # is (the characters render.Commands leaves unquoted too).

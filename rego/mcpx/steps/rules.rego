@@ -9,14 +9,14 @@
 #   closed when a matched rule's package is missing.
 package mcpx.steps.rules
 
+import data.mcpx.codes
 import data.mcpx.lib.call
-import data.mcpx.lib.config
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 
 # matched is the set of ids of the rules that apply to the call.
-matched := config.facts.matched
+matched := call.facts.matched
 
 # targets[package][rule id] is the value a rule's schema checks and the JSON
 # Pointer it sits at; a per-argument rule whose argument is absent has none.
@@ -32,7 +32,7 @@ matched := config.facts.matched
 # (memoized), so per call only the arguments are read; presence is tested
 # inline (a function call costs OPA ~40 allocations).
 targets[pkg] := by_rule if {
-	some pkg, rules in config.facts.packages
+	some pkg, rules in call.facts.packages
 	by_rule := {r.id: {"value": v, "path": r.pointer} |
 		some r in rules
 		some path in r.paths
@@ -61,14 +61,14 @@ problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) 
 	not data.mcpx.rules[pkg].violations
 	some id, _ in by_rule
 } | {sprintf("argument rule %s is not in data.mcpx.config.rules with its compiled package, pointer and paths", [id]) |
-	some id in config.facts.missing_rules
+	some id in call.facts.missing_rules
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
 # _unvouched are the matched packages the rules predicate does not vouch
 # for (lib.predicates.package_accepts: all its targets valid, so no
 # violation): only these are evaluated.
 _unvouched contains pkg if {
-	some pkg, _ in config.facts.packages
+	some pkg, _ in call.facts.packages
 	not predicates.package_accepts(pkg)
 }
 
@@ -79,20 +79,20 @@ _violations[id] := vs if {
 }
 
 _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required", "expected": true}] if {
-	some r in config.facts.required
+	some r in call.facts.required
 	not _present(req.call.args, r.paths)
 }
 
 # METADATA
-# title: ArgumentRuleViolation
 # custom:
 #   code: ArgumentRuleViolation
 deny contains {
-	"code": "ArgumentRuleViolation",
-	"step": "argument_rules",
+	"code": c.code,
+	"step": c.step,
 	"message": sprintf("%s: %s (rule %s, %s)", [call.label, concat("; ", [_phrase(v) | some v in vs]), id, ref.origin]),
 	"violations": vs,
 } if {
+	c := codes.ArgumentRuleViolation # one read of the data, not two
 	some id, raw in _violations
 	ref := _rule_ref(id)
 	vs := [_violation(_normal(v), ref) | some v in raw]
@@ -121,7 +121,8 @@ else := {"path": "", "value": v, "constraint": "unknown", "expected": null}
 # _violation is a violation as it may be echoed: the value redacted, then
 # cut (text.show, judged by the key it sits under); secret-shaped keys in
 # the path, and secrets in the expected value and the detail, redacted.
-_violation(v, ref) := object.union(v, object.union(
+_violation(v, ref) := object.union_n([
+	v,
 	{
 		"path": text.redact_pointer(v.path),
 		"value": text.show(_last_key(v.path), v.value),
@@ -129,7 +130,7 @@ _violation(v, ref) := object.union(v, object.union(
 		"rule": ref,
 	},
 	{"detail": text.redact(d) | d := v.detail; is_string(d)},
-))
+])
 
 _last_key(ptr) := text.unescape(parts[count(parts) - 1]) if {
 	parts := split(ptr, "/")

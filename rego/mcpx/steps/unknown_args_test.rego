@@ -153,9 +153,8 @@ _edge_args := [
 ]
 
 test_shortcut_agrees_with_full_check if {
-	shortcuts := [args |
+	shortcuts := [c.args |
 		some c in array.concat([{"schema": _edge_schema, "args": a} | some a in _edge_args], _cases)
-		args := c.args
 		doc := testdata.call("fs", _tool(c.schema), c.args)
 		unknown_args._none with input as doc with data.mcpx.config as testdata.config
 		count(unknown_args._unknown) > 0 with input as doc with data.mcpx.config as testdata.config

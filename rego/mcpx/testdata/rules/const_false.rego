@@ -8,4 +8,4 @@ violations[key] := vs if {
 
 _check(v, prefix) := [{"path": prefix, "value": v, "constraint": "const", "expected": false}] if v != false
 
-_check(v, _) := [] if v == false
+_check(false, _) := []
