@@ -32,31 +32,12 @@ func enginePolicy(tb testing.TB, opts mcpxpolicy.Options) engine.Policy {
 	return assemble.Policy(c)
 }
 
-// variant gives call i of a workload the variations a gateway sees beyond
-// the generated calls: a caller's write mode, a ledger with an entry for
-// the server or one that cannot be read, a tool without annotations.
-func variant(i int, c decision.Call) (decision.Call, *engine.Ledger) {
-	led := &engine.Ledger{}
-	switch {
-	case i%3 == 1:
-		c.Mode = []string{"ask", "allow", "deny"}[i%9/3]
-	case i%13 == 0:
-		led.Entries = []decision.LedgerEntry{{ID: "e1", Server: c.Server, Tool: c.Tool.Name, ArgsSHA256: "ab12", Time: "2026-11-30T10:00:00Z", Surface: "mcp"}}
-		led.Total = 3
-	case i%17 == 0:
-		led.Unreadable = "corrupt or unreadable"
-	case i%19 == 0:
-		c.Tool.Annotations = nil
-	}
-	return c, led
-}
-
 // TestEngineEqualsPureRego decides workload calls on the embedded engine
 // (its Go predicates, memo and plans) and on the same policy evaluated as
 // stock OPA evaluates a bundle (OPA's rego package, the predicates in
 // Rego, no engine caches), and requires the whole decision documents to be
 // equal: 2,000 M calls and 1,000 L calls, with caller modes, ledger entries,
-// unreadable ledgers and missing annotations mixed in (variant).
+// unreadable ledgers and missing annotations mixed in (Variant).
 func TestEngineEqualsPureRego(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the M and L workloads")
@@ -98,7 +79,7 @@ func TestEngineEqualsPureRego(t *testing.T) {
 			stock := stockQuery(t, p, "rego")
 			outcomes := map[string]int{}
 			for i := 0; i < tc.calls; i++ {
-				call, led := variant(i, w.Call(i))
+				call, led := Variant(i, w.Call(i))
 				if tc.pins {
 					led.Pin = pinVariant(i)
 				}

@@ -15,6 +15,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 
 // Shape sizes a workload.
@@ -317,4 +318,23 @@ func (w *Workload) Options(dir string) (mcpxpolicy.Options, error) {
 		return mcpxpolicy.Options{}, err
 	}
 	return mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")}, nil
+}
+
+// Variant gives call i of a workload the variations a gateway sees beyond
+// the generated calls, for the equivalence tests: a caller's write mode, a ledger with an entry for
+// the server or one that cannot be read, a tool without annotations.
+func Variant(i int, c decision.Call) (decision.Call, *engine.Ledger) {
+	led := &engine.Ledger{}
+	switch {
+	case i%3 == 1:
+		c.Mode = []string{"ask", "allow", "deny"}[i%9/3]
+	case i%13 == 0:
+		led.Entries = []decision.LedgerEntry{{ID: "e1", Server: c.Server, Tool: c.Tool.Name, ArgsSHA256: "ab12", Time: "2026-11-30T10:00:00Z", Surface: "mcp"}}
+		led.Total = 3
+	case i%17 == 0:
+		led.Unreadable = "corrupt or unreadable"
+	case i%19 == 0:
+		c.Tool.Annotations = nil
+	}
+	return c, led
 }

@@ -506,18 +506,9 @@ func noUnknownArgs(ga *callArgs, v, factsV ast.Value) bool {
 	if mode == "off" {
 		return true
 	}
-	var schema ast.Object
-	switch s := field(tool, kInputSchema).(type) {
-	case nil, ast.Null:
-		return true
-	case ast.Object:
-		schema = s
-	default:
-		return false
-	}
-	props, ok := plainProperties(schema)
-	if !ok {
-		return false
+	props, known, ok := schemaProperties(tool)
+	if !ok || known {
+		return ok
 	}
 	exempt, _ := field(facts, kExempt).(ast.Set)
 	if lite {
@@ -536,6 +527,21 @@ func noUnknownArgs(ga *callArgs, v, factsV ast.Value) bool {
 		return !ok
 	})
 	return ok
+}
+
+// schemaProperties is the properties object of tool's inputSchema when it
+// is a plain closed schema (plainProperties). known is true when the tool
+// has no inputSchema (no argument can be unknown); ok is false when the
+// schema is neither absent nor plain (Rego decides).
+func schemaProperties(tool ast.Object) (props ast.Object, known, ok bool) {
+	switch s := field(tool, kInputSchema).(type) {
+	case nil, ast.Null:
+		return nil, true, true
+	case ast.Object:
+		props, ok := plainProperties(s)
+		return props, false, ok
+	}
+	return nil, false, false
 }
 
 // nestedKeysKnown is the Go form of predicates.nested_keys_known: the tool
@@ -559,18 +565,9 @@ func nestedKeysKnown(ga *callArgs, v ast.Value) bool {
 	if !ok && !lite {
 		return false
 	}
-	var schema ast.Object
-	switch s := field(tool, kInputSchema).(type) {
-	case nil, ast.Null:
-		return true
-	case ast.Object:
-		schema = s
-	default:
-		return false
-	}
-	props, ok := plainProperties(schema)
-	if !ok {
-		return false
+	props, known, ok := schemaProperties(tool)
+	if !ok || known {
+		return ok
 	}
 	if lite {
 		return goArgsKnown(ga.goArgs, props, nil, false)

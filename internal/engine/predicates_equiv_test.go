@@ -245,7 +245,7 @@ func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
 			c := newChecker(t, policyOf(t, opts.ConfigPaths...))
 			yes := 0
 			for i := 0; i < tc.calls; i++ {
-				call, led := variant(i, w.Call(i))
+				call, led := bench.Variant(i, w.Call(i))
 				yes += c.check(t, fmt.Sprintf("%s call %d", tc.shape.Name, i), nil, &call, led)
 				if t.Failed() {
 					return
@@ -254,24 +254,6 @@ func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
 			t.Logf("%d calls, %d yes answers of the engine, each held in Rego", tc.calls, yes)
 		})
 	}
-}
-
-// variant mixes into call i the variations a gateway sees (as
-// internal/bench's equivalence test does).
-func variant(i int, c decision.Call) (decision.Call, *engine.Ledger) {
-	led := &engine.Ledger{}
-	switch {
-	case i%3 == 1:
-		c.Mode = []string{"ask", "allow", "deny"}[i%9/3]
-	case i%13 == 0:
-		led.Entries = []decision.LedgerEntry{{ID: "e1", Server: c.Server, Tool: c.Tool.Name, ArgsSHA256: "ab12", Time: "2026-11-30T10:00:00Z", Surface: "mcp"}}
-		led.Total = 3
-	case i%17 == 0:
-		led.Unreadable = "corrupt or unreadable"
-	case i%19 == 0:
-		c.Tool.Annotations = nil
-	}
-	return c, led
 }
 
 // TestPredicatesImplyRegoOnTheSuite: every schema of the official JSON
