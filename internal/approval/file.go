@@ -130,14 +130,7 @@ func (st *fileState) purge(now time.Time) {
 // refusal may still remove the request it refused); a failed write is
 // returned when fn had no error of its own.
 func (s *Store) transact(fn func(st *fileState, now time.Time) (changed bool, err error)) error {
-	if err := s.sd.Make(); err != nil {
-		var se *statedir.Error
-		if errors.As(err, &se) {
-			return s.wrap(err)
-		}
-		return fmt.Errorf("approval: state dir: %w", err)
-	}
-	unlock, err := s.sd.Lock(lockName)
+	unlock, err := s.sd.MakeAndLock(lockName)
 	if err != nil {
 		var se *statedir.Error
 		if errors.As(err, &se) {

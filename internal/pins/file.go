@@ -157,14 +157,7 @@ func (p *parsed) status(server string, d Seen) (Status, bool) {
 // the file atomically and durably. fn's error is returned (nothing is
 // written then); else a failed write.
 func (s *Store) transact(fn func(st *fileState, now time.Time) (changed bool, err error)) error {
-	if err := s.sd.Make(); err != nil {
-		var se *statedir.Error
-		if errors.As(err, &se) {
-			return s.wrap(err)
-		}
-		return fmt.Errorf("pins: state dir: %w", err)
-	}
-	unlock, err := s.sd.Lock(lockName)
+	unlock, err := s.sd.MakeAndLock(lockName)
 	if err != nil {
 		var se *statedir.Error
 		if errors.As(err, &se) {

@@ -215,6 +215,21 @@ func ReadCapped(f *os.File, size, limit int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// MakeAndLock makes the state dir (Make) and takes the exclusive lock
+// name (Lock): how a store begins a read-modify-write of its file. A
+// failing check is an *Error; any other failure of Make reads
+// "state dir: cause".
+func (d Dir) MakeAndLock(name string) (func(), error) {
+	if err := d.Make(); err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	return d.Lock(name)
+}
+
 // Lock takes the exclusive flock on the lock file name (created 0600 if
 // missing), blocking until it is free, and returns the function that
 // releases it. The lock is released by closing the descriptor, and by the
