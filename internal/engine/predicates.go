@@ -482,21 +482,12 @@ func field(o ast.Object, k *ast.Term) ast.Value {
 // deeper) or is an object of scalars whose own plain schema declares each
 // of its keys. Otherwise it says no and the step decides.
 func noUnknownArgs(ga *callArgs, v, factsV ast.Value) bool {
-	in, ok := v.(ast.Object)
-	if !ok {
-		return false
-	}
 	facts, ok := factsV.(ast.Object)
 	if !ok {
 		return false
 	}
-	tool, ok := field(in, kTool).(ast.Object)
+	tool, args, lite, ok := callTool(ga, v)
 	if !ok {
-		return false
-	}
-	lite := in.Get(kArgs) == nil && ga.isLite()
-	args, ok := field(in, kArgs).(ast.Object)
-	if !ok && !lite {
 		return false
 	}
 	mode, ok := field(facts, kUAMode).(ast.String)
@@ -529,6 +520,27 @@ func noUnknownArgs(ga *callArgs, v, factsV ast.Value) bool {
 	return ok
 }
 
+// callTool reads the input v of the key predicates: its tool, and its
+// arguments, or lite when the arguments are read from the caller's Go
+// values (an input without them, in the common half). ok is false when v
+// is not such an input.
+func callTool(ga *callArgs, v ast.Value) (tool, args ast.Object, lite, ok bool) {
+	in, ok := v.(ast.Object)
+	if !ok {
+		return nil, nil, false, false
+	}
+	tool, ok = field(in, kTool).(ast.Object)
+	if !ok {
+		return nil, nil, false, false
+	}
+	lite = in.Get(kArgs) == nil && ga.isLite()
+	args, ok = field(in, kArgs).(ast.Object)
+	if !ok && !lite {
+		return nil, nil, false, false
+	}
+	return tool, args, lite, true
+}
+
 // schemaProperties is the properties object of tool's inputSchema when it
 // is a plain closed schema (plainProperties). known is true when the tool
 // has no inputSchema (no argument can be unknown); ok is false when the
@@ -552,17 +564,8 @@ func schemaProperties(tool ast.Object) (props ast.Object, known, ok bool) {
 // declares each of its keys. Arguments the schema does not declare are
 // not walked into either.
 func nestedKeysKnown(ga *callArgs, v ast.Value) bool {
-	in, ok := v.(ast.Object)
+	tool, args, lite, ok := callTool(ga, v)
 	if !ok {
-		return false
-	}
-	tool, ok := field(in, kTool).(ast.Object)
-	if !ok {
-		return false
-	}
-	lite := in.Get(kArgs) == nil && ga.isLite()
-	args, ok := field(in, kArgs).(ast.Object)
-	if !ok && !lite {
 		return false
 	}
 	props, known, ok := schemaProperties(tool)
