@@ -231,10 +231,10 @@ func CheckCatalog(c *Compiled, cat *Catalog) []Warning {
 			}
 		}
 	}
-	check(&c.pool, cat.Servers(), "any server")
-	for _, name := range c.serverList {
-		if _, ok := cat.servers[name]; ok {
-			check(c.servers[name], []string{name}, "server "+name)
+	check(&c.sum.pool, cat.Servers(), "any server")
+	for _, s := range c.sum.servers {
+		if _, ok := cat.servers[s.name]; ok {
+			check(&s.scope, []string{s.name}, "server "+s.name)
 		}
 	}
 	return ws

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/spf13/viper"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
@@ -98,102 +97,60 @@ type Compiled struct {
 	// list them (all of them: one that is not is a load error).
 	Examples int
 
-	pool       scope
-	servers    map[string]*scope
-	serverList []string // in order of first appearance
+	sum     *layer                  // every layer merged (merge)
+	servers map[string]*serverLayer // sum's servers by name
 }
 
 // compile merges the layers and builds the compiled policy; problems go to c.
 func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
-	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*scope{}}
-
-	// The global modes are layered through viper: defaults, then each
-	// layer merged over the one before (a later layer replaces).
-	v := viper.New()
-	v.SetDefault("policy.write", DefaultWrite)
-	v.SetDefault("policy.confirmDestructive", DefaultConfirmDestructive)
-	v.SetDefault("policy.unknownArgs", DefaultUnknownArgs)
-	v.SetDefault("policy.enforce", DefaultEnforce)
-	var exempt []string
-	var overrides []overrideRef
-	serverWrite := map[string]string{}
-	serverUA := map[string]string{}
-	serverEnforce := map[string]string{}
-	for _, l := range layers {
-		m := map[string]any{}
-		if l.write != nil {
-			m["write"] = l.write.value
-		}
-		if l.confirmDestructive != nil {
-			m["confirmDestructive"] = l.confirmDestructive.value == "true"
-		}
-		if l.unknownArgs != nil {
-			m["unknownArgs"] = l.unknownArgs.value
-		}
-		if l.enforce != nil {
-			m["enforce"] = l.enforce.value
-		}
-		if len(m) > 0 {
-			if err := v.MergeConfigMap(map[string]any{"policy": m}); err != nil {
-				c.add(l.source, 0, "policy", "%v", err)
-			}
-		}
-		exempt = append(exempt, l.exemptArgs...)
-		overrides = append(overrides, l.overrides...)
-		out.pool.add(l.pool)
-		for _, s := range l.servers {
-			sc, ok := out.servers[s.name]
-			if !ok {
-				sc = &scope{}
-				out.servers[s.name] = sc
-				out.serverList = append(out.serverList, s.name)
-			}
-			sc.add(s.scope)
-			if s.writePolicy != nil {
-				serverWrite[s.name] = s.writePolicy.value
-			}
-			if s.unknownArgs != nil {
-				serverUA[s.name] = s.unknownArgs.value
-			}
-			if s.enforce != nil {
-				serverEnforce[s.name] = s.enforce.value
-			}
-		}
+	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*serverLayer{}}
+	sum, loose := merge(layers)
+	out.sum = sum
+	for _, s := range sum.servers {
+		out.servers[s.name] = s
 	}
 
 	rules := out.compileRules(sc, ev, c)
+	pool := scopeData(&sum.pool)
 	servers := map[string]any{}
-	for _, name := range out.serverList {
-		sc := out.servers[name]
-		d := scopeData(sc)
-		d["exemptArgs"] = uniqueStrings(sc.exemptArgs)
-		if w, ok := serverWrite[name]; ok {
-			d["write"] = w
-		}
-		if u, ok := serverUA[name]; ok {
-			d["unknownArgs"] = u
-		}
-		if e, ok := serverEnforce[name]; ok {
-			d["enforce"] = e
-		}
-		servers[name] = d
+	serverData := map[string]map[string]any{}
+	for _, s := range sum.servers {
+		d := scopeData(&s.scope)
+		d["exemptArgs"] = uniqueStrings(s.exemptArgs)
+		servers[s.name] = d
+		serverData[s.name] = d
 	}
 	config := map[string]any{
-		"write":              v.GetString("policy.write"),
-		"confirmDestructive": v.GetBool("policy.confirmDestructive"),
-		"unknownArgs":        v.GetString("policy.unknownArgs"),
-		"enforce":            v.GetString("policy.enforce"),
-		"exemptArgs":         uniqueStrings(exempt),
-		"pool":               scopeData(&out.pool),
-		"servers":            servers,
-		"rules":              rules,
+		"exemptArgs": uniqueStrings(sum.exemptArgs),
+		"pool":       pool,
+		"servers":    servers,
+		"rules":      rules,
+	}
+	// The settings of the table: a policy setting is always in the data
+	// (its default when no layer set it); the pool's and a server's only
+	// where a layer set them, the policy falling back as inForce does.
+	for _, d := range scalars {
+		switch d.scope {
+		case "policy":
+			config[d.dataKey()] = d.kind.dataValue(d.inForce(sum, "").value)
+		case "pool":
+			if v := *d.slot(sum, nil); v != nil {
+				pool[d.dataKey()] = d.kind.dataValue(v.value)
+			}
+		default:
+			for _, s := range sum.servers {
+				if v := *d.slot(sum, s); v != nil {
+					serverData[s.name][d.dataKey()] = d.kind.dataValue(v.value)
+				}
+			}
+		}
 	}
 	out.Data = map[string]any{"config": config, "codes": decision.CodesData(), "vocab": VocabData()}
 	// the revision names the config: the codes and vocabularies come with
 	// the binary, like the static Rego
 	named := map[string]any{"config": config}
-	out.Warnings = append(out.Warnings, loosened(layers)...)
-	out.Warnings = append(out.Warnings, out.loadOverrides(overrides, c)...)
+	out.Warnings = append(out.Warnings, loose...)
+	out.Warnings = append(out.Warnings, out.loadOverrides(sum.overrides, c)...)
 	rev, err := revision(named, out.Modules)
 	if err != nil {
 		c.add("", 0, "", "cannot hash the compiled policy: %v", err)
@@ -220,28 +177,18 @@ func scopeData(s *scope) map[string]any {
 	for _, u := range s.ua {
 		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
 	}
-	d := map[string]any{
+	return map[string]any{
 		"hidden":           hidden.data(),
 		"writeTools":       writes.data(),
 		"rules":            rules.data(),
 		"unknownArgsTools": ua,
 	}
-	if s.pinTools != nil {
-		d["pinTools"] = s.pinTools.value
-	}
-	return d
 }
 
 // PinMode is the pinTools mode of server: its own, else the pool's, else
 // DefaultPinTools (off).
 func (c *Compiled) PinMode(server string) string {
-	if sc, ok := c.servers[server]; ok && sc.pinTools != nil {
-		return sc.pinTools.value
-	}
-	if c.pool.pinTools != nil {
-		return c.pool.pinTools.value
-	}
-	return DefaultPinTools
+	return serverPinTools.inForce(c.sum, server).value
 }
 
 // patternSet builds a PS of ADR 0001: exact names in an object, globs and
@@ -364,9 +311,9 @@ type compiledSchema struct {
 // returns data.mcpx.config.rules. It decides every rule's examples with ev
 // (checkExamples) and counts those that hold in out.Examples.
 func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collector) map[string]any {
-	all := append([]*ruleDef{}, out.pool.rules...)
-	for _, name := range out.serverList {
-		all = append(all, out.servers[name].rules...)
+	all := append([]*ruleDef{}, out.sum.pool.rules...)
+	for _, s := range out.sum.servers {
+		all = append(all, s.rules...)
 	}
 	rules := map[string]any{}
 	first := map[string]*ruleDef{}
@@ -497,9 +444,9 @@ type RuleInfo struct {
 func (c *Compiled) RulesFor(server, tool string) []RuleInfo {
 	var out []RuleInfo
 	seen := map[string]bool{}
-	scopes := []*scope{&c.pool}
-	if sc, ok := c.servers[server]; ok {
-		scopes = append(scopes, sc)
+	scopes := []*scope{&c.sum.pool}
+	if s, ok := c.servers[server]; ok {
+		scopes = append(scopes, &s.scope)
 	}
 	for _, sc := range scopes {
 		for _, r := range sc.rules {

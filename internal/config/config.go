@@ -86,10 +86,9 @@ type scope struct {
 	pinTools   *setting // the pinTools mode, nil when unset
 }
 
+// add appends o's lists to s; the pinTools mode is merged with the
+// other scalar settings (merge).
 func (s *scope) add(o scope) {
-	if o.pinTools != nil {
-		s.pinTools = o.pinTools
-	}
 	s.hidden = append(s.hidden, o.hidden...)
 	s.writeTools = append(s.writeTools, o.writeTools...)
 	s.rules = append(s.rules, o.rules...)
@@ -119,11 +118,20 @@ type layer struct {
 	ledger             *ledgerDef // the ledger section, nil when absent
 }
 
-func (l *layer) server(name string) *serverLayer {
+// find is the layer's server name; nil when the layer has none.
+func (l *layer) find(name string) *serverLayer {
 	for _, s := range l.servers {
 		if s.name == name {
 			return s
 		}
+	}
+	return nil
+}
+
+// server is the layer's server name, added when the layer has none.
+func (l *layer) server(name string) *serverLayer {
+	if s := l.find(name); s != nil {
+		return s
 	}
 	s := &serverLayer{name: name}
 	l.servers = append(l.servers, s)

@@ -88,6 +88,11 @@ type scalarDef struct {
 	kind *settingKind
 	// slot is where a layer holds the setting (srv nil for a global one).
 	slot func(l *layer, srv *serverLayer) **setting
+	// def is a global setting's value when no layer sets it.
+	def string
+	// falls is, for a server setting, the global setting whose value is in
+	// force for a server that sets none.
+	falls *scalarDef
 }
 
 // path is the setting's config path; name is the server's, for a server
@@ -109,17 +114,69 @@ func (d *scalarDef) env() string {
 	return EnvPrefix + strings.ToUpper(d.scope+"_"+d.key)
 }
 
-// scalars is the table, in the order errors list the settings.
+// dataKey is the setting's key in its scope's object of
+// data.mcpx.config (ADR 0001): a server setting has the key of the global
+// setting it falls back to (writePolicy is "write").
+func (d *scalarDef) dataKey() string {
+	if d.falls != nil {
+		return d.falls.key
+	}
+	return d.key
+}
+
+// inForce is d's value in sum, the layers merged so far (see merge), and
+// where it came from: for a server setting, server's own value, else the
+// value of the global setting it falls back to; for a global one, the
+// value a layer set, else d.def.
+func (d *scalarDef) inForce(sum *layer, server string) inForce {
+	if d.scope == "servers" {
+		if s := sum.find(server); s != nil {
+			if v := *d.slot(sum, s); v != nil {
+				return held(v)
+			}
+		}
+		return d.falls.inForce(sum, "")
+	}
+	if v := *d.slot(sum, nil); v != nil {
+		return held(v)
+	}
+	return inForce{value: d.def, at: "default"}
+}
+
+// The global settings, named for the server settings that fall back to
+// them.
+var (
+	policyWrite = &scalarDef{scope: "policy", key: "write", kind: kindWrite, def: DefaultWrite,
+		slot: func(l *layer, _ *serverLayer) **setting { return &l.write }}
+	policyConfirmDestructive = &scalarDef{scope: "policy", key: "confirmDestructive", kind: kindBool,
+		def:  strconv.FormatBool(DefaultConfirmDestructive),
+		slot: func(l *layer, _ *serverLayer) **setting { return &l.confirmDestructive }}
+	policyUnknownArgs = &scalarDef{scope: "policy", key: "unknownArgs", kind: kindUnknownArgs, def: DefaultUnknownArgs,
+		slot: func(l *layer, _ *serverLayer) **setting { return &l.unknownArgs }}
+	policyEnforce = &scalarDef{scope: "policy", key: "enforce", kind: kindEnforce, def: DefaultEnforce,
+		slot: func(l *layer, _ *serverLayer) **setting { return &l.enforce }}
+	poolPinTools = &scalarDef{scope: "pool", key: "pinTools", kind: kindPin, def: DefaultPinTools,
+		slot: func(l *layer, _ *serverLayer) **setting { return &l.pool.pinTools }}
+	serverUnknownArgs = &scalarDef{scope: "servers", key: "unknownArgs", kind: kindUnknownArgs, falls: policyUnknownArgs,
+		slot: func(_ *layer, s *serverLayer) **setting { return &s.unknownArgs }}
+	serverPinTools = &scalarDef{scope: "servers", key: "pinTools", kind: kindPin, falls: poolPinTools,
+		slot: func(_ *layer, s *serverLayer) **setting { return &s.pinTools }}
+)
+
+// scalars is the table, in the order errors list the settings and the
+// merge visits them.
 var scalars = []*scalarDef{
-	{"policy", "write", kindWrite, func(l *layer, _ *serverLayer) **setting { return &l.write }},
-	{"policy", "confirmDestructive", kindBool, func(l *layer, _ *serverLayer) **setting { return &l.confirmDestructive }},
-	{"policy", "unknownArgs", kindUnknownArgs, func(l *layer, _ *serverLayer) **setting { return &l.unknownArgs }},
-	{"policy", "enforce", kindEnforce, func(l *layer, _ *serverLayer) **setting { return &l.enforce }},
-	{"pool", "pinTools", kindPin, func(l *layer, _ *serverLayer) **setting { return &l.pool.pinTools }},
-	{"servers", "writePolicy", kindWrite, func(_ *layer, s *serverLayer) **setting { return &s.writePolicy }},
-	{"servers", "unknownArgs", kindUnknownArgs, func(_ *layer, s *serverLayer) **setting { return &s.unknownArgs }},
-	{"servers", "enforce", kindEnforce, func(_ *layer, s *serverLayer) **setting { return &s.enforce }},
-	{"servers", "pinTools", kindPin, func(_ *layer, s *serverLayer) **setting { return &s.pinTools }},
+	policyWrite,
+	policyConfirmDestructive,
+	policyUnknownArgs,
+	policyEnforce,
+	poolPinTools,
+	{scope: "servers", key: "writePolicy", kind: kindWrite, falls: policyWrite,
+		slot: func(_ *layer, s *serverLayer) **setting { return &s.writePolicy }},
+	serverUnknownArgs,
+	{scope: "servers", key: "enforce", kind: kindEnforce, falls: policyEnforce,
+		slot: func(_ *layer, s *serverLayer) **setting { return &s.enforce }},
+	serverPinTools,
 }
 
 // scalarIn returns the row of key in scope ("policy", "pool" or
@@ -203,3 +260,12 @@ func normalizeBool(s string) (string, bool) {
 }
 
 func badBool(s string) string { return fmt.Sprintf("want true or false, got %q", s) }
+
+// dataValue is the canonical value v as data.mcpx.config holds it: a
+// flag as a boolean, a mode as its string.
+func (k *settingKind) dataValue(v string) any {
+	if k.modes == "" {
+		return v == "true"
+	}
+	return v
+}
