@@ -134,7 +134,7 @@ type Record struct {
 // Store is the approval store of one state dir. It is safe for concurrent
 // use; several Stores, in this or other processes, may share a directory.
 type Store struct {
-	sd      statedir.Dir
+	file    *statedir.File[*fileState]
 	path    string
 	now     func() time.Time
 	ttl     time.Duration
@@ -175,8 +175,19 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("approval: state dir %q: %w", dir, err)
 	}
-	s := &Store{sd: statedir.New(abs), path: filepath.Join(abs, FileName), now: time.Now,
-		ttl: DefaultTTL, maxLive: DefaultMaxLive}
+	path := filepath.Join(abs, FileName)
+	s := &Store{path: path, now: time.Now, ttl: DefaultTTL, maxLive: DefaultMaxLive}
+	s.file = &statedir.File[*fileState]{
+		Dir: statedir.New(abs), Name: FileName, Lock: lockName, Max: MaxFileSize,
+		Empty:    func() *fileState { return &fileState{Version: Version} },
+		Decode:   decode,
+		ErrNewer: ErrNewerVersion,
+		Unreadable: func(cause error, hint string) error {
+			return &UnreadableError{Path: path, Err: cause, Hint: hint}
+		},
+		Aside:  "move it aside (mv " + path + " " + path + ".bad): the requests in it are lost and their calls are asked again",
+		Prefix: "approval",
+	}
 	for _, o := range opts {
 		o(s)
 	}

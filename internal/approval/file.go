@@ -1,16 +1,10 @@
 package approval
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
@@ -64,29 +58,6 @@ func decode(b []byte) (*fileState, error) {
 	return &st, nil
 }
 
-// encode renders the file with one request per line, each compact (a
-// prompt is kept byte for byte as it was given).
-func (st *fileState) encode() ([]byte, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "{\"version\": %d, \"approvals\": [", Version)
-	for i, r := range st.Approvals {
-		line, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("\n  ")
-		b.Write(line)
-	}
-	if len(st.Approvals) > 0 {
-		b.WriteByte('\n')
-	}
-	b.WriteString("]}\n")
-	return b.Bytes(), nil
-}
-
 // live returns the index of request id if it has not expired; an expired
 // one is removed (and dropped set) and is ErrExpired.
 func (st *fileState) live(id string, now time.Time) (int, error) {
@@ -122,101 +93,33 @@ func (st *fileState) purge(now time.Time) {
 	}
 }
 
-// transact is one read-modify-write under the exclusive lock: check the
-// state dir and its files, read the file (missing is empty; unreadable
+// transact is one read-modify-write under the exclusive lock
+// (statedir.File.Update): read the file (missing is empty; unreadable
 // aborts with nothing written), let fn change it, drop expired requests,
 // and if anything changed replace the file atomically and durably. fn's
 // error is returned, after the file is written if fn changed it (a
 // refusal may still remove the request it refused); a failed write is
 // returned when fn had no error of its own.
 func (s *Store) transact(fn func(st *fileState, now time.Time) (changed bool, err error)) error {
-	unlock, err := s.sd.MakeAndLock(lockName)
-	if err != nil {
-		var se *statedir.Error
-		if errors.As(err, &se) {
-			return s.wrap(err)
+	return s.file.Update(func(st *fileState) ([]byte, error) {
+		now := s.now().UTC()
+		changed, ferr := fn(st, now)
+		st.purge(now) // after fn, so that fn can tell an expired request from an unknown one
+		if !changed && !st.dropped {
+			return nil, ferr
 		}
-		return fmt.Errorf("approval: %w", err)
-	}
-	defer unlock()
-	st, err := s.read()
-	if err != nil {
-		return err
-	}
-	now := s.now().UTC()
-	changed, ferr := fn(st, now)
-	st.purge(now) // after fn, so that fn can tell an expired request from an unknown one
-	if !changed && !st.dropped {
-		return ferr
-	}
-	b, err := st.encode()
-	if err == nil {
-		s.sd.RemoveStaleTemps(FileName)
-		_, err = s.sd.Replace(FileName, b)
-	}
-	if ferr != nil {
-		return ferr
-	}
-	if err != nil {
-		return fmt.Errorf("approval: %w", err)
-	}
-	return nil
+		// one request a line, each compact (a prompt is kept byte for
+		// byte as it was given)
+		b, err := statedir.EncodeRecords(Version, "approvals", st.Approvals)
+		if err != nil {
+			if ferr != nil {
+				return nil, ferr
+			}
+			return nil, fmt.Errorf("approval: %w", err)
+		}
+		return b, ferr
+	})
 }
 
 // load checks the state dir and reads the file without the lock.
-func (s *Store) load() (*fileState, error) {
-	ok, err := s.sd.Check()
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	if !ok {
-		return &fileState{Version: Version}, nil
-	}
-	if _, _, err := s.sd.CheckFile(lockName); err != nil {
-		return nil, s.wrap(err)
-	}
-	return s.read()
-}
-
-// read reads and decodes the file; missing is empty.
-func (s *Store) read() (*fileState, error) {
-	f, fst, err := s.sd.Open(FileName, unix.O_RDONLY)
-	if errors.Is(err, os.ErrNotExist) {
-		return &fileState{Version: Version}, nil
-	}
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	defer f.Close()
-	b, err := statedir.ReadCapped(f, fst.Size, MaxFileSize)
-	var big *statedir.TooBigError
-	if errors.As(err, &big) {
-		return nil, s.unreadable(big, "move it aside (mv "+s.path+" "+s.path+".bad): the requests in it are lost and their calls are asked again")
-	}
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	st, err := decode(b)
-	if err != nil {
-		hint := "move it aside (mv " + s.path + " " + s.path + ".bad): the requests in it are lost and their calls are asked again"
-		if errors.Is(err, ErrNewerVersion) {
-			hint = "a newer mcpx-policy wrote this file: use that version; the file was left untouched"
-		}
-		return nil, s.unreadable(err, hint)
-	}
-	return st, nil
-}
-
-func (s *Store) unreadable(err error, hint string) *UnreadableError {
-	return &UnreadableError{Path: s.path, Err: err, Hint: hint}
-}
-
-// wrap turns a *statedir.Error into an *UnreadableError; any other error
-// (nil included) is returned as is.
-func (s *Store) wrap(err error) error {
-	var se *statedir.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	return s.unreadable(se.Err, se.Hint)
-}
+func (s *Store) load() (*fileState, error) { return s.file.Load() }

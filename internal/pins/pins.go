@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -169,12 +168,9 @@ func SeenTool(t decision.Tool) (Seen, error) {
 // Store is the pin store of one state dir. It is safe for concurrent use;
 // several Stores, in this or other processes, may share a directory.
 type Store struct {
-	sd   statedir.Dir
+	file *statedir.File[*parsed]
 	path string
 	now  func() time.Time
-
-	mu    sync.Mutex
-	cache *parsed // the last file read, while its identity holds
 }
 
 // Option configures a Store.
@@ -191,7 +187,26 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pins: state dir %q: %w", dir, err)
 	}
-	s := &Store{sd: statedir.New(abs), path: filepath.Join(abs, FileName), now: time.Now}
+	path := filepath.Join(abs, FileName)
+	s := &Store{path: path, now: time.Now}
+	s.file = &statedir.File[*parsed]{
+		Dir: statedir.New(abs), Name: FileName, Lock: lockName, Max: MaxFileSize,
+		Empty: func() *parsed { return newParsed(&fileState{Version: Version}) },
+		Decode: func(b []byte) (*parsed, error) {
+			st, err := decode(b)
+			if err != nil {
+				return nil, err
+			}
+			return newParsed(st), nil
+		},
+		ErrNewer: ErrNewerVersion,
+		Unreadable: func(cause error, hint string) error {
+			return &UnreadableError{Path: path, Err: cause, Hint: hint}
+		},
+		Aside:  "inspect it, then move it aside (mv " + path + " " + path + ".bad): every tool is then pinned anew on first sight",
+		Prefix: "pins",
+		Cache:  true,
+	}
 	for _, o := range opts {
 		o(s)
 	}

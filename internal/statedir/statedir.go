@@ -12,6 +12,11 @@
 // replaces a file atomically and durably (google/renameio/v2, then an fsync
 // of the directory). Its errors say what an operator does about them
 // (*Error's Hint); each caller wraps them in its own error type.
+//
+// A File is what the stores of records (internal/approval, internal/pins)
+// share on top of that: a versioned JSON file (DecodeVersioned,
+// EncodeRecords) read, cached and changed under its lock the same way,
+// each store keeping its own error type and wording.
 package statedir
 
 import (
