@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/internal/crashtest"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -194,8 +195,7 @@ func TestConcurrentProcesses(t *testing.T) {
 	}
 	var children []*child
 	for range 3 {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-		c.cmd.Env = append(os.Environ(), childEnv+"=proc", childDir+"="+dir, "MCPX_LEDGER_TEST_ITERS="+strconv.Itoa(iters))
+		c := &child{cmd: crashtest.Command(childEnv+"=proc", childDir+"="+dir, "MCPX_LEDGER_TEST_ITERS="+strconv.Itoa(iters))}
 		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.err
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -3,22 +3,20 @@
 package ledger_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/internal/crashtest"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
@@ -186,23 +184,14 @@ func TestCrashKillDiskFull(t *testing.T) {
 // while it ran. Each UNKNOWN line is checked as soon as it arrives: this
 // process must already count the write as an entry.
 func runFaultyAndKill(t *testing.T, f fault, dir string) (map[string]map[string]bool, int, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=crashfull", childDir+"="+dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	c, err := crashtest.Start(childEnv+"=crashfull", childDir+"="+dir)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := cmd.Start(); err != nil {
+	pid := c.Cmd.Process.Pid
+	r := c.Out
+	if err := c.Ready(); err != nil {
 		return nil, 0, err
-	}
-	pid := cmd.Process.Pid
-	r := bufio.NewReader(out)
-	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "READY ") {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, 0, fmt.Errorf("child did not start: %q %v: %s", line, err, stderr.String())
 	}
 	reader := open(t, dir)
 	lines := map[string]map[string]bool{}
@@ -241,14 +230,14 @@ func runFaultyAndKill(t *testing.T, f fault, dir string) (map[string]map[string]
 			f.off(t, pid)
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := c.SIGKILL(); err != nil {
 		return nil, 0, err
 	}
 	<-done
-	werr := cmd.Wait()
+	err = c.Reap()
 	f.off(t, pid)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return nil, 0, fmt.Errorf("child ended without our SIGKILL: %v: %s", werr, stderr.String())
+	if err != nil {
+		return nil, 0, err
 	}
 	if len(problems) > 0 {
 		return nil, 0, errors.New(strings.Join(problems, "\n"))

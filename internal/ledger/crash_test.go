@@ -1,21 +1,18 @@
 package ledger_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/internal/crashtest"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger"
 	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger/pgtest"
@@ -161,13 +158,7 @@ func TestCrashKillPostgres(t *testing.T) {
 // store the parent checks with and the child's environment; afterKill and
 // afterRecover (optional) check what is particular to the store.
 func crashKill(t *testing.T, store func(k int) (ledger.Store, []string), afterKill, afterRecover func(k int)) {
-	kills := 400
-	if testing.Short() {
-		kills = 20
-	}
-	if s := os.Getenv("MCPX_LEDGER_CRASH_KILLS"); s != "" {
-		kills, _ = strconv.Atoi(s)
-	}
+	kills := crashtest.Kills("MCPX_LEDGER_CRASH_KILLS", 400, 20)
 	start := time.Now()
 	var stats struct {
 		roundCounts
@@ -285,40 +276,26 @@ func judgeRound(t *testing.T, k int, l ledger.Store, st ledger.State, lines map[
 // runAndKill runs one crash child with env (its store), SIGKILLs it at a random moment
 // and returns what it reported: id → steps.
 func runAndKill(t *testing.T, env []string) (map[string]map[string]bool, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"=crash"), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	c, err := crashtest.Start(append([]string{childEnv + "=crash"}, env...)...)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(out)
 	// Most kills land while the lifecycle runs; one in ten lands during
 	// start-up, before the child has even opened the ledger.
 	if rand.IntN(10) > 0 {
-		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "READY ") {
-			cmd.Process.Kill()
-			cmd.Wait()
-			return nil, fmt.Errorf("child did not start: %q %v: %s", line, err, stderr.String())
+		if err := c.Ready(); err != nil {
+			return nil, err
 		}
 		time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
 	} else {
 		time.Sleep(time.Duration(rand.IntN(5_000)) * time.Microsecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	rest, err := c.Kill()
+	if err != nil {
 		return nil, err
 	}
-	rest, _ := io.ReadAll(r)
-	werr := cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return nil, fmt.Errorf("child ended without our SIGKILL: %v: %s", werr, stderr.String())
-	}
 	lines := map[string]map[string]bool{}
-	for _, line := range strings.Split(string(rest), "\n") {
+	for _, line := range rest {
 		what, id, ok := strings.Cut(line, " ")
 		if !ok || what == "READY" {
 			continue

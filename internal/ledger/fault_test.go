@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcpx/mcpx-policy/internal/crashtest"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -182,8 +183,7 @@ type child struct {
 
 func startChild(t *testing.T, role, dir string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	c.cmd.Env = append(os.Environ(), childEnv+"="+role, childDir+"="+dir)
+	c := &child{cmd: crashtest.Command(childEnv+"="+role, childDir+"="+dir)}
 	c.cmd.Stderr = &c.err
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/internal/crashtest"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
@@ -21,15 +21,7 @@ import (
 // one); each runs until the process exits or is killed.
 var childRoles = map[string]func(){"crash": crashChild, "proc": procChild}
 
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		if run := childRoles[role]; run != nil {
-			run()
-			os.Exit(0)
-		}
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { crashtest.Main(m, childEnv, childRoles) }
 
 func open(t testing.TB, dir string) *ledger.Ledger {
 	t.Helper()
@@ -301,7 +293,7 @@ func TestRestartPersistence(t *testing.T) {
 // deadPID is the PID of a process that has exited and been reaped.
 func deadPID(t *testing.T) int {
 	// this test binary, running no test, exits at once on any machine
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := crashtest.Command()
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,15 @@
 package pins_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/internal/crashtest"
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/pins"
 )
@@ -26,10 +22,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "crash" {
-		crashChild()
-	}
-	os.Exit(m.Run())
+	crashtest.Main(m, childEnv, map[string]func(){"crash": crashChild})
 }
 
 // crashChild pins new tools and changes and accepts them in a loop until
@@ -78,13 +71,7 @@ func crashChild() {
 // removed by the next write. MCPX_PINS_CRASH_KILLS sets the number of kills
 // (default 100; 20 with -short).
 func TestCrashKill(t *testing.T) {
-	kills := 100
-	if testing.Short() {
-		kills = 20
-	}
-	if v := os.Getenv("MCPX_PINS_CRASH_KILLS"); v != "" {
-		kills, _ = strconv.Atoi(v)
-	}
+	kills := crashtest.Kills("MCPX_PINS_CRASH_KILLS", 100, 20)
 	dir := filepath.Join(t.TempDir(), "state")
 	s := open(t, dir)
 	want := map[string]string{} // tool -> the sha256 its pin must have
@@ -136,31 +123,13 @@ func TestCrashKill(t *testing.T) {
 // runAndKill runs one crash child on dir, SIGKILLs it at a random moment
 // and returns the lines it reported.
 func runAndKill(dir string) ([]string, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=crash", childDir+"="+dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	c, err := crashtest.Start(childEnv+"=crash", childDir+"="+dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := c.Ready(); err != nil {
 		return nil, err
-	}
-	r := bufio.NewReader(out)
-	if line, err := r.ReadString('\n'); err != nil || line != "READY\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, fmt.Errorf("child did not start: %q %v: %s", line, err, stderr.String())
 	}
 	time.Sleep(time.Duration(rand.IntN(20_000)) * time.Microsecond)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return nil, err
-	}
-	rest, _ := io.ReadAll(r)
-	cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return nil, fmt.Errorf("child ended without our SIGKILL: %s", stderr.String())
-	}
-	return strings.Split(string(rest), "\n"), nil
+	return c.Kill()
 }
