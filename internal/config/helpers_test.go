@@ -85,6 +85,19 @@ func rel(dir, s string) string {
 	return strings.ReplaceAll(s, dir+string(filepath.Separator), "")
 }
 
+// wantWarnings checks c's warnings, their folder dir cut from paths,
+// against want, in order.
+func wantWarnings(t *testing.T, c *config.Compiled, dir string, want ...string) {
+	t.Helper()
+	var got []string
+	for _, w := range c.Warnings {
+		got = append(got, rel(dir, w.String()))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
+
 // configData returns data.mcpx.config.
 func configData(t *testing.T, c *config.Compiled) map[string]any {
 	t.Helper()

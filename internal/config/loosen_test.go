@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/internal/config"
@@ -55,11 +54,7 @@ servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, w := range c.Warnings {
-		got = append(got, rel(dir, w.String()))
-	}
-	want := []string{
+	wantWarnings(t, c, dir,
 		`extra.yaml:3: policy.write: loosened from deny (main.yaml:3) to ask by a later layer`,
 		`conf.d/50-dev.yaml:3: policy.confirmDestructive: loosened from true (main.yaml:5) to false by a later layer`,
 		`conf.d/50-dev.yaml:6: servers.fs.writePolicy: loosened from deny (main.yaml:8) to allow by a later layer`,
@@ -68,10 +63,7 @@ servers:
 		`env $MCPX_POLICY_SERVERS_FS_UNKNOWNARGS: servers.fs.unknownArgs: loosened from reject (main.yaml:9) to warn by a later layer`,
 		`flags: policy.write: loosened from deny (env $MCPX_POLICY_POLICY_WRITE) to ask by a later layer`,
 		`flags: servers.git.writePolicy: loosened from ask (main.yaml:11) to allow by a later layer`,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
-	}
+	)
 	// The warnings describe the config the load compiled.
 	cfg := configData(t, c)
 	if cfg["write"] != "ask" || cfg["unknownArgs"] != "off" || cfg["confirmDestructive"] != false ||
@@ -138,18 +130,11 @@ servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, w := range c.Warnings {
-		got = append(got, rel(dir, w.String()))
-	}
-	want := []string{
+	wantWarnings(t, c, dir,
 		`conf.d/50-dev.yaml:4: pool.unknownArgsTools[0].tools[0]: loosened from reject (main.yaml:6) to warn by a later layer`,
 		`conf.d/50-dev.yaml:8: servers.fs.unknownArgsTools[0].tools[0]: loosened from reject (main.yaml:8) to warn by a later layer`,
 		`conf.d/50-dev.yaml:12: servers.git.unknownArgsTools[1].tools[0]: loosened from warn (main.yaml:3) to off by a later layer`,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
-	}
+	)
 }
 
 // TestShadowIsALoosening: shadow lets a call the policy refuses go ahead,
@@ -184,18 +169,11 @@ servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, w := range c.Warnings {
-		got = append(got, rel(dir, w.String()))
-	}
-	want := []string{
+	wantWarnings(t, c, dir,
 		`conf.d/50-try.yaml:4: servers.fs.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer`,
 		`env $MCPX_POLICY_SERVERS_WEB_ENFORCE: servers.web.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer`,
 		`flags: policy.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer`,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("warnings:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
-	}
+	)
 	cfg := configData(t, c)
 	if cfg["enforce"] != "shadow" || get(t, cfg, "servers", "fs", "enforce") != "shadow" ||
 		get(t, cfg, "servers", "git", "enforce") != "enforce" || get(t, cfg, "servers", "web", "enforce") != "shadow" {
