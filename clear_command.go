@@ -1,17 +1,20 @@
 package mcpxpolicy
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/mcpx/mcpx-policy/internal/config"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
 // ClearCommand is the command an operator runs to clear server's
 // unknown-outcome entries from this Engine's ledger (id "" clears all of
 // them, else the one entry): `mcpx-policy writes clear SERVER [--id ID]`
-// with --state-dir when Options.StateDir was given (as an absolute path),
-// or, when the config keeps the ledger in a database, with every
+// with --state-dir when Options.StateDir or $MCPX_POLICY_STATE_DIR chose
+// the state dir (as an absolute path), or, when the config keeps the
+// ledger in a database, with every
 // Options.ConfigPaths file as --config. It is the command an
 // UnknownOutcomePending deny names (details "clear"), so that it runs as
 // printed from any directory. Arguments a POSIX shell would split are
@@ -25,7 +28,8 @@ func (e *Engine) ClearCommand(server, id string) string {
 // AcceptCommand is the command an operator runs to accept the changed
 // definition of server's tool whose SHA-256 is sha256 into this Engine's
 // pin store: `mcpx-policy pins accept SERVER TOOL --sha256 S` with
-// --state-dir when Options.StateDir was given (as an absolute path). Pins
+// --state-dir when Options.StateDir or $MCPX_POLICY_STATE_DIR chose the
+// state dir (as an absolute path). Pins
 // live in the state dir whichever store keeps the ledger, so a config's
 // database changes nothing here. It is the command a ToolDefinitionChanged
 // reason names (details "accept"), so that it runs as printed from any
@@ -42,9 +46,16 @@ func (e *Engine) AcceptCommand(server, tool, sha256 string) string {
 // the ledger it opened).
 func (e *Engine) LedgerInConfig() bool { return e.ledgerCfg.Store == config.StorePostgres }
 
-// commands spells the mcpx-policy commands for this Engine's ledger.
+// commands spells the mcpx-policy commands for this Engine's ledger, with
+// the state dir Options.StateDir or, as New took it, $MCPX_POLICY_STATE_DIR
+// named: a shell without that variable would find another. The default
+// one ($XDG_STATE_HOME's) is left out.
 func (e *Engine) commands() render.Commands {
-	c := render.Commands{StateDir: absPath(e.opts.StateDir)}
+	dir := e.opts.StateDir
+	if dir == "" {
+		dir = os.Getenv(ledger.StateDirEnv)
+	}
+	c := render.Commands{StateDir: absPath(dir)}
 	if e.LedgerInConfig() {
 		c.LedgerInConfig = true
 		for _, f := range e.opts.ConfigPaths {

@@ -17,9 +17,11 @@ func acceptDetail(t *testing.T, doc []byte) string {
 // TestPrintedAcceptCommandRuns: the command a ToolDefinitionChanged deny
 // tells the operator to run is the one that works for the process that
 // decided — `eval` (text and JSON) and `serve` given a --state-dir, the
-// state dir relative to where they ran — so pasting it from another
-// directory, in a shell without MCPX_POLICY_STATE_DIR, accepts the changed
-// definition, and the next decision on it allows. The state dirs are Go's
+// state dir relative to where they ran, or given it only by
+// MCPX_POLICY_STATE_DIR — so pasting it from another directory, in a shell
+// without MCPX_POLICY_STATE_DIR, accepts the changed definition, and the
+// next decision on it allows. So does the accept command `pins --state-dir
+// D` prints for a changed definition, D relative. The state dirs are Go's
 // temp dirs, whose names look random enough to be redacted anywhere else
 // in an output: the command is kept whole.
 func TestPrintedAcceptCommandRuns(t *testing.T) {
@@ -105,6 +107,67 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 		if b := decide(changed); !strings.Contains(string(b), `"outcome":"allow"`) {
 			t.Fatalf("serve after the pasted accept: %s; want allow", b)
 		}
+	})
+
+	t.Run("eval, state dir from the environment", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, files)
+		env := []string{"MCPX_POLICY_STATE_DIR=state dir"}
+		if code, _, stderr := cliEnvIn(t, dir, env, "eval", "--config", "mcpx-policy.yaml", "pinned.json"); code != 0 {
+			t.Fatalf("eval on first sight: exit %d\n%s", code, stderr)
+		}
+		code, _, stderr := cliEnvIn(t, dir, env, "eval", "--config", "mcpx-policy.yaml", "changed.json")
+		_, accept, ok := strings.Cut(stderr, "    accept with: ")
+		accept, _, _ = strings.Cut(accept, "\n")
+		if code != 2 || !ok {
+			t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
+		}
+		if !strings.HasSuffix(accept, " --state-dir '"+filepath.Join(dir, "state dir")+"'") {
+			t.Errorf("eval prints %q, without its state dir", accept)
+		}
+		accepted(t, paste(t, accept))
+		if code, _, stderr := cliEnvIn(t, dir, env, "eval", "--config", "mcpx-policy.yaml", "changed.json"); code != 0 {
+			t.Fatalf("eval after the pasted accept: exit %d; want 0 (allow)\n%s", code, stderr)
+		}
+	})
+
+	t.Run("serve, state dir from the environment", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+		state := filepath.Join(dir, "state")
+		p := runServe(t, []string{"MCPX_POLICY_STATE_DIR=" + state}, "--config", filepath.Join(dir, "mcpx-policy.yaml"))
+		for _, body := range []string{pinned, changed} {
+			status, _, b := p.post(t, "/v1/decide", body)
+			if status != 200 {
+				t.Fatalf("decide: %d %s", status, b)
+			}
+			if body == pinned {
+				continue
+			}
+			accept := acceptDetail(t, b)
+			if !strings.HasSuffix(accept, " --state-dir "+state) {
+				t.Errorf("serve's decision names %q, without its state dir", accept)
+			}
+			accepted(t, paste(t, accept))
+		}
+	})
+
+	t.Run("pins --state-dir relative", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, files)
+		if code, _, stderr := pinAndChange(t, dir, "state dir"); code != 2 {
+			t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
+		}
+		code, stdout, stderr := cliIn(t, dir, "pins", "--state-dir", "state dir")
+		_, accept, ok := strings.Cut(stdout, "until accepted: ")
+		accept, _, _ = strings.Cut(accept, "\n")
+		if code != 0 || !ok {
+			t.Fatalf("pins: exit %d\n%s%s", code, stdout, stderr)
+		}
+		if !strings.HasSuffix(accept, " --state-dir '"+filepath.Join(dir, "state dir")+"'") {
+			t.Errorf("pins prints %q, without its state dir made absolute", accept)
+		}
+		accepted(t, paste(t, accept))
 	})
 }
 

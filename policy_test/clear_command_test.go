@@ -91,9 +91,15 @@ func clearDetail(t *testing.T, doc []byte) string {
 // MCPX_POLICY_*: its exit code, stdout and stderr.
 func cliIn(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
+	return cliEnvIn(t, dir, nil, args...)
+}
+
+// cliEnvIn is cliIn with env added to the environment.
+func cliEnvIn(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
 	cmd.Dir = dir
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -109,8 +115,10 @@ func cliIn(t *testing.T, dir string, args ...string) (int, string, string) {
 // TestPrintedClearCommandRuns: the command an UnknownOutcomePending deny
 // tells the operator to run is the one that works for the process that
 // decided — `eval` (text and JSON) and `serve` given a --state-dir, the
-// state dir relative to where they ran — so pasting it from another
-// directory, in a shell without MCPX_POLICY_STATE_DIR, clears the entry.
+// state dir relative to where they ran, or given it only by
+// MCPX_POLICY_STATE_DIR — so pasting it from another directory, in a shell
+// without MCPX_POLICY_STATE_DIR, clears the entry. So does the clear
+// command `writes --state-dir D` prints for each entry, D relative.
 // The state dirs are Go's temp dirs, whose names look random enough to be
 // redacted anywhere else in an output: the command is kept whole.
 func TestPrintedClearCommandRuns(t *testing.T) {
@@ -170,6 +178,58 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		clear := clearDetail(t, body)
 		if !strings.Contains(clear, "--state-dir "+state) {
 			t.Errorf("serve's decision names %q, without its state dir", clear)
+		}
+		cleared(t, state, paste(t, clear))
+	})
+
+	t.Run("eval, state dir from the environment", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
+		state := filepath.Join(dir, "state dir")
+		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
+		code, _, stderr := cliEnvIn(t, dir, []string{"MCPX_POLICY_STATE_DIR=state dir"}, "eval", "--config", "mcpx-policy.yaml", "write.json")
+		_, clear, ok := strings.Cut(stderr, "    clear with: ")
+		clear, _, _ = strings.Cut(clear, "\n")
+		if code != 2 || !ok {
+			t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
+		}
+		if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
+			t.Errorf("eval prints %q; want %q", clear, want)
+		}
+		cleared(t, state, paste(t, clear))
+	})
+
+	t.Run("serve, state dir from the environment", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+		state := filepath.Join(dir, "state")
+		cfg := filepath.Join(dir, "mcpx-policy.yaml")
+		loseWrite(t, cfg, state)
+		p := runServe(t, []string{"MCPX_POLICY_STATE_DIR=" + state}, "--config", cfg)
+		status, _, body := p.post(t, "/v1/decide", write)
+		if status != 200 {
+			t.Fatalf("decide: %d %s", status, body)
+		}
+		clear := clearDetail(t, body)
+		if !strings.HasSuffix(clear, " --state-dir "+state) {
+			t.Errorf("serve's decision names %q, without its state dir", clear)
+		}
+		cleared(t, state, paste(t, clear))
+	})
+
+	t.Run("writes --state-dir relative", func(t *testing.T) {
+		t.Parallel()
+		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+		state := filepath.Join(dir, "state dir")
+		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
+		code, stdout, stderr := cliIn(t, dir, "writes", "--state-dir", "state dir")
+		_, clear, ok := strings.Cut(stdout, "clear: ")
+		clear, _, _ = strings.Cut(clear, "\n")
+		if code != 0 || !ok {
+			t.Fatalf("writes: exit %d\n%s%s", code, stdout, stderr)
+		}
+		if !strings.HasSuffix(clear, " --state-dir '"+state+"'") {
+			t.Errorf("writes prints %q, without its state dir made absolute", clear)
 		}
 		cleared(t, state, paste(t, clear))
 	})

@@ -72,7 +72,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "no pinned tool definitions")
 		return 0
 	}
-	cmds := mcpxpolicy.Commands{StateDir: *stateDir}
+	cmds := mcpxpolicy.Commands{StateDir: absPath(*stateDir)}
 	changed := 0
 	for _, p := range list {
 		how := "trusted on first use"

@@ -68,12 +68,14 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	// the clear commands name the ledger as this one was given, absolute,
+	// so that they run as printed from any directory
 	extra := ""
 	for _, c := range configs {
-		extra += " --config " + writesQuote(c)
+		extra += " --config " + writesQuote(absPath(c))
 	}
 	if *stateDir != "" {
-		extra += " --state-dir " + writesQuote(*stateDir)
+		extra += " --state-dir " + writesQuote(absPath(*stateDir))
 	}
 	if len(st.Entries) == 0 {
 		fmt.Fprintln(stdout, "no unknown-outcome writes")

@@ -99,11 +99,15 @@ type Ledger struct {
 	cache   *parsed
 }
 
+// StateDirEnv names the environment variable that chooses the state dir
+// when none is given (DefaultStateDir).
+const StateDirEnv = "MCPX_POLICY_STATE_DIR"
+
 // DefaultStateDir is $MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy,
 // else ~/.local/state/mcpx-policy. It errors only when none is set and the
 // home directory is unknown.
 func DefaultStateDir() (string, error) {
-	if d := os.Getenv("MCPX_POLICY_STATE_DIR"); d != "" {
+	if d := os.Getenv(StateDirEnv); d != "" {
 		return d, nil
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
