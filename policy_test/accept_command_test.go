@@ -35,127 +35,91 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 			t.Fatalf("the printed command accepted nothing:\n%s", out)
 		}
 	}
-	evalIn := func(t *testing.T, dir string, args ...string) (int, string, string) {
+	// evalIn runs eval in dir, the state dir given by env or flags.
+	evalIn := func(t *testing.T, dir string, env, flags []string, args ...string) (int, string, string) {
 		t.Helper()
-		return cliIn(t, dir, append([]string{"eval", "--config", "mcpx-policy.yaml"}, args...)...)
+		return cliEnvIn(t, dir, env, append(append([]string{"eval", "--config", "mcpx-policy.yaml"}, flags...), args...)...)
 	}
 	// pinAndChange pins the definition of pinned.json with eval in dir,
 	// then returns eval's exit code, stdout and stderr on changed.json.
-	pinAndChange := func(t *testing.T, dir, state string, args ...string) (int, string, string) {
+	pinAndChange := func(t *testing.T, dir string, env, flags []string, args ...string) (int, string, string) {
 		t.Helper()
-		if code, _, stderr := evalIn(t, dir, "--state-dir", state, "pinned.json"); code != 0 {
+		if code, _, stderr := evalIn(t, dir, env, flags, "pinned.json"); code != 0 {
 			t.Fatalf("eval on first sight: exit %d\n%s", code, stderr)
 		}
-		return evalIn(t, dir, append([]string{"--state-dir", state}, append(args, "changed.json")...)...)
+		return evalIn(t, dir, env, flags, append(args, "changed.json")...)
 	}
 	files := map[string]string{"mcpx-policy.yaml": config, "pinned.json": pinned, "changed.json": changed}
 
-	t.Run("eval text", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, files)
-		code, _, stderr := pinAndChange(t, dir, "state dir")
-		_, accept, ok := strings.Cut(stderr, "    accept with: ")
-		accept, _, _ = strings.Cut(accept, "\n")
-		if code != 2 || !ok {
-			t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
-		}
-		if !strings.HasSuffix(accept, " --state-dir '"+filepath.Join(dir, "state dir")+"'") {
-			t.Errorf("eval prints %q, without its state dir", accept)
-		}
-		if !strings.Contains(stderr, "accepts it with: "+accept+"\n") {
-			t.Errorf("the message does not name %q:\n%s", accept, stderr)
-		}
-		accepted(t, paste(t, accept))
-		if code, _, stderr := evalIn(t, dir, "--state-dir", "state dir", "changed.json"); code != 0 {
-			t.Fatalf("eval after the pasted accept: exit %d; want 0 (allow)\n%s", code, stderr)
-		}
-	})
+	for _, how := range evalStateDirs {
+		t.Run(how.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, files)
+			code, _, stderr := pinAndChange(t, dir, how.env, how.flags)
+			_, accept, ok := strings.Cut(stderr, "    accept with: ")
+			accept, _, _ = strings.Cut(accept, "\n")
+			if code != 2 || !ok {
+				t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
+			}
+			if !strings.HasSuffix(accept, " --state-dir '"+filepath.Join(dir, "state dir")+"'") {
+				t.Errorf("eval prints %q, without its state dir", accept)
+			}
+			if !strings.Contains(stderr, "accepts it with: "+accept+"\n") {
+				t.Errorf("the message does not name %q:\n%s", accept, stderr)
+			}
+			accepted(t, paste(t, accept))
+			if code, _, stderr := evalIn(t, dir, how.env, how.flags, "changed.json"); code != 0 {
+				t.Fatalf("eval after the pasted accept: exit %d; want 0 (allow)\n%s", code, stderr)
+			}
+		})
+	}
 
 	t.Run("eval json", func(t *testing.T) {
 		t.Parallel()
 		dir := writeFiles(t, files)
-		code, stdout, stderr := pinAndChange(t, dir, "state", "--format", "json")
+		state := []string{"--state-dir", "state"}
+		code, stdout, stderr := pinAndChange(t, dir, nil, state, "--format", "json")
 		if code != 2 {
 			t.Fatalf("eval --format json: exit %d\n%s", code, stderr)
 		}
 		accepted(t, paste(t, acceptDetail(t, []byte(stdout))))
-		if code, _, stderr := evalIn(t, dir, "--state-dir", "state", "changed.json"); code != 0 {
+		if code, _, stderr := evalIn(t, dir, nil, state, "changed.json"); code != 0 {
 			t.Fatalf("eval after the pasted accept: exit %d; want 0 (allow)\n%s", code, stderr)
 		}
 	})
 
-	t.Run("serve", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
-		state := filepath.Join(dir, "state")
-		p := runServe(t, nil, "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", state)
-		decide := func(body string) []byte {
-			status, _, b := p.post(t, "/v1/decide", body)
-			if status != 200 {
-				t.Fatalf("decide: %d %s", status, b)
+	for _, how := range serveStateDirs {
+		t.Run(how.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+			state := filepath.Join(dir, "state")
+			cfg := filepath.Join(dir, "mcpx-policy.yaml")
+			p := how.start(t, cfg, state)
+			decide := func(body string) []byte {
+				status, _, b := p.post(t, "/v1/decide", body)
+				if status != 200 {
+					t.Fatalf("decide: %d %s", status, b)
+				}
+				return b
 			}
-			return b
-		}
-		if b := decide(pinned); !strings.Contains(string(b), `"outcome":"allow"`) {
-			t.Fatalf("first sight: %s", b)
-		}
-		accept := acceptDetail(t, decide(changed))
-		if !strings.HasSuffix(accept, " --state-dir "+state) {
-			t.Errorf("serve's decision names %q, without its state dir", accept)
-		}
-		accepted(t, paste(t, accept))
-		if b := decide(changed); !strings.Contains(string(b), `"outcome":"allow"`) {
-			t.Fatalf("serve after the pasted accept: %s; want allow", b)
-		}
-	})
-
-	t.Run("eval, state dir from the environment", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, files)
-		env := []string{"MCPX_POLICY_STATE_DIR=state dir"}
-		if code, _, stderr := cliEnvIn(t, dir, env, "eval", "--config", "mcpx-policy.yaml", "pinned.json"); code != 0 {
-			t.Fatalf("eval on first sight: exit %d\n%s", code, stderr)
-		}
-		code, _, stderr := cliEnvIn(t, dir, env, "eval", "--config", "mcpx-policy.yaml", "changed.json")
-		_, accept, ok := strings.Cut(stderr, "    accept with: ")
-		accept, _, _ = strings.Cut(accept, "\n")
-		if code != 2 || !ok {
-			t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
-		}
-		if !strings.HasSuffix(accept, " --state-dir '"+filepath.Join(dir, "state dir")+"'") {
-			t.Errorf("eval prints %q, without its state dir", accept)
-		}
-		accepted(t, paste(t, accept))
-		if code, _, stderr := cliEnvIn(t, dir, env, "eval", "--config", "mcpx-policy.yaml", "changed.json"); code != 0 {
-			t.Fatalf("eval after the pasted accept: exit %d; want 0 (allow)\n%s", code, stderr)
-		}
-	})
-
-	t.Run("serve, state dir from the environment", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
-		state := filepath.Join(dir, "state")
-		p := runServe(t, []string{"MCPX_POLICY_STATE_DIR=" + state}, "--config", filepath.Join(dir, "mcpx-policy.yaml"))
-		for _, body := range []string{pinned, changed} {
-			status, _, b := p.post(t, "/v1/decide", body)
-			if status != 200 {
-				t.Fatalf("decide: %d %s", status, b)
+			if b := decide(pinned); !strings.Contains(string(b), `"outcome":"allow"`) {
+				t.Fatalf("first sight: %s", b)
 			}
-			if body == pinned {
-				continue
-			}
-			accept := acceptDetail(t, b)
+			accept := acceptDetail(t, decide(changed))
 			if !strings.HasSuffix(accept, " --state-dir "+state) {
 				t.Errorf("serve's decision names %q, without its state dir", accept)
 			}
 			accepted(t, paste(t, accept))
-		}
-	})
+			if b := decide(changed); !strings.Contains(string(b), `"outcome":"allow"`) {
+				t.Fatalf("serve after the pasted accept: %s; want allow", b)
+			}
+		})
+	}
 
 	t.Run("pins --state-dir relative", func(t *testing.T) {
 		t.Parallel()
 		dir := writeFiles(t, files)
-		if code, _, stderr := pinAndChange(t, dir, "state dir"); code != 2 {
+		if code, _, stderr := pinAndChange(t, dir, nil, []string{"--state-dir", "state dir"}); code != 2 {
 			t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
 		}
 		code, stdout, stderr := cliIn(t, dir, "pins", "--state-dir", "state dir")

@@ -112,6 +112,30 @@ func cliEnvIn(t *testing.T, dir string, env []string, args ...string) (int, stri
 	return code, out.String(), errb.String()
 }
 
+// evalStateDirs are the ways eval is given the state dir "state dir",
+// relative to where it runs: by --state-dir, or by the environment only.
+var evalStateDirs = []struct {
+	name       string
+	env, flags []string
+}{
+	{"eval text", nil, []string{"--state-dir", "state dir"}},
+	{"eval text, state dir from the environment", []string{"MCPX_POLICY_STATE_DIR=state dir"}, nil},
+}
+
+// serveStateDirs are the ways serve is given its state dir: by
+// --state-dir, or by the environment only.
+var serveStateDirs = []struct {
+	name  string
+	start func(t *testing.T, cfg, state string) *serveProcess
+}{
+	{"serve", func(t *testing.T, cfg, state string) *serveProcess {
+		return runServe(t, nil, "--config", cfg, "--state-dir", state)
+	}},
+	{"serve, state dir from the environment", func(t *testing.T, cfg, state string) *serveProcess {
+		return runServe(t, []string{"MCPX_POLICY_STATE_DIR=" + state}, "--config", cfg)
+	}},
+}
+
 // TestPrintedClearCommandRuns: the command an UnknownOutcomePending deny
 // tells the operator to run is the one that works for the process that
 // decided — `eval` (text and JSON) and `serve` given a --state-dir, the
@@ -135,22 +159,25 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		}
 	}
 
-	t.Run("eval text", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
-		state := filepath.Join(dir, "state dir")
-		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
-		code, _, stderr := cliIn(t, dir, "eval", "--config", "mcpx-policy.yaml", "--state-dir", "state dir", "write.json")
-		_, clear, ok := strings.Cut(stderr, "    clear with: ")
-		clear, _, _ = strings.Cut(clear, "\n")
-		if code != 2 || !ok {
-			t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
-		}
-		if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
-			t.Errorf("eval prints %q; want %q", clear, want)
-		}
-		cleared(t, state, paste(t, clear+" --reason pasted"))
-	})
+	for _, how := range evalStateDirs {
+		t.Run(how.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
+			state := filepath.Join(dir, "state dir")
+			loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
+			args := append(append([]string{"eval", "--config", "mcpx-policy.yaml"}, how.flags...), "write.json")
+			code, _, stderr := cliEnvIn(t, dir, how.env, args...)
+			_, clear, ok := strings.Cut(stderr, "    clear with: ")
+			clear, _, _ = strings.Cut(clear, "\n")
+			if code != 2 || !ok {
+				t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
+			}
+			if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
+				t.Errorf("eval prints %q; want %q", clear, want)
+			}
+			cleared(t, state, paste(t, clear+" --reason pasted"))
+		})
+	}
 
 	t.Run("eval json", func(t *testing.T) {
 		t.Parallel()
@@ -164,58 +191,25 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		cleared(t, state, paste(t, clearDetail(t, []byte(stdout))))
 	})
 
-	t.Run("serve", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
-		state := filepath.Join(dir, "state")
-		cfg := filepath.Join(dir, "mcpx-policy.yaml")
-		loseWrite(t, cfg, state)
-		p := runServe(t, nil, "--config", cfg, "--state-dir", state)
-		status, _, body := p.post(t, "/v1/decide", write)
-		if status != 200 {
-			t.Fatalf("decide: %d %s", status, body)
-		}
-		clear := clearDetail(t, body)
-		if !strings.Contains(clear, "--state-dir "+state) {
-			t.Errorf("serve's decision names %q, without its state dir", clear)
-		}
-		cleared(t, state, paste(t, clear))
-	})
-
-	t.Run("eval, state dir from the environment", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
-		state := filepath.Join(dir, "state dir")
-		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
-		code, _, stderr := cliEnvIn(t, dir, []string{"MCPX_POLICY_STATE_DIR=state dir"}, "eval", "--config", "mcpx-policy.yaml", "write.json")
-		_, clear, ok := strings.Cut(stderr, "    clear with: ")
-		clear, _, _ = strings.Cut(clear, "\n")
-		if code != 2 || !ok {
-			t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
-		}
-		if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
-			t.Errorf("eval prints %q; want %q", clear, want)
-		}
-		cleared(t, state, paste(t, clear))
-	})
-
-	t.Run("serve, state dir from the environment", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
-		state := filepath.Join(dir, "state")
-		cfg := filepath.Join(dir, "mcpx-policy.yaml")
-		loseWrite(t, cfg, state)
-		p := runServe(t, []string{"MCPX_POLICY_STATE_DIR=" + state}, "--config", cfg)
-		status, _, body := p.post(t, "/v1/decide", write)
-		if status != 200 {
-			t.Fatalf("decide: %d %s", status, body)
-		}
-		clear := clearDetail(t, body)
-		if !strings.HasSuffix(clear, " --state-dir "+state) {
-			t.Errorf("serve's decision names %q, without its state dir", clear)
-		}
-		cleared(t, state, paste(t, clear))
-	})
+	for _, how := range serveStateDirs {
+		t.Run(how.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+			state := filepath.Join(dir, "state")
+			cfg := filepath.Join(dir, "mcpx-policy.yaml")
+			loseWrite(t, cfg, state)
+			p := how.start(t, cfg, state)
+			status, _, body := p.post(t, "/v1/decide", write)
+			if status != 200 {
+				t.Fatalf("decide: %d %s", status, body)
+			}
+			clear := clearDetail(t, body)
+			if !strings.HasSuffix(clear, " --state-dir "+state) {
+				t.Errorf("serve's decision names %q, without its state dir", clear)
+			}
+			cleared(t, state, paste(t, clear))
+		})
+	}
 
 	t.Run("writes --state-dir relative", func(t *testing.T) {
 		t.Parallel()
