@@ -2,6 +2,7 @@ package crashtest_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestKill(t *testing.T) {
 	if err := c.Ready(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	io.ReadAll(c.Out) // to its exit, which closes its stdout
 	if _, err := c.Kill(); err == nil || !strings.Contains(err.Error(), "without our SIGKILL") {
 		t.Errorf("a child that exited by itself: %v", err)
 	}
