@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -27,6 +28,18 @@ func Main(m *testing.M, env string, roles map[string]func()) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+var sayMu sync.Mutex
+
+// Say is a child's report: one line on stdout, the fields joined by
+// spaces, written with one write(2) under a lock, so that the lines of
+// several goroutines never interleave and a kill never tears one.
+func Say(fields ...string) {
+	line := strings.Join(fields, " ") + "\n"
+	sayMu.Lock()
+	defer sayMu.Unlock()
+	os.Stdout.WriteString(line)
 }
 
 // Command is the test binary, running no test, with env ("NAME=value")

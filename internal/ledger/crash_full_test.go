@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,12 +40,7 @@ func crashFullChild() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	var mu sync.Mutex
-	say := func(what, id string) {
-		mu.Lock()
-		os.Stdout.WriteString(what + " " + id + "\n")
-		mu.Unlock()
-	}
+	say := crashtest.Say
 	say("READY", strconv.Itoa(os.Getpid()))
 	for g := range 4 {
 		go func() {

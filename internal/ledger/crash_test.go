@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +33,7 @@ func crashChild() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	var mu sync.Mutex
-	say := func(what, id string) {
-		mu.Lock()
-		os.Stdout.WriteString(what + " " + id + "\n")
-		mu.Unlock()
-	}
+	say := crashtest.Say
 	if os.Getenv(childDSN) != "" {
 		// Connect before READY (the pool and the owner session), so the
 		// kills land while the lifecycle runs, as with the file store.

@@ -26,8 +26,8 @@ func TestMain(m *testing.M) {
 }
 
 // crashChild pins new tools and changes and accepts them in a loop until
-// the parent kills it, reporting on stdout, one write(2) per line, each
-// step after it returned:
+// the parent kills it, reporting on stdout (crashtest.Say) each step after
+// it returned:
 //
 //	PINNED <tool> <sha256>    See pinned the tool (trust on first use)
 //	ACCEPTED <tool> <sha256>  Accept made this definition the pin
@@ -37,7 +37,7 @@ func crashChild() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Fprintln(os.Stdout, "READY")
+	crashtest.Say("READY")
 	base := rand.Int64()
 	for i := 0; ; i++ {
 		tool := decision.Tool{Name: fmt.Sprintf("t%d-%d", base, i), Description: "first"}
@@ -45,7 +45,7 @@ func crashChild() {
 		if err == nil {
 			var st pins.Status
 			if st, err = s.See("srv", d); err == nil && st.State == pins.New {
-				os.Stdout.WriteString("PINNED " + tool.Name + " " + d.SHA256 + "\n")
+				crashtest.Say("PINNED", tool.Name, d.SHA256)
 			}
 		}
 		if err == nil && i%2 == 1 {
@@ -53,7 +53,7 @@ func crashChild() {
 			d, _ = pins.SeenTool(tool)
 			if _, err = s.See("srv", d); err == nil {
 				if _, err = s.Accept("srv", tool.Name, d.SHA256); err == nil {
-					os.Stdout.WriteString("ACCEPTED " + tool.Name + " " + d.SHA256 + "\n")
+					crashtest.Say("ACCEPTED", tool.Name, d.SHA256)
 				}
 			}
 		}
