@@ -70,14 +70,17 @@ demo: build
 	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
 	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
 
-## bench: the reference workloads M and L (internal/bench), one summary table
-## of medians over BENCH_COUNT runs; raw output in $(BENCH_OUT)
+## bench: the reference workloads M and L (internal/bench, and the engine's
+## own benchmarks in internal/engine), one summary table of medians over
+## BENCH_COUNT runs; raw output in $(BENCH_OUT)
 BENCH_COUNT ?= 5
 BENCH_CALLS ?= 2000
 BENCH_OUT   ?= $${TMPDIR:-/tmp}/mcpx-policy-bench.txt
 bench:
-	@{ $(GO) test -run '^$$' -bench '^Benchmark(Decide|DecideNewTools|DecideWarm|Native|MatchSchema|RulesOnly|OPAServer|StockOPA)$$' -benchmem \
+	@{ $(GO) test -run '^$$' -bench '^Benchmark(Decide|DecideWarm|Native|OPAServer|StockOPA)$$' -benchmem \
 	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/bench/ && \
+	   $(GO) test -run '^$$' -bench '^Benchmark(DecideNewTools|MatchSchema|RulesOnly)$$' -benchmem \
+	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/engine/ && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkPrepare$$' -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/bench/; \
 	 } > $(BENCH_OUT) || { cat $(BENCH_OUT); exit 1; }
 	@$(GO) run ./internal/bench/benchtable < $(BENCH_OUT)

@@ -22,7 +22,7 @@ import (
 func BenchmarkOPATargets(b *testing.B) {
 	f := load(b, M)
 	p := f.policy(b)
-	calls := f.fresh(200)
+	calls := f.w.Fresh(200)
 	ins := jsonInputs(b, calls)
 	ctx := context.Background()
 	prepared := map[string]rego.PreparedEvalQuery{}
@@ -48,7 +48,7 @@ func BenchmarkOPATargets(b *testing.B) {
 	for _, target := range []string{"rego", "wasm"} {
 		b.Run(target, func(b *testing.B) {
 			pq := prepared[target]
-			timed(b, func(i int) {
+			Timed(b, func(i int) {
 				if _, err := pq.Eval(ctx, rego.EvalInput(ins[i%len(ins)])); err != nil {
 					b.Fatal(err)
 				}

@@ -1,9 +1,10 @@
 // Package engine is the one adapter that evaluates the policy with OPA. It
 // prepares the query data.mcpx.decision once per policy revision and turns
-// each call into a decision.Decision. No OPA type leaves this package
-// through Prepare, its options, Decide or Value; the measurement entry
-// points (Input, EvaluateInput, Results), used by internal/bench and the
-// equivalence tests, still take or return ast values
+// each call into a decision.Decision. No exported name takes, returns or
+// holds an OPA type (TestFaceNamesNoOPAType); the measurement and
+// equivalence hooks that do (Input, Evaluate, EvaluateInput, Results,
+// WithoutFunctionMemo) exist only in the package's tests, export_test.go,
+// for the benchmarks and equivalence tests beside it
 // (docs/decisions/0001-rego-layout.md).
 package engine
 
@@ -111,11 +112,6 @@ type settings struct {
 // answers it.
 func WithQuery(query string) Option { return func(s *settings) { s.query = query } }
 
-// WithoutFunctionMemo prepares an engine that does not keep the values of
-// the functions marked for memoization (custom memo, ADR 0005): every call
-// pays what the first call on a tool pays. For measurements.
-func WithoutFunctionMemo() Option { return func(s *settings) { s.memoFunctions = false } }
-
 // Prepare compiles p and prepares the decision query (or the one WithQuery
 // names). A module that does not parse or compile is an error naming the
 // file and line.
@@ -125,79 +121,6 @@ func Prepare(ctx context.Context, p Policy, opts ...Option) (*Engine, error) {
 		o(&s)
 	}
 	return prepare(ctx, p, s)
-}
-
-// Evaluate evaluates the prepared query for call the way Decide does (same
-// input, same caches except the decision cache) and returns the number of
-// results; for measurements.
-func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) (int, error) {
-	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
-	if err != nil {
-		sum = ""
-	}
-	in, err := input(call, led, sum, newToolSchema(call.Tool.InputSchema), e.schemas)
-	if err != nil {
-		return 0, err
-	}
-	if args := in.(ast.Object).Get(kArgs); args != nil {
-		ctx = withCallArgs(ctx, args.Value, call.Args)
-	}
-	return e.EvaluateInput(ctx, in)
-}
-
-// Results evaluates the prepared query for call as Evaluate does and
-// returns the value of each result as decoded JSON (numbers as
-// json.Number); with a nil call it evaluates input in (built with Input,
-// or any JSON converted to AST) instead. For tests that compare a part of
-// the policy between the engine and stock OPA.
-func (e *Engine) Results(ctx context.Context, in ast.Value, call *decision.Call, led *Ledger) ([]any, error) {
-	if call != nil {
-		sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
-		if err != nil {
-			sum = ""
-		}
-		if in, err = input(*call, led, sum, newToolSchema(call.Tool.InputSchema), e.schemas); err != nil {
-			return nil, err
-		}
-		if args := in.(ast.Object).Get(kArgs); args != nil {
-			ctx = withCallArgs(ctx, args.Value, call.Args)
-		}
-	}
-	vc := e.memo.cache()
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins), keepTerm)
-	if err != nil {
-		return nil, err
-	}
-	e.memo.commit(vc.learned)
-	out := make([]any, 0, len(rs))
-	for _, r := range rs {
-		if len(r.Expressions) != 1 {
-			return nil, fmt.Errorf("results: %d expressions", len(r.Expressions))
-		}
-		t, ok := r.Expressions[0].Value.(*ast.Term)
-		if !ok {
-			return nil, fmt.Errorf("results: unexpected %T", r.Expressions[0].Value)
-		}
-		v, err := ast.JSONWithOpt(t.Value, ast.JSONOpt{SortSets: true})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// EvaluateInput is Evaluate on an input already built with Input; opts
-// are added to the evaluation's own (a profiler's tracer, for instance).
-func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego.EvalOption) (int, error) {
-	vc := e.memo.cache()
-	opts = append([]rego.EvalOption{rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins)}, opts...)
-	rs, err := e.query.Eval(ctx, opts...)
-	if err != nil {
-		return 0, err
-	}
-	e.memo.commit(vc.learned)
-	return len(rs), nil
 }
 
 func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {

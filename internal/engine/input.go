@@ -10,7 +10,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// Input builds the policy input (docs/fleet.md, "Ask it: the input document") as an ast.Value directly from
+// callInput builds the policy input (docs/fleet.md, "Ask it: the input document") as an ast.Value directly from
 // the call, without a JSON round trip. It carries "call_sha256", the SHA-256
 // of the RFC 8785 canonical call, which the policy echoes in
 // decision.call.sha256 (Rego cannot canonicalize JSON exactly; see
@@ -18,7 +18,7 @@ import (
 // double's range) leave call_sha256 out: the policy denies them as
 // InvalidInput, naming the argument. Arguments that are not JSON values
 // are an error.
-func Input(call decision.Call, led *Ledger) (ast.Value, error) {
+func callInput(call decision.Call, led *Ledger) (ast.Value, error) {
 	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	if err != nil {
 		sum = ""
@@ -328,11 +328,11 @@ func (c *converter) value(v any) (ast.Value, error) {
 	}
 }
 
-// InputJSON is Input as JSON: the exact document the engine evaluates, for
+// InputJSON is the policy input as JSON (callInput): the exact document the engine evaluates, for
 // a stock OPA server's POST /v1/data/mcpx/decision {"input": …}. Numbers
 // keep their text.
 func InputJSON(call decision.Call, led *Ledger) ([]byte, error) {
-	v, err := Input(call, led)
+	v, err := callInput(call, led)
 	if err != nil {
 		return nil, err
 	}

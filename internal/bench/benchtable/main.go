@@ -1,6 +1,7 @@
-// Command benchtable reads `go test -bench` output of internal/bench (any
-// number of -count runs) on stdin and prints one summary table: the median
-// of each metric over the runs. `make bench` pipes into it.
+// Command benchtable reads `go test -bench` output of internal/bench and
+// internal/engine (any number of -count runs, the packages one after the
+// other) on stdin and prints one summary table: the median of each metric
+// over the runs. `make bench` pipes into it.
 package main
 
 import (
