@@ -71,3 +71,18 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 	}
 	return led
 }
+
+// ParseDecision reads the decision document a stock OPA server answers for
+// OPAInput's input (the "result" of POST /v1/data/mcpx/decision) and checks
+// it as Decide checks the embedded engine's: anything that is not a
+// well-formed decision with a known outcome, known reason codes and
+// reasons that agree with the outcome is an error, and the gateway denies
+// the call (docs/fleet.md). A missing result or a non-200 answer is the
+// caller's to treat as a deny before it gets here.
+func ParseDecision(result []byte) (Decision, error) {
+	d, err := engine.Parse(result)
+	if err != nil {
+		return Decision{}, fmt.Errorf("mcpxpolicy: %w", err)
+	}
+	return d, nil
+}

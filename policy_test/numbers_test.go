@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 
 // numbersConfig forbids one value per argument. A server that reads JSON
@@ -140,7 +139,7 @@ func TestStockOPANumbers(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatalf("%s: opa answered %d %s", raw, status, body)
 		}
-		got, err := engine.Parse(result)
+		got, err := mcpxpolicy.ParseDecision(result)
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}

@@ -22,7 +22,6 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/bench"
-	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
@@ -323,7 +322,7 @@ func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call mc
 	if derr != nil {
 		t.Fatalf("%s: engine: %v", name, derr)
 	}
-	got, err := engine.Parse(result)
+	got, err := mcpxpolicy.ParseDecision(result)
 	if err != nil {
 		t.Fatalf("%s: opa decision %s: %v", name, result, err)
 	}

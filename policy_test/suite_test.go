@@ -16,7 +16,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
 
@@ -54,7 +53,11 @@ func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) mcpx
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("stock evaluation: %v %v", rs, err)
 		}
-		d, err := engine.FromValue(rs[0].Expressions[0].Value)
+		raw, err := json.Marshal(rs[0].Expressions[0].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := mcpxpolicy.ParseDecision(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
