@@ -140,3 +140,17 @@ func ExampleWrites_Clear() {
 	// 1 <nil>
 	// true
 }
+
+// A gateway that asks a fleet of stock OPA servers (docs/fleet.md) reads
+// each answer's "result" with ParseDecision; anything that is not a
+// well-formed decision is an error, and the gateway denies the call.
+func ExampleParseDecision() {
+	d, err := mcpxpolicy.ParseDecision([]byte(`{"outcome":"allow","reasons":[],"warnings":[],"write":false,"destructive":false,"call":{"server":"fs","tool":"read_file","sha256":""}}`))
+	fmt.Println(d.Outcome, err)
+
+	_, err = mcpxpolicy.ParseDecision([]byte(`{"outcome":"allow-anyway"}`))
+	fmt.Println(err != nil)
+	// Output:
+	// allow <nil>
+	// true
+}
