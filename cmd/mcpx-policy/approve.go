@@ -166,13 +166,6 @@ func declineCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
 	return "mcpx-policy approve " + r.ID + " --decline" + stateDirFlag(stateDir)
 }
 
-func stateDirFlag(stateDir string) string {
-	if stateDir == "" {
-		return ""
-	}
-	return " --state-dir " + writesQuote(stateDir)
-}
-
 func indent(text string) string {
 	lines := strings.SplitAfter(strings.TrimRight(text, "\n"), "\n")
 	return "  " + strings.Join(lines, "  ") + "\n"
@@ -215,7 +208,7 @@ type held struct {
 	req      *mcpxpolicy.ApprovalRequest
 	err      error
 	path     string
-	stateDir string
+	stateDir string // the state dir the commands name (printedStateDir)
 	again    string // the eval command that decides the call with the approval
 }
 
@@ -238,19 +231,20 @@ func (h *held) text() string {
 	r := *h.req
 	return fmt.Sprintf("approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
 		r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
-		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(h.path))
+		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(absPath(h.path)))
 }
 
 // evalAgain is the eval command line, up to --approval, that decides a
-// call as this one did: its config, catalog, state dir and surface flags.
+// call as this one did: its config, catalog, state dir (printedStateDir's)
+// and surface flags, the files absolute.
 func evalAgain(configs []string, catalog, stateDir, surface string) string {
 	var b strings.Builder
 	b.WriteString("mcpx-policy eval")
 	for _, c := range configs {
-		b.WriteString(" --config " + writesQuote(c))
+		b.WriteString(" --config " + writesQuote(absPath(c)))
 	}
 	if catalog != "" {
-		b.WriteString(" --catalog " + writesQuote(catalog))
+		b.WriteString(" --catalog " + writesQuote(absPath(catalog)))
 	}
 	b.WriteString(stateDirFlag(stateDir))
 	if surface != "" {

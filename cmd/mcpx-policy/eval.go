@@ -94,6 +94,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
+	// the commands printed for an ask name this eval's files and state
+	// dir, so that they run as printed from any directory
+	printed := printedStateDir(*stateDir)
+	again := evalAgain(configs, *catalog, printed, *surface)
 	worst, failed := mcpxpolicy.Allow, false
 	for _, path := range fs.Args() {
 		call, approval, err := readCall(eng, path, *approvalID)
@@ -128,7 +132,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		}
 		var hold *held
 		if d.Outcome == mcpxpolicy.Ask {
-			hold = putOnHold(eng, call, d, path, *stateDir, evalAgain(configs, *catalog, *stateDir, *surface))
+			hold = putOnHold(eng, call, d, path, printed, again)
 		}
 		if d.Outcome.Severity() > worst.Severity() {
 			worst = d.Outcome
