@@ -12,9 +12,10 @@ import (
 // given the state dir "state dir" relative to where it ran, by --state-dir
 // or only by MCPX_POLICY_STATE_DIR, and its config and call file
 // relative: pasted from another directory, in a shell without
-// MCPX_POLICY_STATE_DIR (and with a default state dir of its own, which
-// a command without its state dir would use), approve answers the
-// request and "then" runs the call once; decline declines it.
+// MCPX_POLICY_STATE_DIR, approve answers the request and "then" runs the
+// call once; decline declines it. `approvals`, given the state dir the
+// same way, lists the request with the same commands, and the list
+// command `approve` names for an unknown request lists it.
 func TestPrintedApproveCommandRuns(t *testing.T) {
 	t.Parallel()
 	const config = "version: 1\npolicy:\n  write: ask\n"
@@ -36,11 +37,10 @@ func TestPrintedApproveCommandRuns(t *testing.T) {
 		return line("  approve: "), line("  decline: "), line("  then:    ")
 	}
 
-	for _, how := range evalStateDirs {
-		t.Run(how.name, func(t *testing.T) {
+	for _, how := range stateDirWays {
+		t.Run("eval, "+how.name, func(t *testing.T) {
 			t.Parallel()
 			dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "call.json": call})
-			home := "XDG_STATE_HOME=" + t.TempDir()
 			state := " --state-dir '" + filepath.Join(dir, "state dir") + "'"
 
 			approve, decline, then := printed(t, dir, how.env, how.flags)
@@ -53,15 +53,31 @@ func TestPrintedApproveCommandRuns(t *testing.T) {
 				!strings.HasSuffix(then, " "+filepath.Join(dir, "call.json")) {
 				t.Errorf("eval prints %q; want %s… and the call file, absolute", then, want)
 			}
-			if out := paste(t, approve, home); !strings.HasPrefix(out, "approved ") {
+			if out := paste(t, approve); !strings.HasPrefix(out, "approved ") {
 				t.Fatalf("the printed approve command approved nothing:\n%s", out)
 			}
-			if out := paste(t, then, home); !strings.Contains(out, filepath.Join(dir, "call.json")+": allow\n") {
+			if out := paste(t, then); !strings.Contains(out, filepath.Join(dir, "call.json")+": allow\n") {
 				t.Fatalf("the printed then command did not run the approved call:\n%s", out)
 			}
 
-			_, decline, then = printed(t, dir, how.env, how.flags)
-			if out := paste(t, decline, home); !strings.HasPrefix(out, "declined approval ") {
+			approve, decline, then = printed(t, dir, how.env, how.flags)
+			code, stdout, stderr := cliEnvIn(t, dir, how.env, append([]string{"approvals"}, how.flags...)...)
+			if want := "  approve: " + approve + "\n  decline: " + decline + "\n"; code != 0 || !strings.Contains(stdout, want) {
+				t.Errorf("approvals (exit %d) does not list\n%s\n%s%s", code, want, stdout, stderr)
+			}
+			code, _, stderr = cliEnvIn(t, dir, how.env, append([]string{"approve", "0123456789abcdef0123456789abcdef", "--decline"}, how.flags...)...)
+			_, list, ok := strings.Cut(stderr, "mcpx-policy: hint: list the waiting requests with: ")
+			list, _, _ = strings.Cut(list, "\n")
+			if code != 1 || !ok {
+				t.Fatalf("approve of no such request: exit %d\n%s", code, stderr)
+			}
+			if want := "mcpx-policy approvals" + state; list != want {
+				t.Errorf("approve names %q; want %q", list, want)
+			}
+			if out := paste(t, list); !strings.Contains(out, "\n  decline: "+decline+"\n") {
+				t.Errorf("the printed list command does not list the request:\n%s", out)
+			}
+			if out := paste(t, decline); !strings.HasPrefix(out, "declined approval ") {
 				t.Fatalf("the printed decline command declined nothing:\n%s", out)
 			}
 			id := then[strings.Index(then, " --approval ")+len(" --approval "):]

@@ -55,9 +55,11 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	// the commands it prints name the state dir as printedStateDir does
+	printed := printedStateDir(*stateDir)
 	list, err := store.List()
 	if err != nil {
-		return approvalFail(stderr, store, *stateDir, err)
+		return approvalFail(stderr, store, printed, err)
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -85,9 +87,9 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, indent(r.Prompt.Text()))
 		switch r.State {
 		case mcpxpolicy.ApprovalPending:
-			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, *stateDir), declineCommand(r, *stateDir))
+			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, printed), declineCommand(r, printed))
 		case mcpxpolicy.ApprovalApproved:
-			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, *stateDir))
+			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, printed))
 		}
 	}
 	return 0
@@ -127,7 +129,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		r, err = store.Approve(id, strings.ToLower(strings.TrimSpace(*sum)))
 	}
 	if err != nil {
-		return approvalFail(stderr, store, *stateDir, err)
+		return approvalFail(stderr, store, printedStateDir(*stateDir), err)
 	}
 	if *decline {
 		fmt.Fprintf(stdout, "declined approval %s: %s.%s (sha256 %s) will not run with it\n", r.ID, r.Server, r.Tool, r.SHA256)
@@ -138,7 +140,8 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// approvalFail reports an error of the approval store with what to do.
+// approvalFail reports an error of the approval store with what to do;
+// stateDir is the one the commands it names carry (printedStateDir).
 func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
 	list := "mcpx-policy approvals" + stateDirFlag(stateDir)
 	var ue *mcpxpolicy.ApprovalsUnreadableError
@@ -157,7 +160,8 @@ func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string
 	return fail(stderr, err, "approval store: "+store.Path())
 }
 
-// approveCommand is the exact command that approves r, runnable as printed.
+// approveCommand is the exact command that approves r, runnable as printed
+// with stateDir from printedStateDir.
 func approveCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
 	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
 }

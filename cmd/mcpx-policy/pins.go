@@ -72,7 +72,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "no pinned tool definitions")
 		return 0
 	}
-	cmds := mcpxpolicy.Commands{StateDir: absPath(*stateDir)}
+	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
 	changed := 0
 	for _, p := range list {
 		how := "trusted on first use"
@@ -112,7 +112,7 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	cmds := mcpxpolicy.Commands{StateDir: *stateDir}
+	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
 	p, err := ps.Accept(server, tool, *sum)
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrPinNotFound):
