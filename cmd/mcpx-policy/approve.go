@@ -41,15 +41,15 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy approvals", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	stateDir := fs.String("state-dir", "", "state directory holding approvals.json")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return approveUsageErr(stdout, stderr, err)
 	}
 	switch {
 	case fs.NArg() > 0:
 		return approveUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	case *format != "text" && *format != "json":
-		return approveUsageErr(stdout, stderr, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case format.check() != nil:
+		return approveUsageErr(stdout, stderr, format.check())
 	}
 	store, err := mcpxpolicy.OpenApprovals(*stateDir)
 	if err != nil {
@@ -61,7 +61,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return approvalFail(stderr, store, printed, err)
 	}
-	if *format == "json" {
+	if format.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

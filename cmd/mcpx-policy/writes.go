@@ -41,15 +41,15 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file whose ledger section names the ledger (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return writesUsageErr(stdout, stderr, err)
 	}
 	if fs.NArg() > 0 {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if *format != "text" && *format != "json" {
-		return writesUsageErr(stdout, stderr, fmt.Errorf("unknown format %q (want text or json)", *format))
+	if err := format.check(); err != nil {
+		return writesUsageErr(stdout, stderr, err)
 	}
 	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
 	if err != nil {
@@ -60,7 +60,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return writesLedgerFail(stderr, l, err)
 	}
-	if *format == "json" {
+	if format.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(st); err != nil {
