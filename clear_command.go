@@ -46,6 +46,12 @@ func (e *Engine) AcceptCommand(server, tool, sha256 string) string {
 // the ledger it opened).
 func (e *Engine) LedgerInConfig() bool { return e.ledgerCfg.Store == config.StorePostgres }
 
+// StateDirEnv names the environment variable that chooses the state dir
+// when Options.StateDir is not given (DefaultStateDir). A command printed
+// for a person names the state dir it chose, since a shell without the
+// variable would find another.
+const StateDirEnv = ledger.StateDirEnv
+
 // commands spells the mcpx-policy commands for this Engine's ledger, with
 // the state dir Options.StateDir or, as New took it, $MCPX_POLICY_STATE_DIR
 // named: a shell without that variable would find another. The default
@@ -53,7 +59,7 @@ func (e *Engine) LedgerInConfig() bool { return e.ledgerCfg.Store == config.Stor
 func (e *Engine) commands() render.Commands {
 	dir := e.opts.StateDir
 	if dir == "" {
-		dir = os.Getenv(ledger.StateDirEnv)
+		dir = os.Getenv(StateDirEnv)
 	}
 	c := render.Commands{StateDir: absPath(dir)}
 	if e.LedgerInConfig() {

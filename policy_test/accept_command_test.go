@@ -20,8 +20,10 @@ func acceptDetail(t *testing.T, doc []byte) string {
 // state dir relative to where they ran, or given it only by
 // MCPX_POLICY_STATE_DIR — so pasting it from another directory, in a shell
 // without MCPX_POLICY_STATE_DIR, accepts the changed definition, and the
-// next decision on it allows. So does the accept command `pins --state-dir
-// D` prints for a changed definition, D relative. The state dirs are Go's
+// next decision on it allows. So does the accept command `pins` prints for
+// a changed definition, given the state dir in the same two ways, and the
+// list command `pins accept` names when there is nothing to accept lists
+// the pin. The state dirs are Go's
 // temp dirs, whose names look random enough to be redacted anywhere else
 // in an output: the command is kept whole.
 func TestPrintedAcceptCommandRuns(t *testing.T) {
@@ -51,8 +53,8 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 	}
 	files := map[string]string{"mcpx-policy.yaml": config, "pinned.json": pinned, "changed.json": changed}
 
-	for _, how := range evalStateDirs {
-		t.Run(how.name, func(t *testing.T) {
+	for _, how := range stateDirWays {
+		t.Run("eval text, "+how.name, func(t *testing.T) {
 			t.Parallel()
 			dir := writeFiles(t, files)
 			code, _, stderr := pinAndChange(t, dir, how.env, how.flags)
@@ -116,23 +118,39 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 		})
 	}
 
-	t.Run("pins --state-dir relative", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, files)
-		if code, _, stderr := pinAndChange(t, dir, nil, []string{"--state-dir", "state dir"}); code != 2 {
-			t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
-		}
-		code, stdout, stderr := cliIn(t, dir, "pins", "--state-dir", "state dir")
-		_, accept, ok := strings.Cut(stdout, "until accepted: ")
-		accept, _, _ = strings.Cut(accept, "\n")
-		if code != 0 || !ok {
-			t.Fatalf("pins: exit %d\n%s%s", code, stdout, stderr)
-		}
-		if !strings.HasSuffix(accept, " --state-dir '"+filepath.Join(dir, "state dir")+"'") {
-			t.Errorf("pins prints %q, without its state dir made absolute", accept)
-		}
-		accepted(t, paste(t, accept))
-	})
+	for _, how := range stateDirWays {
+		t.Run("pins, "+how.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, files)
+			state := " --state-dir '" + filepath.Join(dir, "state dir") + "'"
+			if code, _, stderr := pinAndChange(t, dir, how.env, how.flags); code != 2 {
+				t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
+			}
+			code, stdout, stderr := cliEnvIn(t, dir, how.env, append([]string{"pins"}, how.flags...)...)
+			_, accept, ok := strings.Cut(stdout, "until accepted: ")
+			accept, _, _ = strings.Cut(accept, "\n")
+			if code != 0 || !ok {
+				t.Fatalf("pins: exit %d\n%s%s", code, stdout, stderr)
+			}
+			if !strings.HasSuffix(accept, state) {
+				t.Errorf("pins prints %q, without its state dir, absolute", accept)
+			}
+			accepted(t, paste(t, accept))
+
+			code, _, stderr = cliEnvIn(t, dir, how.env, append([]string{"pins", "accept", "fs", "write_file"}, how.flags...)...)
+			_, list, ok := strings.Cut(stderr, "mcpx-policy: hint: list the pins with: ")
+			list, _, _ = strings.Cut(list, "\n")
+			if code != 1 || !ok {
+				t.Fatalf("pins accept with nothing to accept: exit %d\n%s", code, stderr)
+			}
+			if want := "mcpx-policy pins" + state; list != want {
+				t.Errorf("pins accept names %q; want %q", list, want)
+			}
+			if out := paste(t, list); !strings.Contains(out, "fs\twrite_file\tpinned ") {
+				t.Errorf("the printed list command does not list the pin:\n%s", out)
+			}
+		})
+	}
 }
 
 // TestPrintedWritesCommandRuns: a LedgerUnreadable deny's message, which

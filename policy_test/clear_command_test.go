@@ -33,12 +33,14 @@ func loseWrite(t *testing.T, cfg, state string) {
 
 // paste runs a printed command as a person pastes it: in a POSIX shell,
 // from another directory, without MCPX_POLICY_* in the environment (env
-// adds to it), and returns what it printed.
+// adds to it), and returns what it printed. Its default state dir is an
+// empty one of its own, not the user's: a command that does not name the
+// state dir it should finds nothing there.
 func paste(t *testing.T, command string, env ...string) string {
 	t.Helper()
 	sh := exec.Command("sh", "-c", command)
 	sh.Dir = t.TempDir()
-	sh.Env = append(append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
+	sh.Env = append(append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_STATE_HOME="+t.TempDir()), env...)
 	out, err := sh.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the printed command %q: %v\n%s", command, err, out)
@@ -112,14 +114,15 @@ func cliEnvIn(t *testing.T, dir string, env []string, args ...string) (int, stri
 	return code, out.String(), errb.String()
 }
 
-// evalStateDirs are the ways eval is given the state dir "state dir",
-// relative to where it runs: by --state-dir, or by the environment only.
-var evalStateDirs = []struct {
+// stateDirWays are the ways a command (eval, writes, pins, approvals) is
+// given the state dir "state dir", relative to where it runs: by
+// --state-dir, or by the environment only. name ends its subtests' names.
+var stateDirWays = []struct {
 	name       string
 	env, flags []string
 }{
-	{"eval text", nil, []string{"--state-dir", "state dir"}},
-	{"eval text, state dir from the environment", []string{"MCPX_POLICY_STATE_DIR=state dir"}, nil},
+	{"--state-dir relative", nil, []string{"--state-dir", "state dir"}},
+	{"state dir from the environment", []string{"MCPX_POLICY_STATE_DIR=state dir"}, nil},
 }
 
 // serveStateDirs are the ways serve is given its state dir: by
@@ -142,7 +145,9 @@ var serveStateDirs = []struct {
 // state dir relative to where they ran, or given it only by
 // MCPX_POLICY_STATE_DIR — so pasting it from another directory, in a shell
 // without MCPX_POLICY_STATE_DIR, clears the entry. So does the clear
-// command `writes --state-dir D` prints for each entry, D relative.
+// command `writes` prints for each entry, given the state dir in the same
+// two ways, and the list command `writes clear` names when it finds no
+// such entry lists the entry.
 // The state dirs are Go's temp dirs, whose names look random enough to be
 // redacted anywhere else in an output: the command is kept whole.
 func TestPrintedClearCommandRuns(t *testing.T) {
@@ -159,8 +164,8 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		}
 	}
 
-	for _, how := range evalStateDirs {
-		t.Run(how.name, func(t *testing.T) {
+	for _, how := range stateDirWays {
+		t.Run("eval text, "+how.name, func(t *testing.T) {
 			t.Parallel()
 			dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config, "write.json": write})
 			state := filepath.Join(dir, "state dir")
@@ -211,20 +216,36 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		})
 	}
 
-	t.Run("writes --state-dir relative", func(t *testing.T) {
-		t.Parallel()
-		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
-		state := filepath.Join(dir, "state dir")
-		loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
-		code, stdout, stderr := cliIn(t, dir, "writes", "--state-dir", "state dir")
-		_, clear, ok := strings.Cut(stdout, "clear: ")
-		clear, _, _ = strings.Cut(clear, "\n")
-		if code != 0 || !ok {
-			t.Fatalf("writes: exit %d\n%s%s", code, stdout, stderr)
-		}
-		if !strings.HasSuffix(clear, " --state-dir '"+state+"'") {
-			t.Errorf("writes prints %q, without its state dir made absolute", clear)
-		}
-		cleared(t, state, paste(t, clear))
-	})
+	for _, how := range stateDirWays {
+		t.Run("writes, "+how.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": config})
+			state := filepath.Join(dir, "state dir")
+			loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
+
+			code, _, stderr := cliEnvIn(t, dir, how.env, append([]string{"writes", "clear", "fs", "--id", "nope"}, how.flags...)...)
+			_, list, ok := strings.Cut(stderr, "mcpx-policy: hint: list them with: ")
+			list, _, _ = strings.Cut(list, "\n")
+			if code != 1 || !ok {
+				t.Fatalf("writes clear of no such entry: exit %d\n%s", code, stderr)
+			}
+			if want := "mcpx-policy writes --state-dir '" + state + "'"; list != want {
+				t.Errorf("writes clear names %q; want %q", list, want)
+			}
+			if out := paste(t, list); !strings.Contains(out, "\twrite_file\t") {
+				t.Errorf("the printed list command does not list the entry:\n%s", out)
+			}
+
+			code, stdout, stderr := cliEnvIn(t, dir, how.env, append([]string{"writes"}, how.flags...)...)
+			_, clear, ok := strings.Cut(stdout, "clear: ")
+			clear, _, _ = strings.Cut(clear, "\n")
+			if code != 0 || !ok {
+				t.Fatalf("writes: exit %d\n%s%s", code, stdout, stderr)
+			}
+			if !strings.HasSuffix(clear, " --state-dir '"+state+"'") {
+				t.Errorf("writes prints %q, without its state dir, absolute", clear)
+			}
+			cleared(t, state, paste(t, clear))
+		})
+	}
 }

@@ -41,25 +41,27 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy approvals", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	stateDir := fs.String("state-dir", "", "state directory holding approvals.json")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return approveUsageErr(stdout, stderr, err)
 	}
 	switch {
 	case fs.NArg() > 0:
 		return approveUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	case *format != "text" && *format != "json":
-		return approveUsageErr(stdout, stderr, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case format.check() != nil:
+		return approveUsageErr(stdout, stderr, format.check())
 	}
 	store, err := mcpxpolicy.OpenApprovals(*stateDir)
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	// the commands it prints name the state dir as printedStateDir does
+	printed := printedStateDir(*stateDir)
 	list, err := store.List()
 	if err != nil {
-		return approvalFail(stderr, store, *stateDir, err)
+		return approvalFail(stderr, store, printed, err)
 	}
-	if *format == "json" {
+	if format.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -85,9 +87,9 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, indent(r.Prompt.Text()))
 		switch r.State {
 		case mcpxpolicy.ApprovalPending:
-			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, *stateDir), declineCommand(r, *stateDir))
+			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, printed), declineCommand(r, printed))
 		case mcpxpolicy.ApprovalApproved:
-			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, *stateDir))
+			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, printed))
 		}
 	}
 	return 0
@@ -127,7 +129,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		r, err = store.Approve(id, strings.ToLower(strings.TrimSpace(*sum)))
 	}
 	if err != nil {
-		return approvalFail(stderr, store, *stateDir, err)
+		return approvalFail(stderr, store, printedStateDir(*stateDir), err)
 	}
 	if *decline {
 		fmt.Fprintf(stdout, "declined approval %s: %s.%s (sha256 %s) will not run with it\n", r.ID, r.Server, r.Tool, r.SHA256)
@@ -138,7 +140,8 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// approvalFail reports an error of the approval store with what to do.
+// approvalFail reports an error of the approval store with what to do;
+// stateDir is the one the commands it names carry (printedStateDir).
 func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
 	list := "mcpx-policy approvals" + stateDirFlag(stateDir)
 	var ue *mcpxpolicy.ApprovalsUnreadableError
@@ -157,20 +160,14 @@ func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string
 	return fail(stderr, err, "approval store: "+store.Path())
 }
 
-// approveCommand is the exact command that approves r, runnable as printed.
+// approveCommand is the exact command that approves r, runnable as printed
+// with stateDir from printedStateDir.
 func approveCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
 	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
 }
 
 func declineCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
 	return "mcpx-policy approve " + r.ID + " --decline" + stateDirFlag(stateDir)
-}
-
-func stateDirFlag(stateDir string) string {
-	if stateDir == "" {
-		return ""
-	}
-	return " --state-dir " + writesQuote(stateDir)
 }
 
 func indent(text string) string {
@@ -215,7 +212,7 @@ type held struct {
 	req      *mcpxpolicy.ApprovalRequest
 	err      error
 	path     string
-	stateDir string
+	stateDir string // the state dir the commands name (printedStateDir)
 	again    string // the eval command that decides the call with the approval
 }
 
@@ -238,19 +235,20 @@ func (h *held) text() string {
 	r := *h.req
 	return fmt.Sprintf("approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
 		r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
-		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(h.path))
+		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(absPath(h.path)))
 }
 
 // evalAgain is the eval command line, up to --approval, that decides a
-// call as this one did: its config, catalog, state dir and surface flags.
+// call as this one did: its config, catalog, state dir (printedStateDir's)
+// and surface flags, the files absolute.
 func evalAgain(configs []string, catalog, stateDir, surface string) string {
 	var b strings.Builder
 	b.WriteString("mcpx-policy eval")
 	for _, c := range configs {
-		b.WriteString(" --config " + writesQuote(c))
+		b.WriteString(" --config " + writesQuote(absPath(c)))
 	}
 	if catalog != "" {
-		b.WriteString(" --catalog " + writesQuote(catalog))
+		b.WriteString(" --catalog " + writesQuote(absPath(catalog)))
 	}
 	b.WriteString(stateDirFlag(stateDir))
 	if surface != "" {

@@ -45,7 +45,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&olds, "old", "a file of the old config (repeatable, layered in order)")
 	fs.Var(&news, "new", "a file of the new config (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file: compare every tool of it")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return usageError2(stdout, stderr, diffUsage, err)
@@ -60,15 +60,15 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(olds) == 0 || len(news) == 0:
 		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("diff needs an old and a new config"))
-	case *format != "text" && *format != "json":
-		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case format.check() != nil:
+		return usageError2(stdout, stderr, diffUsage, format.check())
 	}
 	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.DiffOptions{Old: olds, New: news, Catalog: *catalog})
 	if err != nil {
 		fail(stderr, err, "run 'mcpx-policy check --config …' on that config to see every problem")
 		return 2
 	}
-	if *format == "json" {
+	if format.json() {
 		b, err := d.JSON()
 		if err != nil {
 			fail(stderr, err, "")

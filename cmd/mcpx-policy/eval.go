@@ -61,7 +61,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	catalog := fs.String("catalog", "", "tool catalog file")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	surface := fs.String("surface", "", "surface to render for: daemon, mcp or cli (default: the call's, else cli)")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalID := fs.String("approval", "", "decide the one call with this approval request")
 	approvalTTL := approvalTTLFlag(fs)
@@ -73,8 +73,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("eval needs --config"))
 	case fs.NArg() == 0:
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("eval needs at least one CALL.json"))
-	case *format != "text" && *format != "json":
-		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case format.check() != nil:
+		return usageError(stdout, stderr, evalUsage, format.check())
 	case *surface != "" && !mcpxpolicy.KnownSurface(*surface):
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --surface %q (want daemon, mcp or cli)", *surface))
 	case *decideTimeout <= 0:
@@ -94,6 +94,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
+	// the commands printed for an ask name this eval's files and state
+	// dir, so that they run as printed from any directory
+	printed := printedStateDir(*stateDir)
+	again := evalAgain(configs, *catalog, printed, *surface)
 	worst, failed := mcpxpolicy.Allow, false
 	for _, path := range fs.Args() {
 		call, approval, err := readCall(eng, path, *approvalID)
@@ -109,11 +113,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 			}
 			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 			failed = true
-			if *format == "json" {
+			if format.json() {
 				// One decision document per call, the unreadable ones
 				// too: an InvalidInput deny, as serve answers.
 				d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
-				if err := printDecision(stdout, stderr, *format, path, call, d, nil); err != nil {
+				if err := printDecision(stdout, stderr, format.json(), path, call, d, nil); err != nil {
 					fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 				}
 			}
@@ -128,7 +132,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		}
 		var hold *held
 		if d.Outcome == mcpxpolicy.Ask {
-			hold = putOnHold(eng, call, d, path, *stateDir, evalAgain(configs, *catalog, *stateDir, *surface))
+			hold = putOnHold(eng, call, d, path, printed, again)
 		}
 		if d.Outcome.Severity() > worst.Severity() {
 			worst = d.Outcome
@@ -136,7 +140,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		if d.First().Code == mcpxpolicy.InvalidInput {
 			failed = true // a malformed call is an input error: exit 1
 		}
-		if err := printDecision(stdout, stderr, *format, path, call, d, hold); err != nil {
+		if err := printDecision(stdout, stderr, format.json(), path, call, d, hold); err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 			failed = true
 		}
@@ -176,13 +180,13 @@ func readCall(eng *mcpxpolicy.Engine, path, flag string) (call mcpxpolicy.Call, 
 	return call, approval, nil
 }
 
-// printDecision prints one decision: in json, the decision document
-// (redacted, as the rendering is) with "rendered" (and, for an ask,
-// "approval" or "approval_error") on one line of stdout; in text, the CLI
+// printDecision prints one decision: asJSON (--format json), the decision
+// document (redacted, as the rendering is) with "rendered" (and, for an
+// ask, "approval" or "approval_error") on one line of stdout; else the CLI
 // rendering on stderr, followed for an ask by its approval request and the
 // commands that answer and use it.
-func printDecision(stdout, stderr io.Writer, format, path string, call mcpxpolicy.Call, d mcpxpolicy.Decision, hold *held) error {
-	if format == "json" {
+func printDecision(stdout, stderr io.Writer, asJSON bool, path string, call mcpxpolicy.Call, d mcpxpolicy.Decision, hold *held) error {
+	if asJSON {
 		var req *mcpxpolicy.ApprovalRequest
 		var holdErr error
 		if hold != nil {

@@ -42,15 +42,15 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy pins", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	stateDir := fs.String("state-dir", "", "state directory holding pins.json")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, pinsUsage, err)
 	}
 	switch {
 	case fs.NArg() > 0:
 		return usageError(stdout, stderr, pinsUsage, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	case *format != "text" && *format != "json":
-		return usageError(stdout, stderr, pinsUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case format.check() != nil:
+		return usageError(stdout, stderr, pinsUsage, format.check())
 	}
 	ps, err := mcpxpolicy.OpenPins(*stateDir)
 	if err != nil {
@@ -60,7 +60,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return pinsFail(stderr, err)
 	}
-	if *format == "json" {
+	if format.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(map[string]any{"pins": list}); err != nil {
@@ -72,7 +72,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "no pinned tool definitions")
 		return 0
 	}
-	cmds := mcpxpolicy.Commands{StateDir: absPath(*stateDir)}
+	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
 	changed := 0
 	for _, p := range list {
 		how := "trusted on first use"
@@ -112,7 +112,7 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	cmds := mcpxpolicy.Commands{StateDir: *stateDir}
+	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
 	p, err := ps.Accept(server, tool, *sum)
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrPinNotFound):

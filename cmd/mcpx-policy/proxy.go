@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -244,24 +243,11 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 // the state dir it was given — by --state-dir or MCPX_POLICY_STATE_DIR —
 // as absolute paths, so that they run as printed from any directory.
 func commandsFor(configs []string, stateDir string) mcpxpolicy.Commands {
-	if stateDir == "" {
-		stateDir = os.Getenv("MCPX_POLICY_STATE_DIR")
-	}
-	c := mcpxpolicy.Commands{StateDir: absPath(stateDir)}
+	c := mcpxpolicy.Commands{StateDir: printedStateDir(stateDir)}
 	for _, f := range configs {
 		c.Configs = append(c.Configs, absPath(f))
 	}
 	return c
-}
-
-func absPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }
 
 func configuredList(servers []string) string {

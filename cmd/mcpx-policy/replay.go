@@ -80,7 +80,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	fs.Var(&against, "against", "the config to compare with (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file (for call files that name their tool)")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	decideTimeout := decideTimeoutFlag(fs)
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -91,8 +91,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("replay needs --config"))
 	case len(paths) == 0:
 		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("replay needs recorded calls: files or a record directory"))
-	case *format != "text" && *format != "json":
-		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("unknown --format %q (want text or json)", *format))
+	case format.check() != nil:
+		return usageError2(stdout, stderr, replayUsage, format.check())
 	case *decideTimeout <= 0:
 		return usageError2(stdout, stderr, replayUsage, errDecideTimeout)
 	}
@@ -147,7 +147,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		case r.Changed:
 			changed++
 		}
-		if *format == "json" {
+		if format.json() {
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
 			enc.SetEscapeHTML(false)
@@ -162,7 +162,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, r.text())
 		}
 	}
-	if *format == "text" {
+	if !format.json() {
 		what := "its recorded decision"
 		if other != nil {
 			what = "--config and --against"

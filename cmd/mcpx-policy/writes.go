@@ -41,15 +41,15 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file whose ledger section names the ledger (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
-	format := fs.String("format", "text", "output format: text or json")
+	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return writesUsageErr(stdout, stderr, err)
 	}
 	if fs.NArg() > 0 {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	if *format != "text" && *format != "json" {
-		return writesUsageErr(stdout, stderr, fmt.Errorf("unknown format %q (want text or json)", *format))
+	if err := format.check(); err != nil {
+		return writesUsageErr(stdout, stderr, err)
 	}
 	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
 	if err != nil {
@@ -60,7 +60,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return writesLedgerFail(stderr, l, err)
 	}
-	if *format == "json" {
+	if format.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(st); err != nil {
@@ -68,15 +68,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	// the clear commands name the ledger as this one was given, absolute,
-	// so that they run as printed from any directory
-	extra := ""
-	for _, c := range configs {
-		extra += " --config " + writesQuote(absPath(c))
-	}
-	if *stateDir != "" {
-		extra += " --state-dir " + writesQuote(absPath(*stateDir))
-	}
+	extra := ledgerFlags(configs, *stateDir)
 	if len(st.Entries) == 0 {
 		fmt.Fprintln(stdout, "no unknown-outcome writes")
 	}
@@ -118,7 +110,7 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	cleared, err := l.Clear(server, *id, *reason)
 	if errors.Is(err, mcpxpolicy.ErrWriteNotFound) {
 		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
-			"list them with: mcpx-policy writes")
+			"list them with: mcpx-policy writes"+ledgerFlags(configs, *stateDir))
 	}
 	if err != nil {
 		return writesLedgerFail(stderr, l, err)
@@ -132,6 +124,18 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d write(s) cleared; writes to %s are no longer blocked by the ledger\n", len(cleared), server)
 	return 0
+}
+
+// ledgerFlags is the --config and --state-dir flags of the commands writes
+// prints (clear, list), naming the ledger as this one was given, absolute,
+// and the state dir MCPX_POLICY_STATE_DIR chose (printedStateDir), so that
+// they run as printed from any directory and in another shell.
+func ledgerFlags(configs []string, stateDir string) string {
+	s := ""
+	for _, c := range configs {
+		s += " --config " + writesQuote(absPath(c))
+	}
+	return s + stateDirFlag(printedStateDir(stateDir))
 }
 
 func writesLedgerFail(stderr io.Writer, l *mcpxpolicy.Writes, err error) int {

@@ -118,7 +118,7 @@ func TestWritesErrors(t *testing.T) {
 		{"no server", []string{"clear", "--state-dir", dir}, "writes clear needs a SERVER", "usage"},
 		{"two servers", []string{"clear", "fs", "git", "--state-dir", dir}, `unexpected argument "git"`, "usage"},
 		{"bad id", []string{"clear", "fs", "--id", "nope", "--state-dir", dir}, "server fs has no unknown-outcome write with id nope", "mcpx-policy writes"},
-		{"bad format", []string{"--format", "yaml", "--state-dir", dir}, `unknown format "yaml"`, "usage"},
+		{"bad format", []string{"--format", "yaml", "--state-dir", dir}, `unknown --format "yaml"`, "usage"},
 		{"bad flag", []string{"--nope"}, "flag provided but not defined", "usage"},
 		{"stray arg", []string{"list", "--state-dir", dir}, `unexpected argument "list"`, "usage"},
 	} {
