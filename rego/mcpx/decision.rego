@@ -126,7 +126,7 @@ _uncommon := {
 	# costs a lookup, measured in allocations per decision)
 	d := _planned # regal ignore:pointless-reassignment
 	predicates.well_formed
-	_pin_passes(pin.mode)
+	_pin_passes(pin.mode_of(input.server)) # pin.mode, without building req.doc
 
 	# regal ignore:superfluous-object-get
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
