@@ -65,11 +65,12 @@ problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) 
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
 # _unvouched are the matched packages the rules predicate does not vouch
-# for (lib.predicates.package_accepts: all its targets valid, so no
-# violation): only these are evaluated.
+# for (lib.predicates.accepting_packages: all their targets valid, so no
+# violation): only these are evaluated. (One set asked once, not a
+# function call per package.)
 _unvouched contains pkg if {
 	some pkg, _ in call.facts.packages
-	not predicates.package_accepts(pkg)
+	not pkg in predicates.accepting_packages
 }
 
 _violations[id] := vs if {
