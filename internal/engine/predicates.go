@@ -60,6 +60,8 @@ common_case if {
 
 package_accepts(pkg) if _vouched[pkg]
 
+accepting_packages := _vouched
+
 _vouched := mcpx_engine.vouched(input, _facts)
 
 plain_text(s) if mcpx_engine.plain_text(s)

@@ -32,7 +32,7 @@ import (
 
 // harness asks every engine-only predicate of lib.predicates on the input:
 // the rules as booleans, package_accepts for each of the tool's matched
-// packages, plain_text for every string and key of the input, plain_value
+// packages and accepting_packages (their set), plain_text for every string and key of the input, plain_value
 // for every value of the arguments under its key. Evaluated on the engine
 // (the predicates answered in Go) and on the same policy as stock OPA
 // evaluates a bundle (the predicates in Rego).
@@ -47,6 +47,7 @@ answers := {
 	"rules_accept": rules_accept,
 	"common_case": common_case,
 	"package_accepts": package_accepts,
+	"accepting_packages": {pkg | some pkg in predicates.accepting_packages},
 	"plain_text": plain_text,
 	"plain_value": plain_value,
 }
@@ -171,7 +172,7 @@ func (c *checker) check(t testing.TB, what string, in ast.Value, call *decision.
 			}
 		}
 	}
-	for _, name := range []string{"package_accepts", "plain_text", "plain_value"} {
+	for _, name := range []string{"package_accepts", "accepting_packages", "plain_text", "plain_value"} {
 		gs, rs := g[name].([]any), r[name].([]any)
 		have := map[string]bool{}
 		for _, x := range rs {

@@ -60,11 +60,11 @@ decision := common_decision if {
 # METADATA
 # title: common_decision
 # description: |
-#   The decision of a call in the common case, in one body; undefined for
-#   any other call. It reads the call's names, mode, annotations, pin,
-#   ledger and hash, and asks lib.predicates.common_case about the
-#   arguments, so the embedded engine can ask it before it converts the
-#   arguments.
+#   The decision of a call in the common case, in one body, or of a call
+#   to a hidden tool; undefined for any other call. It reads the call's
+#   names, mode, annotations, pin, ledger and hash, and asks
+#   lib.predicates about the arguments, so the embedded engine can ask it
+#   before it converts the arguments.
 common_decision := object.union(p.document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
 	is_string(input.server) # the facts take names only
 	is_string(input.tool.name)
@@ -80,6 +80,15 @@ common_decision := object.union(p.document, {"call": {"server": input.server, "t
 
 	# regal ignore:superfluous-object-get
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+} else := object.union(p.document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+	# a hidden tool: its planned document (lib.plan.hidden_common), when
+	# the input is well formed and its pin passes (then the pin step has no
+	# problem); nothing else is evaluated or reported
+	is_string(input.server)
+	is_string(input.tool.name)
+	p := plan.hidden_common(input.server, input.tool.name)
+	_pin_passes(p.pin_mode)
+	predicates.well_formed
 }
 
 # _pin_passes holds when the pin step finds nothing and has no problem:
@@ -126,7 +135,7 @@ _uncommon := {
 	# costs a lookup, measured in allocations per decision)
 	d := _planned # regal ignore:pointless-reassignment
 	predicates.well_formed
-	_pin_passes(pin.mode)
+	_pin_passes(pin.mode_of(input.server)) # pin.mode, without building req.doc
 
 	# regal ignore:superfluous-object-get
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}

@@ -393,3 +393,23 @@ _reference(doc, cfg) := d if {
 } else := d if {
 	d := mcpx._full with input as doc with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
 }
+
+# A hidden tool is decided by the common query (common_decision), with its
+# pin passing, and its document is the full order's (shadow mode applied):
+# the planned-path tests above compare the whole decision.
+test_hidden_tool_is_decided_by_the_common_query if {
+	doc := testdata.call("git", {"name": "shutdown"}, {})
+	d := mcpx.common_decision with input as doc with data.mcpx.config as testdata.config
+	_same(d, _full(doc))
+	every i in [0, 1, 3, 4] {
+		_hidden_common_holds(object.union(doc, {"tool": {"name": "shutdown", "pin": _pins[0]}}), _variant_configs[i])
+	}
+	not _common_with(object.union(doc, {"tool": {"name": "shutdown", "pin": _pins[2]}}), _variant_configs[1])
+	not _common_with(doc, _variant_configs[2])
+}
+
+_hidden_common_holds(doc, cfg) if _same(_common_with(doc, cfg), _reference(doc, cfg))
+
+_common_with(doc, cfg) := d if {
+	d := mcpx.common_decision with input as doc with data.mcpx.config as cfg
+}

@@ -37,6 +37,23 @@ common(server, name, mode, read_only_hint, destructive_hint) := {"document": doc
 	doc := _shadowed(server, d)
 }
 
+# METADATA
+# title: hidden_common
+# description: |
+#   What the decision's common query reads for a call to a hidden tool
+#   name on server: hidden_document in shadow mode's form when the server
+#   is in it (lib.shadow; HiddenTool binds, so it stays a deny), and the
+#   server's pinTools mode. Undefined when hidden_document is, and when the
+#   pinTools mode is one the pin step does not know (a PolicyError).
+# custom:
+#   memo: true
+hidden_common(server, name) := {"document": doc, "pin_mode": m} if {
+	d := hidden_document(server, name)
+	m := pin.mode_of(server)
+	config.vocab.pinTools[m]
+	doc := _shadowed(server, d)
+}
+
 _shadowed(server, d) := shadow.document(d) if shadow.on(server)
 
 else := d

@@ -14,6 +14,7 @@
 #   stock OPA and opa test use this module as written.
 package mcpx.lib.predicates
 
+import data.mcpx.lib.call
 import data.mcpx.lib.req
 import data.mcpx.lib.text
 import data.mcpx.steps.rules
@@ -68,6 +69,11 @@ package_accepts(pkg) if {
 		count(vs) == 0
 	}
 }
+
+# accepting_packages are the call's matched generated packages for which
+# package_accepts holds, as one set (the argument-rules step evaluates the
+# others).
+accepting_packages := {pkg | some pkg, _ in call.facts.packages; package_accepts(pkg)}
 
 # plain_text holds when s has no secret-shaped part to look for: the secret
 # table is loaded and nothing in it matches s (lib.text._suspect does not

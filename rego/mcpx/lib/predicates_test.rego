@@ -44,3 +44,17 @@ test_predicates if {
 _value(rule, x) if _holds(rule, x)
 
 else := false
+
+# accepting_packages holds the matched packages that accept their targets:
+# the one a denied path breaks is left out, one with no target is in.
+test_accepting_packages if {
+	ok := predicates.accepting_packages with input as testdata.call("git", testdata.git_push, {"force": false})
+		with data.mcpx.config as testdata.config
+	ok == {"test_const_false"}
+	bad := predicates.accepting_packages with input as testdata.call("git", testdata.git_push, {"force": true})
+		with data.mcpx.config as testdata.config
+	bad == set()
+	none := predicates.accepting_packages with input as testdata.call("git", testdata.git_push, {})
+		with data.mcpx.config as testdata.config
+	none == {"test_const_false"}
+}

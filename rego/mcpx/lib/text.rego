@@ -415,10 +415,18 @@ list(names, n) := sprintf("%s and %d more", [
 	count(names) - n,
 ]) if count(names) > n
 
-# nearest returns the candidate most like key, or "" when none is at least
-# half alike. Likeness is the Dice coefficient over character bigrams of the
-# lowercased, space-padded names, raised to 0.9 for an anagram (a swapped
-# pair of letters, "tial" for "tail"). Ties go to the first in sort order.
+# METADATA
+# description: |
+#   nearest returns the candidate most like key, or "" when none is at
+#   least half alike. Likeness is the Dice coefficient over character
+#   bigrams of the lowercased, space-padded names, raised to 0.9 for an
+#   anagram (a swapped pair of letters, "tial" for "tail"). Ties go to the
+#   first in sort order. A pure function of its arguments (a caller's key
+#   and a schema's declared names), so the embedded engine keeps its answer
+#   per key and name list (custom memo, ADR 0005; bounded by the memo's
+#   size): an agent that repeats a wrong key is answered from the memo.
+# custom:
+#   memo: true
 nearest(key, candidates) := best if {
 	k := _shape(key)
 	scored := [[0 - l, c] |

@@ -65,11 +65,12 @@ problems := ({sprintf("argument rule %s has no compiled package %s", [id, pkg]) 
 }) | {"argument rules reported violations that did not become reasons" | count(_violations) != count(deny)}
 
 # _unvouched are the matched packages the rules predicate does not vouch
-# for (lib.predicates.package_accepts: all its targets valid, so no
-# violation): only these are evaluated.
+# for (lib.predicates.accepting_packages: all their targets valid, so no
+# violation): only these are evaluated. (One set asked once, not a
+# function call per package.)
 _unvouched contains pkg if {
 	some pkg, _ in call.facts.packages
-	not predicates.package_accepts(pkg)
+	not pkg in predicates.accepting_packages
 }
 
 _violations[id] := vs if {
@@ -89,13 +90,14 @@ _violations[r.id] := [{"path": r.pointer, "value": null, "constraint": "required
 deny contains {
 	"code": c.code,
 	"step": c.step,
-	"message": sprintf("%s: %s (rule %s, %s)", [call.label, concat("; ", [_phrase(v) | some v in vs]), id, ref.origin]),
+	"message": sprintf("%s: %s (rule %s, %s)", [call.label, concat("; ", [r.phrase | some r in rendered]), id, ref.origin]),
 	"violations": vs,
 } if {
 	c := codes.ArgumentRuleViolation # one read of the data, not two
 	some id, raw in _violations
 	ref := _rule_ref(id)
-	vs := [_violation(_normal(v), ref) | some v in raw]
+	rendered := [_render(_normal(v), id) | some v in raw]
+	vs := [r.violation | some r in rendered]
 }
 
 # METADATA
@@ -117,6 +119,49 @@ _normal(v) := object.union(
 ) if is_object(v)
 
 else := {"path": "", "value": v, "constraint": "unknown", "expected": null}
+
+# _render is _violation(v, _rule_ref(id)) and its _phrase, from the
+# violation's template (everything but its value: a function of the config
+# and the rule's schema alone, which the embedded engine keeps per rule and
+# schema location) and its value, redacted and cut as _violation does
+# (test_rendered_violations_equal_the_steps).
+_render(v, id) := {
+	"violation": object.union(t.violation, {"value": value}),
+	"phrase": sprintf("%s %s %s", [t.where, _value_text(value), t.constraint]),
+} if {
+	t := _template(id, v.path, v.constraint, v.expected, object.filter(v, {"detail"}))
+	not t.silent
+	value := text.show(t.key, v.value)
+} else := {
+	"violation": object.union(t.violation, {"value": text.show(t.key, v.value)}),
+	"phrase": sprintf("%s %s", [t.where, t.constraint]),
+} if {
+	t := _template(id, v.path, v.constraint, v.expected, object.filter(v, {"detail"}))
+}
+
+# METADATA
+# description: |
+#   A violation's template: what _violation and _phrase make of a
+#   normalized violation of rule id at path, less its value (detail is the
+#   violation's "detail" field as an object, {} when it has none). A pure
+#   function of the config and of what the rule's schema reports, so the
+#   embedded engine keeps it (custom memo, ADR 0005); a stock OPA computes
+#   it once per violation.
+# custom:
+#   memo: true
+_template(id, path, constraint, expected, detail) := {
+	"violation": v,
+	"key": _last_key(path),
+	"silent": _silent(constraint),
+	"where": _where(v.path),
+	"constraint": _constraint(v),
+} if {
+	v := _violation(object.union({"path": path, "value": null, "constraint": constraint, "expected": expected}, detail), _rule_ref(id))
+}
+
+_silent(c) if _silent_value(c)
+
+else := false
 
 # _violation is a violation as it may be echoed: the value redacted, then
 # cut (text.show, judged by the key it sits under); secret-shaped keys in

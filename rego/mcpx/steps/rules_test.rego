@@ -171,3 +171,34 @@ test_rule_without_paths_is_a_problem if {
 	p := rules.problems with input as testdata.call("git", testdata.git_push, {"force": true}) with data.mcpx.config as cfg
 	p == {"argument rule no-force-push is not in data.mcpx.config.rules with its compiled package, pointer and paths"}
 }
+
+# Every violation the step renders from its template is what _violation and
+# _phrase make of it: the phrase cases, the redaction cases above (secret
+# values, keys, details and expected values, long values, escaped paths),
+# malformed violations, for two rules.
+_render_cases := array.concat([c.v | some c in _phrase_cases], [
+	{"path": "/headers/ghp_abcdefghijklmnopqrstuvwxyz0123456789", "value": "x", "constraint": "false", "expected": false},
+	{"path": "/a~1b/0", "value": 1, "constraint": "maximum", "expected": 0},
+	{"path": "/content", "value": concat(" ", [concat("", ["x" | some _ in numbers.range(1, 109)]), "AKIAIOSFODNN7EXAMPLE"]), "constraint": "maxLength", "expected": 10},
+	{"path": "/token", "value": "plain", "constraint": "pattern", "expected": "^x$"},
+	{"path": "/cmd", "value": "x", "constraint": "anyOf", "expected": {"const": "mysql -u root -pHunter2pass"}, "detail": `branch 0: const at ["cmd","ghp_abcdefghijklmnopqrstuvwxyz0123456789"]`},
+	{"path": "/d", "value": {"password": "p", "n": [1, 2]}, "constraint": "maxProperties", "expected": 1, "detail": 7},
+	{"path": "", "value": null, "constraint": "required", "expected": true},
+	{"path": "/p", "value": [{"k": "v"}], "constraint": "contains", "expected": null},
+	"not an object",
+	{"path": "/only"},
+])
+
+test_rendered_violations_equal_the_steps if {
+	every id in ["fs-writes-in-workspace", "no-force-push"] {
+		every raw in _render_cases {
+			_renders_as_the_steps(raw, id) with data.mcpx.config as testdata.config
+		}
+	}
+}
+
+_renders_as_the_steps(raw, id) if {
+	v := rules._normal(raw)
+	want := rules._violation(v, rules._rule_ref(id))
+	rules._render(v, id) == {"violation": want, "phrase": rules._phrase(want)}
+}

@@ -237,6 +237,15 @@ _where(parent) := "arguments" if parent == ""
 
 else := sprintf("keys in %s", [text.redact_pointer(parent)])
 
-_valid_text(parent) := "none" if count(valid(parent)) == 0
+_valid_text(parent) := _names_text(valid(parent))
 
-else := concat(", ", [json.marshal(k) | some k in valid(parent)])
+# METADATA
+# description: |
+#   A list of declared names as a message shows it: a function of the
+#   tool's inputSchema alone, so the embedded engine keeps it per list
+#   (custom memo, ADR 0005).
+# custom:
+#   memo: true
+_names_text(names) := "none" if count(names) == 0
+
+else := concat(", ", [json.marshal(k) | some k in names])
