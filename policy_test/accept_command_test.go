@@ -58,8 +58,7 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 			t.Parallel()
 			dir := writeFiles(t, files)
 			code, _, stderr := pinAndChange(t, dir, how.env, how.flags)
-			_, accept, ok := strings.Cut(stderr, "    accept with: ")
-			accept, _, _ = strings.Cut(accept, "\n")
+			accept, ok := lineAfter(stderr, "    accept with: ")
 			if code != 2 || !ok {
 				t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
 			}
@@ -127,8 +126,7 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 				t.Fatalf("eval of a changed definition: exit %d\n%s", code, stderr)
 			}
 			code, stdout, stderr := cliEnvIn(t, dir, how.env, append([]string{"pins"}, how.flags...)...)
-			_, accept, ok := strings.Cut(stdout, "until accepted: ")
-			accept, _, _ = strings.Cut(accept, "\n")
+			accept, ok := lineAfter(stdout, "until accepted: ")
 			if code != 0 || !ok {
 				t.Fatalf("pins: exit %d\n%s%s", code, stdout, stderr)
 			}
@@ -138,8 +136,7 @@ func TestPrintedAcceptCommandRuns(t *testing.T) {
 			accepted(t, paste(t, accept))
 
 			code, _, stderr = cliEnvIn(t, dir, how.env, append([]string{"pins", "accept", "fs", "write_file"}, how.flags...)...)
-			_, list, ok := strings.Cut(stderr, "mcpx-policy: hint: list the pins with: ")
-			list, _, _ = strings.Cut(list, "\n")
+			list, ok := lineAfter(stderr, "mcpx-policy: hint: list the pins with: ")
 			if code != 1 || !ok {
 				t.Fatalf("pins accept with nothing to accept: exit %d\n%s", code, stderr)
 			}
@@ -208,8 +205,7 @@ func TestPrintedWritesCommandRuns(t *testing.T) {
 			return stdout, stderr
 		}
 		_, stderr := run("write.json")
-		_, writes, ok := strings.Cut(stderr, "    see why with: ")
-		writes, _, _ = strings.Cut(writes, "\n")
+		writes, ok := lineAfter(stderr, "    see why with: ")
 		if want := "mcpx-policy writes --state-dir '" + state + "'"; !ok || writes != want {
 			t.Fatalf("eval prints %q; want %q\n%s", writes, want, stderr)
 		}

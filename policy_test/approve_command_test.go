@@ -27,8 +27,7 @@ func TestPrintedApproveCommandRuns(t *testing.T) {
 		args := append(append([]string{"eval", "--config", "mcpx-policy.yaml"}, flags...), "call.json")
 		code, _, stderr := cliEnvIn(t, dir, env, args...)
 		line := func(lead string) string {
-			_, c, ok := strings.Cut(stderr, "\n"+lead)
-			c, _, _ = strings.Cut(c, "\n")
+			c, ok := lineAfter(stderr, "\n"+lead)
 			if code != 3 || !ok {
 				t.Fatalf("eval of an ask: exit %d, no %q line\n%s", code, lead, stderr)
 			}
@@ -66,8 +65,7 @@ func TestPrintedApproveCommandRuns(t *testing.T) {
 				t.Errorf("approvals (exit %d) does not list\n%s\n%s%s", code, want, stdout, stderr)
 			}
 			code, _, stderr = cliEnvIn(t, dir, how.env, append([]string{"approve", "0123456789abcdef0123456789abcdef", "--decline"}, how.flags...)...)
-			_, list, ok := strings.Cut(stderr, "mcpx-policy: hint: list the waiting requests with: ")
-			list, _, _ = strings.Cut(list, "\n")
+			list, ok := lineAfter(stderr, "mcpx-policy: hint: list the waiting requests with: ")
 			if code != 1 || !ok {
 				t.Fatalf("approve of no such request: exit %d\n%s", code, stderr)
 			}

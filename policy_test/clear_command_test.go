@@ -172,8 +172,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
 			args := append(append([]string{"eval", "--config", "mcpx-policy.yaml"}, how.flags...), "write.json")
 			code, _, stderr := cliEnvIn(t, dir, how.env, args...)
-			_, clear, ok := strings.Cut(stderr, "    clear with: ")
-			clear, _, _ = strings.Cut(clear, "\n")
+			clear, ok := lineAfter(stderr, "    clear with: ")
 			if code != 2 || !ok {
 				t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
 			}
@@ -224,8 +223,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			loseWrite(t, filepath.Join(dir, "mcpx-policy.yaml"), state)
 
 			code, _, stderr := cliEnvIn(t, dir, how.env, append([]string{"writes", "clear", "fs", "--id", "nope"}, how.flags...)...)
-			_, list, ok := strings.Cut(stderr, "mcpx-policy: hint: list them with: ")
-			list, _, _ = strings.Cut(list, "\n")
+			list, ok := lineAfter(stderr, "mcpx-policy: hint: list them with: ")
 			if code != 1 || !ok {
 				t.Fatalf("writes clear of no such entry: exit %d\n%s", code, stderr)
 			}
@@ -237,8 +235,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			}
 
 			code, stdout, stderr := cliEnvIn(t, dir, how.env, append([]string{"writes"}, how.flags...)...)
-			_, clear, ok := strings.Cut(stdout, "clear: ")
-			clear, _, _ = strings.Cut(clear, "\n")
+			clear, ok := lineAfter(stdout, "clear: ")
 			if code != 0 || !ok {
 				t.Fatalf("writes: exit %d\n%s%s", code, stdout, stderr)
 			}
@@ -248,4 +245,12 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			cleared(t, state, paste(t, clear))
 		})
 	}
+}
+
+// lineAfter is the rest of the line of out that follows prefix (a printed
+// command after its label), and whether prefix is there.
+func lineAfter(out, prefix string) (string, bool) {
+	_, rest, ok := strings.Cut(out, prefix)
+	line, _, _ := strings.Cut(rest, "\n")
+	return line, ok
 }
