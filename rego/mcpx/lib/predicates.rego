@@ -72,7 +72,8 @@ package_accepts(pkg) if {
 
 # accepting_packages are the call's matched generated packages for which
 # package_accepts holds, as one set (the argument-rules step evaluates the
-# others).
+# others). A complete rule, as the engine's form of it is (ADR 0010).
+# regal ignore:prefer-set-or-object-rule
 accepting_packages := {pkg | some pkg, _ in call.facts.packages; package_accepts(pkg)}
 
 # plain_text holds when s has no secret-shaped part to look for: the secret
