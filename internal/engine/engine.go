@@ -403,7 +403,7 @@ type Pin struct {
 // evaluation fails the decision is a PolicyError deny and the error is
 // returned as well (fail closed).
 func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
-	schema := newToolSchema(call.Tool.InputSchema)
+	schema := e.schemas.tool(call.Tool.InputSchema)
 	digest := digestCall(call)
 	var key cacheKey
 	cacheable := false

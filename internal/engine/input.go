@@ -216,12 +216,19 @@ func keyTerm(k string) *ast.Term {
 type schemaCache struct {
 	mu     sync.RWMutex
 	values map[cacheKey]ast.Value
+	// digests are the schemas digested, by shapeHash (schemadigest.go);
+	// kept counts them (at most SchemaCacheSize)
+	digests map[uint64][]schemaDigest
+	kept    int
 }
 
-// SchemaCacheSize bounds the inputSchemas an Engine keeps converted.
+// SchemaCacheSize bounds the inputSchemas an Engine keeps converted, and
+// those it keeps digested.
 const SchemaCacheSize = 4096
 
-func newSchemaCache() *schemaCache { return &schemaCache{values: map[cacheKey]ast.Value{}} }
+func newSchemaCache() *schemaCache {
+	return &schemaCache{values: map[cacheKey]ast.Value{}, digests: map[uint64][]schemaDigest{}}
+}
 
 func (c *schemaCache) value(schema toolSchema) (ast.Value, error) {
 	if c == nil || !schema.ok {
