@@ -51,10 +51,11 @@ type Policy struct {
 type Engine struct {
 	query rego.PreparedEvalQuery
 	// common and uncommon are the decision's two halves (data.mcpx.
-	// common_decision and uncommon_decision), prepared when the engine
-	// answers the predicates and no operator override could read the
-	// arguments: the common half is asked first on an input without the
-	// arguments, which are converted only when it is undefined (lite).
+	// common_document, which is common_decision less its call, and
+	// uncommon_decision), prepared when the engine answers the predicates
+	// and no operator override could read the arguments: the common half
+	// is asked first on an input without the arguments, which are
+	// converted only when it is undefined (lite).
 	common, uncommon *rego.PreparedEvalQuery
 	revision         string
 	memo             *memo
@@ -340,7 +341,7 @@ func callsNondeterministic(c *ast.Compiler) bool {
 
 // The decision's halves (rego/mcpx/decision.rego).
 const (
-	commonQuery   = "data.mcpx.common_decision"
+	commonQuery   = "data.mcpx.common_document"
 	uncommonQuery = "data.mcpx.uncommon_decision"
 )
 
@@ -475,6 +476,15 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 		ga.lite = false
 		if err != nil {
 			return evalFailed(ctx, ref, limit, err)
+		}
+		if t != nil {
+			// common_decision is this document and the call (decision.rego)
+			d, err := fromTerm(t.Value)
+			if err != nil {
+				return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
+			}
+			d.Call = decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}
+			return d, learned, nil
 		}
 	}
 	if t == nil {
