@@ -523,6 +523,7 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 // and what the memo may learn from the evaluation.
 func (e *Engine) eval(ctx context.Context, pq *rego.PreparedEvalQuery, in ast.Value) (*ast.Term, []memoEntry, error) {
 	vc := e.memo.cache()
+	vc.once = pq == e.common
 	rs, err := pq.Eval(ctx,
 		rego.EvalParsedInput(in),
 		rego.EvalVirtualCache(vc),
