@@ -573,12 +573,8 @@ type ctxCancel struct{ ctx context.Context }
 func (ctxCancel) Cancel() {}
 
 func (c ctxCancel) Cancelled() bool {
-	select {
-	case <-c.ctx.Done():
-		return true
-	default:
-		return false
-	}
+	// Err, not Done: a context makes its Done channel on first ask
+	return c.ctx.Err() != nil
 }
 
 type budgetKey struct{}
