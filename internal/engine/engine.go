@@ -52,10 +52,11 @@ type Policy struct {
 type Engine struct {
 	query rego.PreparedEvalQuery
 	// common and uncommon are the decision's two halves (data.mcpx.
-	// common_decision and uncommon_decision), prepared when the engine
-	// answers the predicates and no operator override could read the
-	// arguments: the common half is asked first on an input without the
-	// arguments, which are converted only when it is undefined (lite).
+	// common_document, which is common_decision less its call, and
+	// uncommon_decision), prepared when the engine answers the predicates
+	// and no operator override could read the arguments: the common half
+	// is asked first on an input without the arguments, which are
+	// converted only when it is undefined (lite).
 	common, uncommon *rego.PreparedEvalQuery
 	revision         string
 	memo             *memo
@@ -263,7 +264,7 @@ func callsNondeterministic(c *ast.Compiler) bool {
 
 // The decision's halves (rego/mcpx/decision.rego).
 const (
-	commonQuery   = "data.mcpx.common_decision"
+	commonQuery   = "data.mcpx.common_document"
 	uncommonQuery = "data.mcpx.uncommon_decision"
 )
 
@@ -326,7 +327,7 @@ type Pin struct {
 // evaluation fails the decision is a PolicyError deny and the error is
 // returned as well (fail closed).
 func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
-	schema := newToolSchema(call.Tool.InputSchema)
+	schema := e.schemas.tool(call.Tool.InputSchema)
 	digest := digestCall(call)
 	var key cacheKey
 	cacheable := false
@@ -399,6 +400,15 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 		if err != nil {
 			return evalFailed(ctx, ref, limit, err)
 		}
+		if t != nil {
+			// common_decision is this document and the call (decision.rego)
+			d, err := fromTerm(t.Value)
+			if err != nil {
+				return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
+			}
+			d.Call = decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}
+			return d, learned, nil
+		}
 	}
 	if t == nil {
 		args, err := value(call.Args)
@@ -436,6 +446,7 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 // and what the memo may learn from the evaluation.
 func (e *Engine) eval(ctx context.Context, pq *rego.PreparedEvalQuery, in ast.Value) (*ast.Term, []memoEntry, error) {
 	vc := e.memo.cache()
+	vc.once = pq == e.common
 	rs, err := pq.Eval(ctx,
 		rego.EvalParsedInput(in),
 		rego.EvalVirtualCache(vc),
@@ -485,12 +496,8 @@ type ctxCancel struct{ ctx context.Context }
 func (ctxCancel) Cancel() {}
 
 func (c ctxCancel) Cancelled() bool {
-	select {
-	case <-c.ctx.Done():
-		return true
-	default:
-		return false
-	}
+	// Err, not Done: a context makes its Done channel on first ask
+	return c.ctx.Err() != nil
 }
 
 type budgetKey struct{}

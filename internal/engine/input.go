@@ -47,8 +47,25 @@ func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schem
 func inputWithoutArgs(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Object, error) {
 	obj := ast.NewObjectWithCapacity(9)
 	obj.Insert(kServer, ast.StringTerm(call.Server))
-	tool := toolValue(call.Tool)
-	obj.Insert(kTool, ast.NewTerm(tool))
+	if led == nil || led.Pin == nil {
+		// the tool as it was last built for an equal tool (toolTerm)
+		tool, err := schemas.toolTerm(call.Tool, schema)
+		if err != nil {
+			return nil, err
+		}
+		obj.Insert(kTool, tool)
+	} else {
+		tool := toolValue(call.Tool)
+		if call.Tool.InputSchema != nil {
+			schema, err := schemas.value(schema)
+			if err != nil {
+				return nil, fmt.Errorf("tool.inputSchema: %w", err)
+			}
+			tool.Insert(kInputSchema, ast.NewTerm(schema))
+		}
+		tool.Insert(kPin, ast.NewTerm(pinValue(led.Pin)))
+		obj.Insert(kTool, ast.NewTerm(tool))
+	}
 	if sum != "" {
 		obj.Insert(kCallSHA256, ast.StringTerm(sum))
 	}
@@ -57,16 +74,6 @@ func inputWithoutArgs(call decision.Call, led *Ledger, sum string, schema toolSc
 	}
 	if call.Mode != "" {
 		obj.Insert(kMode, ast.StringTerm(call.Mode))
-	}
-	if call.Tool.InputSchema != nil {
-		schema, err := schemas.value(schema)
-		if err != nil {
-			return nil, fmt.Errorf("tool.inputSchema: %w", err)
-		}
-		tool.Insert(kInputSchema, ast.NewTerm(schema))
-	}
-	if led != nil && led.Pin != nil {
-		tool.Insert(kPin, ast.NewTerm(pinValue(led.Pin)))
 	}
 	if p := call.Principal; p != nil {
 		groups := make([]*ast.Term, len(p.Groups))
@@ -131,7 +138,17 @@ func pinValue(p *Pin) ast.Object {
 	return obj
 }
 
+// emptyLedger is input.ledger for a server with nothing in the ledger,
+// shared by every such input (OPA never changes an input).
+var emptyLedger = ast.NewObject(
+	ast.Item(kEntries, ast.ArrayTerm()),
+	ast.Item(kTotal, ast.IntNumberTerm(0)),
+)
+
 func ledgerValue(led *Ledger) ast.Object {
+	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && led.Clear == "" && led.Writes == "" {
+		return emptyLedger
+	}
 	obj := ast.NewObjectWithCapacity(3)
 	if led.Unreadable != "" {
 		obj.Insert(kError, ast.StringTerm(led.Unreadable))
@@ -216,12 +233,84 @@ func keyTerm(k string) *ast.Term {
 type schemaCache struct {
 	mu     sync.RWMutex
 	values map[cacheKey]ast.Value
+	// digests are the schemas digested, by shapeHash (schemadigest.go);
+	// kept counts them (at most SchemaCacheSize)
+	digests map[uint64][]schemaDigest
+	kept    int
+	// tools are input.tool terms by what they hold (toolTerm)
+	tools map[toolKey]*ast.Term
 }
 
-// SchemaCacheSize bounds the inputSchemas an Engine keeps converted.
+// toolKey identifies what input.tool holds but for the pin: the tool's
+// name and annotations, and its inputSchema by digest.
+type toolKey struct {
+	name, title string
+	hints       [4]byte // 0 absent, 1 false, 2 true
+	annotations bool
+	schema      byte // 0 none, 1 by digest
+	sum         cacheKey
+}
+
+// toolTerm is input.tool, without a pin, for t with the inputSchema
+// schema: the term last built for an equal tool when there is one, shared
+// between evaluations (OPA never changes an input); tools whose schema has
+// no digest are built every time. At most SchemaCacheSize tools are kept.
+func (c *schemaCache) toolTerm(t decision.Tool, schema toolSchema) (*ast.Term, error) {
+	k := toolKey{name: t.Name}
+	keyed := c != nil
+	if a := t.Annotations; a != nil {
+		k.annotations, k.title = true, a.Title
+		for i, h := range []*bool{a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint} {
+			switch {
+			case h == nil:
+			case *h:
+				k.hints[i] = 2
+			default:
+				k.hints[i] = 1
+			}
+		}
+	}
+	switch {
+	case t.InputSchema == nil:
+	case schema.ok:
+		k.schema, k.sum = 1, schema.sum
+	default:
+		keyed = false
+	}
+	if keyed {
+		c.mu.RLock()
+		term := c.tools[k]
+		c.mu.RUnlock()
+		if term != nil {
+			return term, nil
+		}
+	}
+	tool := toolValue(t)
+	if t.InputSchema != nil {
+		sv, err := c.value(schema)
+		if err != nil {
+			return nil, fmt.Errorf("tool.inputSchema: %w", err)
+		}
+		tool.Insert(kInputSchema, ast.NewTerm(sv))
+	}
+	term := ast.NewTerm(tool)
+	if keyed {
+		c.mu.Lock()
+		if len(c.tools) < SchemaCacheSize {
+			c.tools[k] = term
+		}
+		c.mu.Unlock()
+	}
+	return term, nil
+}
+
+// SchemaCacheSize bounds the inputSchemas an Engine keeps converted, and
+// those it keeps digested.
 const SchemaCacheSize = 4096
 
-func newSchemaCache() *schemaCache { return &schemaCache{values: map[cacheKey]ast.Value{}} }
+func newSchemaCache() *schemaCache {
+	return &schemaCache{values: map[cacheKey]ast.Value{}, digests: map[uint64][]schemaDigest{}, tools: map[toolKey]*ast.Term{}}
+}
 
 func (c *schemaCache) value(schema toolSchema) (ast.Value, error) {
 	if c == nil || !schema.ok {

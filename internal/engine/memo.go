@@ -278,6 +278,10 @@ type memoCache struct {
 	memo    *memo
 	depth   int
 	learned []memoEntry
+	// once: the query reads each rule and function value once at the
+	// outermost frame (the decision's common half), so keeping them in
+	// OPA's cache there is work for nothing; the memo still learns them
+	once bool
 }
 
 func (m *memo) cache() *memoCache {
@@ -298,7 +302,9 @@ func (c *memoCache) Get(ref ast.Ref) (*ast.Term, bool) {
 }
 
 func (c *memoCache) Put(ref ast.Ref, value *ast.Term) {
-	c.inner.Put(ref, value)
+	if !c.once || c.depth > 0 {
+		c.inner.Put(ref, value)
+	}
 	if c.depth == 0 && ref.IsGround() && c.memo.isEligible(ref) && small(ref, MemoKeyBytes) {
 		c.learned = append(c.learned, memoEntry{ref.Copy(), value})
 	}

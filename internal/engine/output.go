@@ -128,8 +128,30 @@ func (dc *decoder) fail(format string, args ...any) {
 	}
 }
 
+// decodedKeys are the key terms of the members the decoder reads, made
+// once: OPA interns few strings, and a term built per read is an
+// allocation.
+var decodedKeys = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	for _, k := range []string{
+		"outcome", "step", "reasons", "warnings", "write", "destructive", "call", "server", "tool", "sha256",
+		"shadow", "code", "message", "violations", "details", "path", "constraint", "detail", "value", "expected",
+		"rule", "id", "origin", "description",
+	} {
+		m[k] = ast.StringTerm(k)
+	}
+	return m
+}()
+
+func keyOf(key string) *ast.Term {
+	if t, ok := decodedKeys[key]; ok {
+		return t
+	}
+	return ast.StringTerm(key)
+}
+
 func get(obj ast.Object, key string) (ast.Value, bool) {
-	t := obj.Get(ast.InternedTerm(key))
+	t := obj.Get(keyOf(key))
 	if t == nil {
 		return nil, false
 	}
@@ -240,10 +262,10 @@ func (dc *decoder) violation(v ast.Value) decision.Violation {
 		return decision.Violation{}
 	}
 	out := decision.Violation{Path: dc.str(o, "path"), Constraint: dc.str(o, "constraint"), Detail: dc.str(o, "detail")}
-	if t := o.Get(ast.InternedTerm("value")); t != nil {
+	if t := o.Get(keyOf("value")); t != nil {
 		out.Value = dc.any(t.Value)
 	}
-	if t := o.Get(ast.InternedTerm("expected")); t != nil {
+	if t := o.Get(keyOf("expected")); t != nil {
 		out.Expected = dc.any(t.Value)
 	}
 	if rule := dc.object(o, "rule"); rule != nil {

@@ -638,17 +638,10 @@ func nestedKnownGo(sub ast.Value, a any) bool {
 	return false
 }
 
-// lookup is o[k] for a Go string key, without building a key term.
-func lookup(o ast.Object, k string) *ast.Term {
-	var found *ast.Term
-	o.Until(func(ok, ov *ast.Term) bool {
-		if s, isString := ok.Value.(ast.String); isString && string(s) == k {
-			found = ov
-		}
-		return found != nil
-	})
-	return found
-}
+// lookup is o[k] for a Go string key, with the key's interned term
+// (keyTerm): argument names repeat, and a schema's property names are
+// interned the same way when it is converted.
+func lookup(o ast.Object, k string) *ast.Term { return o.Get(keyTerm(k)) }
 
 // setHas reports whether set s holds the string k.
 func setHas(s ast.Set, k string) bool {

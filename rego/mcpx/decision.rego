@@ -60,12 +60,22 @@ decision := common_decision if {
 # METADATA
 # title: common_decision
 # description: |
-#   The decision of a call in the common case, in one body, or of a call
-#   to a hidden tool; undefined for any other call. It reads the call's
-#   names, mode, annotations, pin, ledger and hash, and asks
-#   lib.predicates about the arguments, so the embedded engine can ask it
-#   before it converts the arguments.
-common_decision := object.union(p.document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+#   The decision of a call in the common case, or of a call to a hidden
+#   tool: its planned document (common_document) and the call. Undefined
+#   for any other call.
+common_decision := object.union(common_document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}})
+
+# METADATA
+# title: common_document
+# description: |
+#   The decision of a call in the common case less its call, in one body:
+#   the tool's planned document (lib.plan.common), the same value for
+#   every such call, or a hidden tool's (lib.plan.hidden_common);
+#   undefined for any other call. It reads the call's
+#   names, mode, annotations, pin and ledger, and asks
+#   lib.predicates.common_case about the arguments, so the embedded engine
+#   can ask it before it converts the arguments, and adds the call itself.
+common_document := p.document if {
 	is_string(input.server) # the facts take names only
 	is_string(input.tool.name)
 	p := plan.common(
@@ -80,7 +90,7 @@ common_decision := object.union(p.document, {"call": {"server": input.server, "t
 
 	# regal ignore:superfluous-object-get
 	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
-} else := object.union(p.document, {"call": {"server": input.server, "tool": input.tool.name, "sha256": object.get(input, "call_sha256", "")}}) if {
+} else := p.document if {
 	# a hidden tool: its planned document (lib.plan.hidden_common), when
 	# the input is well formed and its pin passes (then the pin step has no
 	# problem); nothing else is evaluated or reported

@@ -311,6 +311,32 @@ _extra := [
 	testdata.call("fs", {"name": ["read_file"]}, {}),
 ]
 
+# The decision of every call the common case decides is its
+# common_document and the call (what the embedded engine assembles), on
+# the calls of this file, and with pins and shadow mode; and the common
+# case decides some of them.
+test_common_decision_is_the_common_document_and_the_call if _common_agrees(testdata.config, _base_inputs)
+
+test_common_decision_is_the_common_document_and_the_call_with_pins_and_shadow if {
+	_common_agrees(_variant_configs[4], [object.union(doc, {"tool": object.union(doc.tool, {"pin": p})}) |
+		some doc in _pinned_inputs
+		some p in _pins
+	])
+}
+
+_common_agrees(cfg, inputs) if {
+	planned := [[x, common] |
+		some x in inputs
+		common := mcpx.common_document with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	]
+	count(planned) > 0
+	every p in planned {
+		[x, common] := p
+		call := {"server": x.server, "tool": x.tool.name, "sha256": object.get(x, "call_sha256", "")}
+		_same(_decide_with(x, cfg), object.union(common, {"call": call}))
+	}
+}
+
 _same(a, b) if a == b
 
 _same(a, b) if {
