@@ -32,7 +32,7 @@ func BenchmarkDecideOutcome(b *testing.B) {
 		if tries > 100 {
 			b.Fatalf("fewer than %d calls of class %q", b.N, want)
 		}
-		for _, c := range f.fresh(b.N) {
+		for _, c := range f.w.Fresh(b.N) {
 			if len(calls) < b.N && outcomeClass(f.native.Decide(c)) == want {
 				calls = append(calls, c)
 			}
@@ -47,7 +47,7 @@ func BenchmarkDecideOutcome(b *testing.B) {
 		writeAllocs(b, out+".before")
 		defer writeAllocs(b, out+".after")
 	}
-	timedByClass(b, func(i int) string {
+	TimedByClass(b, func(i int) string {
 		d, err := f.eng.Decide(ctx, calls[i])
 		if err != nil {
 			b.Fatal(err)
