@@ -78,7 +78,7 @@ type Engine struct {
 }
 
 type revision struct {
-	engine   *engine.Engine
+	engine   *engine.Prepared
 	compiled *config.Compiled
 }
 

@@ -35,8 +35,8 @@ type fixture struct {
 	dir   string
 	paths []string // the workload's config
 	ms    *bench.MatchSchema
-	cold  *engine.Engine // an engine without the per-tool memo (WithoutFunctionMemo)
-	rules *engine.Engine // the argument-rules step alone
+	cold  *engine.Prepared // an engine without the per-tool memo (WithoutFunctionMemo)
+	rules *engine.Prepared // the argument-rules step alone
 }
 
 var (
@@ -284,7 +284,7 @@ func (c bodyCounter) TraceEvent(ev topdown.Event) {
 // evaluated once each so the per-tool facts are memoized, as in
 // internal/bench's BenchmarkDecide (evaluating them again still computes
 // everything that depends on the arguments).
-func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value) {
+func prepareOnM(b *testing.B, query string, n int) (*engine.Prepared, []ast.Value) {
 	f := load(b, bench.M)
 	e, err := engine.Prepare(context.Background(), f.policy(b), engine.WithQuery(query))
 	if err != nil {
@@ -304,7 +304,7 @@ func prepareOnM(b *testing.B, query string, n int) (*engine.Engine, []ast.Value)
 }
 
 // rulesStep prepares the engine's argument-rules step alone (once).
-func (f *fixture) rulesStep(b *testing.B) *engine.Engine {
+func (f *fixture) rulesStep(b *testing.B) *engine.Prepared {
 	b.Helper()
 	p := f.policy(b)
 	fixMu.Lock()

@@ -12,9 +12,9 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
-// DecisionCacheSize is how many decisions an Engine keeps for repeated
+// decisionCacheSize is how many decisions a Prepared keeps for repeated
 // identical calls. The oldest is dropped first.
-const DecisionCacheSize = 4096
+const decisionCacheSize = 4096
 
 // cacheKey identifies everything a decision depends on: the policy
 // revision and the whole input the policy reads — server, tool (name,

@@ -29,8 +29,8 @@ import (
 	policyrego "github.com/mcpx/mcpx-policy/rego"
 )
 
-// Query is the policy's entrypoint.
-const Query = "data.mcpx.decision"
+// decisionQuery is the policy's entrypoint.
+const decisionQuery = "data.mcpx.decision"
 
 // Policy is everything the engine evaluates: Rego modules by file name and
 // the data document that goes under data.mcpx (normally {"config": …}).
@@ -45,11 +45,11 @@ type Policy struct {
 	Schemas map[string]any
 }
 
-// Engine is a prepared policy. It is safe for concurrent use: its caches
+// Prepared is a prepared policy. It is safe for concurrent use: its caches
 // (the input-independent rule memo, OPA's inter-query builtin value cache
 // for compiled regexes, and the decision cache) are internally locked and
 // never change a decision.
-type Engine struct {
+type Prepared struct {
 	query rego.PreparedEvalQuery
 	// common and uncommon are the decision's two halves (data.mcpx.
 	// common_document, which is common_decision less its call, and
@@ -106,25 +106,25 @@ type settings struct {
 	memoFunctions bool
 }
 
-// WithQuery prepares another query of the policy than Query (for example
+// WithQuery prepares another query than data.mcpx.decision (for example
 // data.mcpx.lib.tool.facts for a rollout report, or
 // data.mcpx.steps.rules.deny to measure one part of the policy). Decide on
-// such an Engine fails closed (the result is not a decision); Value
+// such a Prepared fails closed (the result is not a decision); Value
 // answers it.
 func WithQuery(query string) Option { return func(s *settings) { s.query = query } }
 
 // Prepare compiles p and prepares the decision query (or the one WithQuery
 // names). A module that does not parse or compile is an error naming the
 // file and line.
-func Prepare(ctx context.Context, p Policy, opts ...Option) (*Engine, error) {
-	s := settings{query: Query, memoFunctions: true}
+func Prepare(ctx context.Context, p Policy, opts ...Option) (*Prepared, error) {
+	s := settings{query: decisionQuery, memoFunctions: true}
 	for _, o := range opts {
 		o(&s)
 	}
 	return prepare(ctx, p, s)
 }
 
-func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {
+func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 	query := s.query
 	names := make([]string, 0, len(p.Modules))
 	for n := range p.Modules {
@@ -186,7 +186,7 @@ func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {
 	}
 	// the decision's halves, on the compiled policy
 	var halves [2]*rego.PreparedEvalQuery
-	if query == Query && swap && !overrides && hasRule(compiler, commonQuery) && hasRule(compiler, uncommonQuery) {
+	if query == decisionQuery && swap && !overrides && hasRule(compiler, commonQuery) && hasRule(compiler, uncommonQuery) {
 		for i, q := range []string{commonQuery, uncommonQuery} {
 			hq, err := rego.New(append(slices.Clone(base), rego.Query(q))...).PrepareForEval(ctx)
 			if err != nil {
@@ -197,7 +197,7 @@ func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {
 	}
 	preds.keep(compiler)
 	entries := 4096
-	e := &Engine{
+	e := &Prepared{
 		query:    pq,
 		common:   halves[0],
 		uncommon: halves[1],
@@ -207,7 +207,7 @@ func prepare(ctx context.Context, p Policy, s settings) (*Engine, error) {
 		builtins: cache.NewInterQueryValueCache(ctx, &cache.Config{InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries}}),
 	}
 	if !callsNondeterministic(compiler) {
-		e.decisions = newDecisionCache(DecisionCacheSize)
+		e.decisions = newDecisionCache(decisionCacheSize)
 	}
 	return e, nil
 }
@@ -274,7 +274,7 @@ func hasRule(c *ast.Compiler, query string) bool {
 }
 
 // Revision is the policy revision the engine was prepared from.
-func (e *Engine) Revision() string { return e.revision }
+func (e *Prepared) Revision() string { return e.revision }
 
 // Ledger is what the caller read from its state for the call: of the
 // server's unknown-outcome entries the oldest and the total count (Entries
@@ -326,7 +326,7 @@ type Pin struct {
 // Decide evaluates the policy for call. It always returns a decision; when
 // evaluation fails the decision is a PolicyError deny and the error is
 // returned as well (fail closed).
-func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
+func (e *Prepared) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
 	schema := e.schemas.tool(call.Tool.InputSchema)
 	digest := digestCall(call)
 	var key cacheKey
@@ -366,7 +366,7 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call, led *Ledger) (d
 
 // explainInvalid evaluates a call whose arguments have no canonical form
 // and returns the policy's decision when it is an InvalidInput deny.
-func (e *Engine) explainInvalid(ctx context.Context, call decision.Call, led *Ledger, schema toolSchema) (decision.Decision, bool) {
+func (e *Prepared) explainInvalid(ctx context.Context, call decision.Call, led *Ledger, schema toolSchema) (decision.Decision, bool) {
 	ref := decision.CallRef{Server: call.Server, Tool: call.Tool.Name}
 	d, _, err := e.evaluate(ctx, call, led, "", schema, ref)
 	if err != nil || d.Outcome != decision.Deny || d.First().Code != decision.InvalidInput {
@@ -379,7 +379,7 @@ func (e *Engine) explainInvalid(ctx context.Context, call decision.Call, led *Le
 // sum, none when ""). It always returns a decision, a PolicyError or
 // InvalidInput deny for ref when it also returns an error; learned is what
 // the memo may keep.
-func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, sum string, schema toolSchema, ref decision.CallRef) (decision.Decision, []memoEntry, error) {
+func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger, sum string, schema toolSchema, ref decision.CallRef) (decision.Decision, []memoEntry, error) {
 	limit := budget(ctx)
 	if err := ctx.Err(); err != nil {
 		return decision.Denied(ref, decision.PolicyError, stoppedMessage(err, limit)), nil, fmt.Errorf("evaluate policy: %w", err)
@@ -444,7 +444,7 @@ func (e *Engine) evaluate(ctx context.Context, call decision.Call, led *Ledger, 
 
 // eval evaluates pq on input in: the result's term, nil when undefined,
 // and what the memo may learn from the evaluation.
-func (e *Engine) eval(ctx context.Context, pq *rego.PreparedEvalQuery, in ast.Value) (*ast.Term, []memoEntry, error) {
+func (e *Prepared) eval(ctx context.Context, pq *rego.PreparedEvalQuery, in ast.Value) (*ast.Term, []memoEntry, error) {
 	vc := e.memo.cache()
 	vc.once = pq == e.common
 	rs, err := pq.Eval(ctx,

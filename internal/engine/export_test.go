@@ -27,7 +27,7 @@ func WithoutFunctionMemo() Option { return func(s *settings) { s.memoFunctions =
 // Evaluate evaluates the prepared query for call the way Decide does (same
 // input, same caches except the decision cache) and returns the number of
 // results; for measurements.
-func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) (int, error) {
+func (e *Prepared) Evaluate(ctx context.Context, call decision.Call, led *Ledger) (int, error) {
 	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	if err != nil {
 		sum = ""
@@ -47,7 +47,7 @@ func (e *Engine) Evaluate(ctx context.Context, call decision.Call, led *Ledger) 
 // json.Number); with a nil call it evaluates input in (built with Input,
 // or any JSON converted to AST) instead. For tests that compare a part of
 // the policy between the engine and stock OPA.
-func (e *Engine) Results(ctx context.Context, in ast.Value, call *decision.Call, led *Ledger) ([]any, error) {
+func (e *Prepared) Results(ctx context.Context, in ast.Value, call *decision.Call, led *Ledger) ([]any, error) {
 	if call != nil {
 		sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 		if err != nil {
@@ -86,7 +86,7 @@ func (e *Engine) Results(ctx context.Context, in ast.Value, call *decision.Call,
 
 // EvaluateInput is Evaluate on an input already built with Input; opts
 // are added to the evaluation's own (a profiler's tracer, for instance).
-func (e *Engine) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego.EvalOption) (int, error) {
+func (e *Prepared) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego.EvalOption) (int, error) {
 	vc := e.memo.cache()
 	opts = append([]rego.EvalOption{rego.EvalParsedInput(in), rego.EvalVirtualCache(vc), rego.EvalInterQueryBuiltinValueCache(e.builtins)}, opts...)
 	rs, err := e.query.Eval(ctx, opts...)

@@ -43,7 +43,7 @@ func input(call decision.Call, led *Ledger, sum string, schema toolSchema, schem
 
 // inputWithoutArgs is input but for "args": what the decision's common
 // half reads, the arguments being read by the predicates from the call
-// (Engine.evaluate).
+// (Prepared.evaluate).
 func inputWithoutArgs(call decision.Call, led *Ledger, sum string, schema toolSchema, schemas *schemaCache) (ast.Object, error) {
 	obj := ast.NewObjectWithCapacity(9)
 	obj.Insert(kServer, ast.StringTerm(call.Server))
@@ -234,7 +234,7 @@ type schemaCache struct {
 	mu     sync.RWMutex
 	values map[cacheKey]ast.Value
 	// digests are the schemas digested, by shapeHash (schemadigest.go);
-	// kept counts them (at most SchemaCacheSize)
+	// kept counts them (at most schemaCacheSize)
 	digests map[uint64][]schemaDigest
 	kept    int
 	// tools are input.tool terms by what they hold (toolTerm)
@@ -254,7 +254,7 @@ type toolKey struct {
 // toolTerm is input.tool, without a pin, for t with the inputSchema
 // schema: the term last built for an equal tool when there is one, shared
 // between evaluations (OPA never changes an input); tools whose schema has
-// no digest are built every time. At most SchemaCacheSize tools are kept.
+// no digest are built every time. At most schemaCacheSize tools are kept.
 func (c *schemaCache) toolTerm(t decision.Tool, schema toolSchema) (*ast.Term, error) {
 	k := toolKey{name: t.Name}
 	keyed := c != nil
@@ -296,7 +296,7 @@ func (c *schemaCache) toolTerm(t decision.Tool, schema toolSchema) (*ast.Term, e
 	term := ast.NewTerm(tool)
 	if keyed {
 		c.mu.Lock()
-		if len(c.tools) < SchemaCacheSize {
+		if len(c.tools) < schemaCacheSize {
 			c.tools[k] = term
 		}
 		c.mu.Unlock()
@@ -304,9 +304,9 @@ func (c *schemaCache) toolTerm(t decision.Tool, schema toolSchema) (*ast.Term, e
 	return term, nil
 }
 
-// SchemaCacheSize bounds the inputSchemas an Engine keeps converted, and
+// schemaCacheSize bounds the inputSchemas a Prepared keeps converted, and
 // those it keeps digested.
-const SchemaCacheSize = 4096
+const schemaCacheSize = 4096
 
 func newSchemaCache() *schemaCache {
 	return &schemaCache{values: map[cacheKey]ast.Value{}, digests: map[uint64][]schemaDigest{}, tools: map[toolKey]*ast.Term{}}
@@ -327,7 +327,7 @@ func (c *schemaCache) value(schema toolSchema) (ast.Value, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if len(c.values) < SchemaCacheSize {
+	if len(c.values) < schemaCacheSize {
 		c.values[schema.sum] = v
 	}
 	c.mu.Unlock()

@@ -27,7 +27,7 @@ type memo struct {
 
 	mu     sync.RWMutex
 	values *util.HasherMap[ast.Ref, memoValue]
-	limit  int // MemoSize; lowered by tests
+	limit  int // memoSize; lowered by tests
 }
 
 type memoValue struct {
@@ -43,7 +43,7 @@ func newMemo(c *ast.Compiler, functions bool) *memo {
 		compiler: c,
 		dataOnly: dataOnlyRules(c, functions),
 		values:   util.NewHasherMap[ast.Ref, memoValue](refEq),
-		limit:    MemoSize,
+		limit:    memoSize,
 	}
 }
 
@@ -198,10 +198,10 @@ func (m *memo) get(ref ast.Ref) (memoValue, bool) {
 	return v, ok
 }
 
-// MemoKeyBytes bounds the arguments a memoized function's value is kept
+// memoKeyBytes bounds the arguments a memoized function's value is kept
 // for (roughly their JSON size): values computed for larger arguments are
-// not kept, so the memo's memory stays within MemoSize small entries.
-const MemoKeyBytes = 4096
+// not kept, so the memo's memory stays within memoSize small entries.
+const memoKeyBytes = 4096
 
 // small reports whether the terms of ref add up to at most budget bytes of
 // strings, numbers and structure, stopping as soon as they do not.
@@ -243,12 +243,12 @@ func small(ref ast.Ref, budget int) bool {
 	return true
 }
 
-// MemoSize caps the values one prepared policy keeps: a memoized
+// memoSize caps the values one prepared policy keeps: a memoized
 // function's arguments come from calls, so its values are bounded here
 // (about one entry per tool and one per distinct inputSchema in practice).
 // Past the cap nothing more is learned; evaluation stays correct, only
 // slower for what was not learned.
-const MemoSize = 1 << 16
+const memoSize = 1 << 16
 
 func (m *memo) commit(learned []memoEntry) {
 	if len(learned) == 0 {
@@ -305,7 +305,7 @@ func (c *memoCache) Put(ref ast.Ref, value *ast.Term) {
 	if !c.once || c.depth > 0 {
 		c.inner.Put(ref, value)
 	}
-	if c.depth == 0 && ref.IsGround() && c.memo.isEligible(ref) && small(ref, MemoKeyBytes) {
+	if c.depth == 0 && ref.IsGround() && c.memo.isEligible(ref) && small(ref, memoKeyBytes) {
 		c.learned = append(c.learned, memoEntry{ref.Copy(), value})
 	}
 }

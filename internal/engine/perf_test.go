@@ -35,7 +35,7 @@ decision := {
 } if input.server != ""
 `
 
-func prepareTest(t *testing.T, src string) *Engine {
+func prepareTest(t *testing.T, src string) *Prepared {
 	t.Helper()
 	e, err := Prepare(context.Background(), Policy{
 		Modules:  map[string]string{"p.rego": src},
@@ -413,7 +413,7 @@ func TestCacheKeyCoversEveryField(t *testing.T) {
 }
 
 // TestMemoSkipsLargeArguments: a memoized function's value is not kept for
-// arguments larger than MemoKeyBytes, and decisions stay the same.
+// arguments larger than memoKeyBytes, and decisions stay the same.
 func TestMemoSkipsLargeArguments(t *testing.T) {
 	t.Parallel()
 	e := prepareTest(t, `package mcpx
@@ -427,7 +427,7 @@ decision := {"outcome": "ask", "step": "write_mode", "warnings": [], "write": tr
 	"reasons": [{"code": "WriteNeedsConfirmation", "step": "write_mode", "message": sprintf("%d", [size(input.args.s)])}],
 	"call": {"server": input.server, "tool": input.tool.name, "sha256": input.call_sha256}}
 `)
-	for _, n := range []int{10, MemoKeyBytes + 1} {
+	for _, n := range []int{10, memoKeyBytes + 1} {
 		call := testCall
 		call.Args = map[string]any{"s": strings.Repeat("x", n)}
 		d, err := e.Decide(context.Background(), call, &Ledger{})

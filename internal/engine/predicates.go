@@ -867,7 +867,7 @@ func (p *predicates) verdict(args argReader, pkg string, rules *ast.Array) bool 
 // scalars (a string of at most maxScalarKey bytes, a number, a boolean,
 // null) are kept per package: a gateway's calls repeat such values (a
 // mode, a flag, a small count), santhosh's verdict on them never changes,
-// and a validation costs allocations. At most MemoSize verdicts are kept.
+// and a validation costs allocations. At most memoSize verdicts are kept.
 func (p *predicates) valid(pkg string, v any) bool {
 	s := p.validator(pkg)
 	if s == nil {
@@ -885,7 +885,7 @@ func (p *predicates) valid(pkg string, v any) bool {
 	ok := s.Validate(v) == nil
 	if keyed {
 		p.mu.Lock()
-		if len(p.scalars) < MemoSize {
+		if len(p.scalars) < memoSize {
 			p.scalars[k] = ok
 		}
 		p.mu.Unlock()
@@ -943,7 +943,7 @@ type callArgs struct {
 }
 
 // isLite reports whether the evaluation's input leaves the arguments out
-// and the predicates read the caller's (Engine.evaluate's first query).
+// and the predicates read the caller's (Prepared.evaluate's first query).
 func (ga *callArgs) isLite() bool { return ga != nil && ga.lite }
 
 type callArgsKey struct{}

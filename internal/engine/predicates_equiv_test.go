@@ -100,7 +100,7 @@ const harnessQuery = "data.mcpx_predicates_harness.answers"
 
 // checker evaluates the harness both ways on one policy.
 type checker struct {
-	eng   *engine.Engine
+	eng   *engine.Prepared
 	stock rego.PreparedEvalQuery
 }
 

@@ -48,7 +48,7 @@ func (c *schemaCache) tool(doc map[string]any) toolSchema {
 		return ts
 	}
 	c.mu.Lock()
-	if c.kept < SchemaCacheSize {
+	if c.kept < schemaCacheSize {
 		c.digests[h] = append(c.digests[h], schemaDigest{doc: copyJSON(doc).(map[string]any), sum: ts.sum})
 		c.kept++
 	}
