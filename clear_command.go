@@ -57,11 +57,7 @@ const StateDirEnv = ledger.StateDirEnv
 // named: a shell without that variable would find another. The default
 // one ($XDG_STATE_HOME's) is left out.
 func (e *Engine) commands() render.Commands {
-	dir := e.opts.StateDir
-	if dir == "" {
-		dir = os.Getenv(StateDirEnv)
-	}
-	c := render.Commands{StateDir: absPath(dir)}
+	c := render.Commands{StateDir: PrintedStateDir(e.opts.StateDir)}
 	if e.LedgerInConfig() {
 		c.LedgerInConfig = true
 		for _, f := range e.opts.ConfigPaths {
@@ -69,6 +65,17 @@ func (e *Engine) commands() render.Commands {
 		}
 	}
 	return c
+}
+
+// PrintedStateDir is the state dir a command printed for a person names:
+// dir (Options.StateDir, or a --state-dir flag), else the one
+// $MCPX_POLICY_STATE_DIR chose, as an absolute path; "" when neither did
+// (the default state dir is the same in the shell that runs the command).
+func PrintedStateDir(dir string) string {
+	if dir == "" {
+		dir = os.Getenv(StateDirEnv)
+	}
+	return absPath(dir)
 }
 
 // absPath is p made absolute, or p when that fails; "" stays "".

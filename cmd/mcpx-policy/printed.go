@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -12,16 +11,9 @@ import (
 // any directory and in another shell: they name the files and the state
 // dir of the process that printed them, as absolute paths.
 
-// printedStateDir is the state dir a printed command names: the one
-// --state-dir gave (flag), else the one $MCPX_POLICY_STATE_DIR chose, as
-// an absolute path; "" (no --state-dir flag in the command) when neither
-// did, for the default state dir is the same in the other shell.
-func printedStateDir(flag string) string {
-	if flag == "" {
-		flag = os.Getenv(mcpxpolicy.StateDirEnv)
-	}
-	return absPath(flag)
-}
+// printedStateDir is the state dir a printed command names for a
+// --state-dir flag's value (mcpxpolicy.PrintedStateDir).
+func printedStateDir(flag string) string { return mcpxpolicy.PrintedStateDir(flag) }
 
 // stateDirFlag is " --state-dir D", quoted for a POSIX shell, or "" when
 // stateDir is "".
