@@ -242,5 +242,5 @@ func dotdot(segs []string, head, sep string) string {
 			kept = kept[:len(kept)-1]
 		}
 	}
-	return refused + " (it resolves to " + head + strings.Join(kept, sep) + ")"
+	return refused + "; it resolves to " + head + strings.Join(kept, sep)
 }

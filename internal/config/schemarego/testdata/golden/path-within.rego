@@ -72,7 +72,7 @@ _within(clean, root, sep) if startswith(clean, concat("", [trim_suffix(root, sep
 
 _dotdot(segs, head, sep) := "has a \"..\" segment, which is refused" if {
 	count(segs) > 256
-} else := concat("", ["has a \"..\" segment, which is refused (it resolves to ", head, concat(sep, _resolve(segs)), ")"])
+} else := concat("", ["has a \"..\" segment, which is refused; it resolves to ", head, concat(sep, _resolve(segs))])
 
 _resolve(segs) := [x |
 	some j, x in segs
