@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Roots is a compiled pathWithin: the folders a path must stay in. POSIX
@@ -40,8 +41,8 @@ func ParseRoots(v any) (Roots, error) {
 	var r Roots
 	for _, s := range list {
 		switch {
-		case hasControl(s):
-			return Roots{}, fmt.Errorf("root %q has a control character", s)
+		case hasControl(s) || strings.ContainsRune(s, utf8.RuneError):
+			return Roots{}, fmt.Errorf("root %q has a control character or U+FFFD", s)
 		case strings.HasPrefix(s, `\\`) || strings.HasPrefix(s, "//"):
 			return Roots{}, fmt.Errorf("root %q is a UNC or network path, which pathWithin does not support", s)
 		case drive.MatchString(s):
@@ -132,6 +133,8 @@ func strs(xs []string) []any {
 // there is one). The rules, in the order they are tested:
 //
 //   - no control character (C0, DEL, C1) anywhere;
+//   - no invalid UTF-8 and no U+FFFD, which a decoder may have put in
+//     its place (Rego reads some builtins' input by code points);
 //   - no UNC or network form (\\host, //host);
 //   - a Windows path (drive letter) only when a root is one: rooted
 //     (C:\…, not C:…), no ":" after the drive, none of < > " | ? *, no "..",
@@ -149,6 +152,8 @@ func (r Roots) Check(s string) (ok bool, why string) {
 	switch {
 	case hasControl(s):
 		return false, "has a control character"
+	case strings.ContainsRune(s, utf8.RuneError):
+		return false, "has an invalid UTF-8 sequence or U+FFFD"
 	case strings.HasPrefix(s, `\\`) || strings.HasPrefix(s, "//"):
 		return false, `starts with two separators (a UNC or network path such as \\host\share or //host/share)`
 	case drive.MatchString(s):

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcpx/mcpx-policy/internal/confine"
 )
@@ -66,6 +67,9 @@ var pathCases = []struct {
 	{"/workspace/x\n", false, "has a control character"},
 	{"/workspace/\u0085x", false, "has a control character"},
 	{"/workspace/\x7f", false, "has a control character"},
+	{"/workspace/\xc8", false, "has an invalid UTF-8 sequence or U+FFFD"},
+	{"/workspace/\ufffd", false, "has an invalid UTF-8 sequence or U+FFFD"},
+	{"A:\\\xc8", false, "has an invalid UTF-8 sequence or U+FFFD"},
 	{"//workspace/x", false, `starts with two separators (a UNC or network path such as \\host\share or //host/share)`},
 	{`\\server\share\x`, false, `starts with two separators (a UNC or network path such as \\host\share or //host/share)`},
 	{`/workspace\..\etc\passwd`, false, "has a backslash, which a Windows server reads as a separator"},
@@ -174,10 +178,10 @@ func stdlibWithin(s string, roots []string) (clean string, ok bool) {
 }
 
 // extra says whether s has what Check refuses beyond the standard
-// library's view: a ".." segment, a backslash, a control character, a
-// leading //, a drive letter.
+// library's view: a ".." segment, a backslash, a control character,
+// invalid UTF-8 or U+FFFD, a leading //, a drive letter.
 func extra(s string) bool {
-	return strings.ContainsAny(s, `\`) || strings.HasPrefix(s, "//") ||
+	return strings.ContainsAny(s, `\`) || strings.HasPrefix(s, "//") || strings.ContainsRune(s, utf8.RuneError) ||
 		strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }) >= 0 ||
 		(len(s) >= 2 && s[1] == ':' && (s[0]|0x20 >= 'a' && s[0]|0x20 <= 'z')) ||
 		strings.Contains("/"+s+"/", "/../")
@@ -200,7 +204,7 @@ func checkAgainstStdlib(t testing.TB, r confine.Roots, s string) {
 			std = std || clean == root || strings.HasPrefix(clean, strings.TrimSuffix(root, `\`)+`\`)
 		}
 		if std && !ok && !strings.Contains("/"+strings.ReplaceAll(s[3:], `\`, "/")+"/", "/../") &&
-			!strings.HasSuffix(why, "which Windows strips") && !strings.HasPrefix(why, "names a Windows device") && !strings.HasPrefix(why, "has a control") {
+			!strings.HasSuffix(why, "which Windows strips") && !strings.HasPrefix(why, "names a Windows device") && !strings.HasPrefix(why, "has a control") && !strings.HasPrefix(why, "has an invalid UTF-8") {
 			t.Errorf("%q: path.Clean gives %s, inside %v, but Check refuses: %s", s, clean, r.Windows, why)
 		}
 	} else {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -196,10 +197,14 @@ func checkAgainstNetURL(t testing.TB, u confine.URLs, s string) {
 	if plain && err == nil && p.User == nil && p.Opaque == "" && strings.HasPrefix(strings.ToLower(s), strings.ToLower(p.Scheme)+"://") &&
 		netAllowed(u, p) && !strings.Contains(p.Host, "_") && !strings.HasSuffix(p.Host, ".") && !strings.Contains(p.Host, "..") &&
 		!strings.HasPrefix(p.Host, ".") && !strings.HasPrefix(p.Host, "-") && !strings.Contains(p.Host, "-.") && !strings.Contains(p.Host, ".-") &&
-		!strings.HasSuffix(p.Host, ":") && !strings.Contains(p.Host, ":0") && dnsSized(p.Hostname()) {
+		!strings.HasSuffix(p.Host, ":") && !strings.Contains(p.Host, ":0") && dnsSized(p.Hostname()) && dnsChars.MatchString(p.Hostname()) {
 		t.Errorf("%q: net/url reads an allowed scheme, host and port, but Check refuses: %s", s, why)
 	}
 }
+
+// dnsChars: what a DNS name or an IPv6 address (without brackets) is
+// written with; net/url also lets sub-delimiters such as & into a host.
+var dnsChars = regexp.MustCompile(`^[A-Za-z0-9.:-]+$`)
 
 // dnsSized: labels of at most 63 characters, at most 253 in all.
 func dnsSized(h string) bool {
