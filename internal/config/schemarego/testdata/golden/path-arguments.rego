@@ -27,6 +27,8 @@ _check(v, p) := [] if {
 
 _path_why(s, r) := "has a control character" if {
 	regex.match("[\\x00-\\x1f\\x7f-\\x{9f}]", s)
+} else := "has an invalid UTF-8 sequence or U+FFFD" if {
+	regex.match("\\x{fffd}", s)
 } else := "starts with two separators (a UNC or network path such as \\\\host\\share or //host/share)" if {
 	regex.match("^(\\\\\\\\|//)", s)
 } else := _win_why(s, r) if {
