@@ -102,3 +102,20 @@ func (f *regoForm) url(t testing.TB, s string, u confine.URLs) (bool, string) {
 	}
 	return w == "", w
 }
+
+// BenchmarkRegoPathWhy is the Rego form's cost on a path inside, one
+// outside, and one with "..", whose detail resolves it:
+//
+//	go test -run '^$' -bench RegoPathWhy -benchmem ./internal/confine/
+func BenchmarkRegoPathWhy(b *testing.B) {
+	f := harness(b)
+	r := roots(b, "/workspace", "/tmp")
+	for _, p := range []string{"/workspace/project3/src/file_3.go", "/etc/conf3", "/workspace/a/../../etc/passwd3"} {
+		b.Run(p, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				eval(b, f.pathWhy, p, r.Data())
+			}
+		})
+	}
+}
