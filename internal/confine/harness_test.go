@@ -22,7 +22,8 @@ type regoForm struct {
 var regoOnce = sync.OnceValues(func() (*regoForm, error) {
 	var src strings.Builder
 	src.WriteString("package h\n\n")
-	for _, h := range confine.RegoHelpers {
+	helpers, _ := confine.Rego()
+	for _, h := range helpers {
 		src.WriteString(h)
 		src.WriteString("\n\n")
 	}

@@ -1,5 +1,10 @@
 package confine
 
+import (
+	"maps"
+	"slices"
+)
+
 // The Rego form of Check: helper functions a generated rule package
 // includes when its schema uses pathWithin or urlWithin
 // (internal/config/schemarego). Fixed text, standard builtins only; the
@@ -18,9 +23,19 @@ const (
 	URLKeyword  = "urlWithin"
 )
 
-// RegoHelpers maps each helper's name to its Rego source (one or more
-// rules, without a package line).
-var RegoHelpers = map[string]string{
+// Rego returns the helpers, each helper's name mapped to its Rego source
+// (one or more rules, without a package line), and for each the helpers
+// it calls. The maps are the caller's own.
+func Rego() (helpers map[string]string, deps map[string][]string) {
+	helpers = maps.Clone(regoHelpers)
+	deps = make(map[string][]string, len(regoDeps))
+	for name, d := range regoDeps {
+		deps[name] = slices.Clone(d)
+	}
+	return helpers, deps
+}
+
+var regoHelpers = map[string]string{
 	"_path_ok": `_path_ok(v, r) if {
 	is_string(v)
 	_path_why(v, r) == ""
@@ -244,8 +259,7 @@ _url_bad_label(l) if count(l) > 63
 _url_bad_label(l) if not regex.match("^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", l)`,
 }
 
-// RegoDeps lists, for each helper, the helpers it calls.
-var RegoDeps = map[string][]string{
+var regoDeps = map[string][]string{
 	"_path_ok":    {"_path_why"},
 	"_path_viols": {"_path_why"},
 	"_url_ok":     {"_url_why"},

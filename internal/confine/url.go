@@ -31,10 +31,10 @@ type SchemePorts struct {
 	Bare     bool
 }
 
-// DefaultPorts are the ports a URL of these schemes reaches when it names
+// defaultPorts are the ports a URL of these schemes reaches when it names
 // none. Without ports in urlWithin a URL may write only its scheme's
 // default port (or none); a scheme without a default may write no port.
-var DefaultPorts = map[string]int{"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
+var defaultPorts = map[string]int{"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
 var (
 	schemeRE  = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
@@ -53,7 +53,8 @@ var (
 // in ASCII (punycode for an IDN), wildcards "*.example.com" (any name
 // below example.com, not example.com itself), canonical IPv4 addresses or
 // bracketed IPv6 addresses; names and schemes are matched without regard
-// to case. Refused, with the reason: anything else (a trailing dot, a
+// to case. Without ports, a URL may name only its scheme's default port
+// (http and ws 80, https and wss 443, ftp 21) or none. Refused, with the reason: anything else (a trailing dot, a
 // non-ASCII name, a port in a host, a number-like name such as 0x7f.1).
 func ParseURLs(v any) (URLs, error) {
 	m, ok := v.(map[string]any)
@@ -105,7 +106,7 @@ func ParseURLs(v any) (URLs, error) {
 			return URLs{}, fmt.Errorf("scheme %q is not a URL scheme (letters, digits, + - .; starting with a letter)", s)
 		}
 		sp := SchemePorts{}
-		def, hasDef := DefaultPorts[s]
+		def, hasDef := defaultPorts[s]
 		switch {
 		case ports != nil:
 			sp.Explicit = slices.Clone(ports)
@@ -221,7 +222,7 @@ func (u URLs) Data() map[string]any {
 //     must be a canonical IPv4 address, listed exactly;
 //   - a DNS name of valid labels (at most 63 characters each, 253 in all),
 //     listed, or below a listed wildcard;
-//   - the port: one the scheme allows (see ParseURLs and DefaultPorts).
+//   - the port: one the scheme allows (see ParseURLs).
 func (u URLs) Check(s string) (ok bool, why string) {
 	switch {
 	case strings.IndexFunc(s, func(r rune) bool { return r == ' ' || controlRune(r) }) >= 0:

@@ -2,6 +2,7 @@ package schemarego
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -166,10 +167,7 @@ func (g *gen) confineParts(s *jsonschema.Schema, raw map[string]any) []string {
 
 // The helpers of both keywords join the generator's fixed helpers.
 func init() {
-	for name, src := range confine.RegoHelpers {
-		helperSrc[name] = src
-	}
-	for name, deps := range confine.RegoDeps {
-		helperDeps[name] = deps
-	}
+	helpers, deps := confine.Rego()
+	maps.Copy(helperSrc, helpers)
+	maps.Copy(helperDeps, deps)
 }
