@@ -196,11 +196,15 @@ func (r Roots) checkWindows(s string) (bool, string) {
 			return false, dotdot(segs, head, `\`)
 		}
 	}
+	// every name for a trailing dot or space first, then for a device
+	// (the order of the Rego form's else chain)
 	for _, seg := range segs {
-		switch {
-		case strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " "):
+		if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
 			return false, "has a name ending in a dot or a space, which Windows strips"
-		case winDevice.MatchString(seg):
+		}
+	}
+	for _, seg := range segs {
+		if winDevice.MatchString(seg) {
 			return false, "names a Windows device (CON, NUL, COM1…)"
 		}
 	}
