@@ -44,7 +44,7 @@ func loadWorkload(b testing.TB, w *Workload) *fixture {
 // pathSeq numbers the calls of BenchmarkDecidePaths apart from Fresh's:
 // each form takes the same numbers in turn (so the regex and path forms
 // decide the same calls), never seen before by that form's engine.
-var pathSeq = map[string]*atomic.Int64{"regex": {}, "pathWithin": {}, "tricks": {}, "native": {}}
+var pathSeq = map[string]*atomic.Int64{"regex": {}, "pathWithin": {}, "tricks": {}, "native": {}, "refusals": {}}
 
 func pathCalls(form string, n int, call func(int) decision.Call) []decision.Call {
 	start := int(pathSeq[form].Add(int64(n))) - n
@@ -59,9 +59,12 @@ func pathCalls(form string, n int, call func(int) decision.Call) []decision.Call
 // on M's calls, every one of which a workspace rule checks (pool rule 0
 // applies to every tool), with that rule written as the regular expression
 // M has ("regex"), in path form ("pathWithin"), in path form on calls
-// whose path is a trick it refuses ("tricks"), and the native Go baseline
-// on the path form ("native": santhosh with pathWithin in Go), one after
-// the other in one process. Figures per outcome class, as BenchmarkDecide.
+// whose path is a trick it refuses ("tricks"), the native Go baseline on
+// the path form ("native": santhosh with pathWithin in Go), and the
+// argument-rule refusals of M's calls alone in both forms
+// ("regex-refusals", "pathWithin-refusals": allocs/op is that class's),
+// one after the other in one process. Figures per outcome class, as
+// BenchmarkDecide.
 func BenchmarkDecidePaths(b *testing.B) {
 	regex := load(b, M)
 	paths := loadWorkload(b, regex.w.PathForm())
@@ -81,6 +84,27 @@ func BenchmarkDecidePaths(b *testing.B) {
 	b.Run("M/regex", func(b *testing.B) { decide(b, regex, pathCalls("regex", b.N, regex.w.Call)) })
 	b.Run("M/pathWithin", func(b *testing.B) { decide(b, paths, pathCalls("pathWithin", b.N, paths.w.Call)) })
 	b.Run("M/tricks", func(b *testing.B) { decide(b, paths, pathCalls("tricks", b.N, paths.w.TrickCall)) })
+	// the argument-rule refusals alone (allocs/op is then that class's),
+	// the same calls in both forms
+	refusals := func(n int) []decision.Call {
+		var out []decision.Call
+		for len(out) < n {
+			for _, c := range pathCalls("refusals", n, paths.w.Call) {
+				if d := paths.native.Decide(c); len(out) < n && d.Outcome == decision.Deny && d.Step == decision.StepArgumentRules {
+					out = append(out, c)
+				}
+			}
+		}
+		return out
+	}
+	var denies []decision.Call
+	b.Run("M/regex-refusals", func(b *testing.B) { denies = refusals(b.N); decide(b, regex, denies) })
+	b.Run("M/pathWithin-refusals", func(b *testing.B) {
+		if len(denies) != b.N {
+			denies = refusals(b.N)
+		}
+		decide(b, paths, denies)
+	})
 	b.Run("M/native", func(b *testing.B) {
 		calls := pathCalls("native", b.N, paths.w.Call)
 		TimedByClass(b, func(i int) string { return outcomeClass(paths.native.Decide(calls[i])) })

@@ -218,8 +218,16 @@ func pathRows(res results) []row {
 			return ratio(x, xok, y, yok)
 		}
 	}
+	alloc := func(form string) func(string) string {
+		return func(s string) string {
+			v, ok := res.get("DecidePaths/"+s+"/"+form, "allocs/op")
+			return num(v, ok, "")
+		}
+	}
 	return []row{
 		{"path-checked calls, rule as a regex: p50", get("regex", "p50-ns")},
+		{"path-checked calls, regex: allocs/op", alloc("regex")},
+		{"path-checked calls, pathWithin: allocs/op", alloc("pathWithin")},
 		{"path-checked calls, rule as pathWithin: p50", get("pathWithin", "p50-ns")},
 		{"path-checked calls, pathWithin: p99", get("pathWithin", "p99-ns")},
 		{"path-checked calls, pathWithin / regex (p50)", ratioOf("pathWithin", "regex", "p50-ns")},
@@ -229,6 +237,11 @@ func pathRows(res results) []row {
 		{"  pathWithin, deny:argument_rules: p50", get("pathWithin", "deny:argument_rules-p50-ns")},
 		{"  regex, deny:argument_rules: p50", get("regex", "deny:argument_rules-p50-ns")},
 		{"  path tricks refused by pathWithin: p50", get("tricks", "deny:argument_rules-p50-ns")},
+		{"  argument-rule refusals alone, regex: p50", get("regex-refusals", "p50-ns")},
+		{"  argument-rule refusals alone, pathWithin: p50", get("pathWithin-refusals", "p50-ns")},
+		{"  argument-rule refusals alone, regex: allocs/op", alloc("regex-refusals")},
+		{"  argument-rule refusals alone, pathWithin: allocs/op", alloc("pathWithin-refusals")},
+		{"  path tricks: allocs/op", alloc("tricks")},
 		{"  native on the path form, allow: p50", get("native", "allow-p50-ns")},
 	}
 }

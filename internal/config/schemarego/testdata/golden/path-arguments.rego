@@ -37,14 +37,15 @@ _path_why(s, r) := "has a control character" if {
 	contains(s, "\\")
 } else := "is relative: write an absolute path" if {
 	not startswith(s, "/")
-} else := _dotdot(segs, "/", "/") if {
-	segs := _segs(split(s, "/"))
+} else := _posix_why(_segs(split(s, "/")), r)
+
+_posix_why(segs, r) := _dotdot(segs, "/", "/") if {
 	".." in segs
 } else := "" if {
-	clean := concat("", ["/", concat("/", _segs(split(s, "/")))])
+	clean := concat("", ["/", concat("/", segs)])
 	some root in r.posix
 	_within(clean, root, "/")
-} else := concat("", ["resolves to /", concat("/", _segs(split(s, "/"))), ", which is outside every root"])
+} else := concat("", ["resolves to /", concat("/", segs), ", which is outside every root"])
 
 _win_why(s, r) := "is a Windows path (drive letter), and no root is one" if {
 	count(r.windows) == 0
@@ -54,20 +55,21 @@ _win_why(s, r) := "is a Windows path (drive letter), and no root is one" if {
 	contains(substring(s, 2, -1), ":")
 } else := "has a character Windows does not allow in a name (< > \" | ? *)" if {
 	regex.match("[<>\"|?*]", s)
-} else := _dotdot(segs, _win_head(s), "\\") if {
-	segs := _win_segs(s)
+} else := _win_segs_why(_win_segs(s), _win_head(s), r)
+
+_win_segs_why(segs, head, r) := _dotdot(segs, head, "\\") if {
 	".." in segs
 } else := "has a name ending in a dot or a space, which Windows strips" if {
-	some seg in _win_segs(s)
+	some seg in segs
 	regex.match("[. ]$", seg)
 } else := "names a Windows device (CON, NUL, COM1…)" if {
-	some seg in _win_segs(s)
+	some seg in segs
 	regex.match("(?i)^(con|prn|aux|nul|conin\\$|conout\\$|clock\\$|com[0-9¹²³]|lpt[0-9¹²³])(\\..*)?$", seg)
 } else := "" if {
-	clean := concat("", [_win_head(s), concat("\\", _win_segs(s))])
+	clean := concat("", [head, concat("\\", segs)])
 	some root in r.windows
 	_within(clean, root, "\\")
-} else := concat("", ["resolves to ", _win_head(s), concat("\\", _win_segs(s)), ", which is outside every root"])
+} else := concat("", ["resolves to ", head, concat("\\", segs), ", which is outside every root"])
 
 _win_head(s) := concat("", [upper(substring(s, 0, 1)), ":\\"])
 
