@@ -44,7 +44,7 @@ servers:
         description: writes stay in the workspace
         schema:
           properties:
-            path: {type: string, pattern: "^/workspace/"}
+            path: {type: string, pathWithin: [/workspace]}
 `
 
 func boolPtr(b bool) *bool { return &b }
@@ -61,7 +61,7 @@ func ExampleEngine_Decide() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
 
-	for _, path := range []string{"/workspace/notes.md", "/etc/passwd"} {
+	for _, path := range []string{"/workspace/notes.md", "/workspace/../etc/passwd"} {
 		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{
 			Server: "fs",
 			Tool:   writeFile,
@@ -72,13 +72,16 @@ func ExampleEngine_Decide() {
 		}
 		fmt.Println(d.Outcome, "step="+string(d.Step))
 		for _, r := range d.Reasons {
-			fmt.Println(" ", r.Code, r.Violations[0].Path, r.Violations[0].Constraint, r.Violations[0].Rule.ID)
+			v := r.Violations[0]
+			fmt.Println(" ", r.Code, v.Path, v.Constraint, v.Rule.ID)
+			fmt.Println("   ", v.Detail)
 		}
 	}
 	// Output:
 	// allow step=
 	// deny step=argument_rules
-	//   ArgumentRuleViolation /path pattern fs-writes-in-workspace
+	//   ArgumentRuleViolation /path pathWithin fs-writes-in-workspace
+	//     has a ".." segment, which is refused; it resolves to /etc/passwd
 }
 
 // Render one decision natively for each surface that can ask for it.

@@ -41,7 +41,7 @@ servers:
         description: writes stay in the workspace
         schema:
           properties:
-            path: {type: string, pattern: "^/workspace/"}
+            path: {type: string, pathWithin: [/workspace]}
   git:
     argumentRules:
       - id: no-force-push

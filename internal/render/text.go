@@ -92,6 +92,10 @@ func accepts(v decision.Violation) string {
 		return "must have property names matching " + e
 	case "dependentRequired":
 		return "must include the properties it depends on " + e
+	case "pathWithin":
+		return "must be a path inside " + e
+	case "urlWithin":
+		return "must be a URL allowed by " + e
 	default:
 		return "must satisfy " + v.Constraint + " " + e
 	}
