@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -145,7 +146,7 @@ func Render(surface string, call Call, d Decision) (Rendering, error) {
 // decision is the policy's own document, what a stock OPA answers; only
 // the in-process SDK sees it before Redact. Redacting twice changes
 // nothing; d is not modified. See docs/surfaces.md.
-func Redact(call Call, d Decision) Decision { return render.Redact(d, call.Args) }
+func Redact(call Call, d Decision) Decision { return redact.Redact(d, call.Args) }
 
 // HTTPStatus is the HTTP status the daemon surface answers d with.
 func HTTPStatus(d Decision) int { return render.StatusOf(d) }

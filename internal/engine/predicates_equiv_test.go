@@ -26,7 +26,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -354,7 +354,7 @@ func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
 		}
 		config = rs[0].Expressions[0].Value
 	}
-	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": render.SecretsData()}, Schemas: map[string]any{
+	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": redact.SecretsData()}, Schemas: map[string]any{
 		"test_workspace":   map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/workspace/"}}},
 		"test_const_false": map[string]any{"const": false},
 	}}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // ErrNotAsk is returned by Prompt for a decision whose outcome is not ask.
@@ -57,7 +58,7 @@ func Prompt(call decision.Call, d decision.Decision) (AskPrompt, error) {
 	if d.Call.SHA256 != "" && d.Call.SHA256 != sum {
 		return AskPrompt{}, ErrCallMismatch
 	}
-	shown, changed := RedactArgs(call.Args)
+	shown, changed := redact.RedactArgs(call.Args)
 	canon, err := decision.Canonical(shown)
 	if err != nil {
 		return AskPrompt{}, fmt.Errorf("render: prompt: %w", err)
@@ -65,7 +66,7 @@ func Prompt(call decision.Call, d decision.Decision) (AskPrompt, error) {
 	if changed == nil {
 		changed = []string{}
 	}
-	d = Redact(d, call.Args)
+	d = redact.Redact(d, call.Args)
 	reasons := []PromptReason{}
 	for _, r := range askReasons(d) {
 		reasons = append(reasons, PromptReason{Code: r.Code, Message: r.Message})

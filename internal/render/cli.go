@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // CLI renders d as the text a person reads on a terminal (stderr): a first
@@ -21,7 +22,7 @@ import (
 // refusal that holds in shadow mode says so under its reasons, and what
 // the policy decided when that was more.
 func CLI(d decision.Decision) string {
-	d = Redact(d, nil)
+	d = redact.Redact(d, nil)
 	var b strings.Builder
 	if d.Relaxed() && d.Outcome == decision.Allow {
 		fmt.Fprintf(&b, "allow %s: shadow mode let it through\n  enforced: %s", callName(d.Call), CLI(d.Enforced()))

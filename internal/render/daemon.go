@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // DaemonBody is the JSON body of a daemon/HTTP refusal. Error, Code, Server,
@@ -44,7 +45,7 @@ type HTTPAnswer struct {
 // an HTTP request has no person to ask; a daemon with a broker renders the
 // prompt with DaemonAsk or Prompt instead.
 func Daemon(d decision.Decision) (status int, body any) {
-	d = Redact(d, nil)
+	d = redact.Redact(d, nil)
 	if d.Outcome == decision.Allow {
 		if d.Reasons == nil {
 			d.Reasons = []decision.Reason{}
@@ -109,7 +110,7 @@ func DaemonAsk(call decision.Call, d decision.Decision) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	status, body := Daemon(Redact(d, call.Args))
+	status, body := Daemon(redact.Redact(d, call.Args))
 	if db, ok := body.(*DaemonBody); ok {
 		db.Ask = &p
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // CodeInvalidParams is the JSON-RPC error code the MCP Go SDK v1.8.0 server
@@ -98,7 +99,7 @@ func MCPFor(d decision.Decision, cmds Commands) MCPAnswer {
 	if d.Outcome == decision.Allow {
 		return MCPAnswer{}
 	}
-	d = cmds.respell(Unavailable(Redact(d, nil)))
+	d = cmds.respell(Unavailable(redact.Redact(d, nil)))
 	if d.First().Code == decision.HiddenTool {
 		return MCPAnswer{Error: UnknownTool(d.Call.Tool)}
 	}

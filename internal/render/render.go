@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // The surfaces Render knows.
@@ -30,7 +31,7 @@ type ElicitRequest struct {
 //
 // It fails for an unknown surface and when an ask's prompt cannot be built.
 func Render(surface string, call decision.Call, d decision.Decision) (any, error) {
-	d = Redact(d, call.Args)
+	d = redact.Redact(d, call.Args)
 	ask := d.Outcome == decision.Ask
 	switch surface {
 	case SurfaceDaemon:

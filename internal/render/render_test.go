@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -384,7 +385,7 @@ func TestRedactKeepsOrdinaryValues(t *testing.T) {
 		"ulid":       "01JDX3K8Q2W7RZ5M0N4B6C9V1T",
 		"key":        "reports/2026/q3.csv",
 	}
-	shown, changed := render.RedactArgs(args)
+	shown, changed := redact.RedactArgs(args)
 	if len(changed) != 0 {
 		t.Errorf("redacted ordinary values at %v: %v", changed, shown)
 	}
@@ -395,7 +396,7 @@ func TestRedactKeepsOrdinaryValues(t *testing.T) {
 
 func TestRedactStringKeepsTheSchemeWord(t *testing.T) {
 	t.Parallel()
-	got := render.RedactString("curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh' https://api.example.com")
+	got := redact.RedactString("curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh' https://api.example.com")
 	want := "curl -H 'Authorization: Bearer [REDACTED bearer-token, 24 chars]' https://api.example.com"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -407,8 +408,8 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 	long := strings.Repeat("é", 500)
 	args := map[string]any{"password": "hunter2-Correct-Horse", "body": long,
 		"items": make([]any, 80), "note": "Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh"}
-	once, changed := render.RedactArgs(args)
-	twice, again := render.RedactArgs(once)
+	once, changed := redact.RedactArgs(args)
+	twice, again := redact.RedactArgs(once)
 	if jsonOf(t, once) != jsonOf(t, twice) {
 		t.Errorf("redacting twice changed the result:\n%v\n%v", once, twice)
 	}
@@ -419,13 +420,13 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 		t.Error("RedactArgs modified its input")
 	}
 	body := once["body"].(string)
-	if !strings.HasSuffix(body, "…[cut, 500 chars in full]") || len([]rune(body)) > render.MaxValueChars+30 {
+	if !strings.HasSuffix(body, "…[cut, 500 chars in full]") || len([]rune(body)) > redact.MaxValueChars+30 {
 		t.Errorf("long value cut wrong: %q", body)
 	}
 	d := decision.Decision{Outcome: decision.Deny, Reasons: []decision.Reason{{Code: decision.ArgumentRuleViolation,
 		Message: "x", Violations: []decision.Violation{{Path: "/password", Value: "hunter2-Correct-Horse"}}}}}
-	r1 := render.Redact(d, nil)
-	if jsonOf(t, r1) != jsonOf(t, render.Redact(r1, nil)) {
+	r1 := redact.Redact(d, nil)
+	if jsonOf(t, r1) != jsonOf(t, redact.Redact(r1, nil)) {
 		t.Error("Redact is not idempotent")
 	}
 	if d.Reasons[0].Violations[0].Value != "hunter2-Correct-Horse" {
@@ -537,7 +538,7 @@ func TestRedactKeepsTheClearCommand(t *testing.T) {
 	r.Details = map[string]any{"clear": clear}
 	other := reason(decision.OverrideDeny, "see "+clear)
 	other.Details = map[string]any{"clear": clear}
-	d := render.Redact(deny(t, call, true, r, other), nil)
+	d := redact.Redact(deny(t, call, true, r, other), nil)
 	got := d.Reasons[0]
 	if got.Details["clear"] != clear || !strings.HasSuffix(got.Message, "clears them with: "+clear) {
 		t.Errorf("the clear command did not come out whole: %q / %v", got.Message, got.Details)
@@ -569,7 +570,7 @@ func TestRedactKeepsTheAcceptCommand(t *testing.T) {
 	notAccept.Details = map[string]any{"accept": "rm -rf " + state}
 	other := reason(decision.OverrideDeny, "see "+accept)
 	other.Details = map[string]any{"accept": accept}
-	d := render.Redact(deny(t, call, true, r, notAccept, other), nil)
+	d := redact.Redact(deny(t, call, true, r, notAccept, other), nil)
 	got := d.Reasons[0]
 	if got.Details["accept"] != accept || !strings.HasSuffix(got.Message, "accepts it with: "+accept) {
 		t.Errorf("the accept command did not come out whole: %q / %v", got.Message, got.Details)
@@ -623,10 +624,10 @@ func TestLedgerUnreadableWritesCommand(t *testing.T) {
 		return deny(t, call, true, r)
 	}
 	engine := "mcpx-policy writes --state-dir " + state
-	if got := render.Redact(withWrites(engine), nil).Reasons[0]; got.Details["writes"] != engine || got.Message != msg {
+	if got := redact.Redact(withWrites(engine), nil).Reasons[0]; got.Details["writes"] != engine || got.Message != msg {
 		t.Errorf("Redact: %q / %v", got.Message, got.Details)
 	}
-	if got := render.Redact(withWrites("rm -rf "+state), nil).Reasons[0]; strings.Contains(jsonOf(t, got), state) {
+	if got := redact.Redact(withWrites("rm -rf "+state), nil).Reasons[0]; strings.Contains(jsonOf(t, got), state) {
 		t.Errorf("a look-alike was kept: %s", jsonOf(t, got))
 	}
 	for _, tc := range []struct{ policy, want string }{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // MetaShadow is the `_meta` key of the result of a call that shadow mode
@@ -21,7 +22,7 @@ func ShadowMeta(d decision.Decision) (meta decision.Decision, ok bool) {
 	if !d.Relaxed() {
 		return decision.Decision{}, false
 	}
-	e := Redact(d, nil).Enforced()
+	e := redact.Redact(d, nil).Enforced()
 	if e.Warnings == nil {
 		e.Warnings = []decision.Reason{}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -80,7 +81,7 @@ func TestShadowIsRedacted(t *testing.T) {
 	call := decision.Call{Server: "db", Tool: decision.Tool{Name: "login"}, Args: map[string]any{"user": "app", "password": pw}}
 	q, _ := json.Marshal(pw)
 	d := relaxed(t, call, reason(decision.OverrideDeny, fmt.Sprintf("login refused: password %s is banned (%s)", pw, q)))
-	d = render.Redact(d, call.Args)
+	d = redact.Redact(d, call.Args)
 	outs := map[string]string{}
 	for _, s := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
 		v, err := render.Render(s, call, d)

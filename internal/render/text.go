@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 )
 
 // jsonText renders v as compact JSON without HTML escaping, for text.
@@ -175,7 +176,7 @@ func unknownArgs(details map[string]any) (names, suggestions []string, more int)
 			key, _ := u["key"].(string)
 			path, _ := u["path"].(string)
 			name := key
-			if path != "" && path != "/"+escapePointer(key) {
+			if path != "" && path != jsonptr.Append("", key) {
 				name = path
 			}
 			if name == "" {

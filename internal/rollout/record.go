@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
@@ -34,7 +34,7 @@ const (
 
 // RedactSecrets, in RecorderOptions.Redact, names every argument whose key
 // is a secret's name in the secret table (token, password, api_key,
-// authorization and their kin: render.SecretKey). It is the default.
+// authorization and their kin: redact.SecretKey). It is the default.
 const RedactSecrets = "@secrets"
 
 // RedactedValue replaces a redacted argument in a recorded call.
@@ -219,7 +219,7 @@ func (r *Recorder) prune(room int64) {
 func (r *Recorder) Record(call decision.Call, d decision.Decision, revision string) error {
 	now := r.opts.Now().UTC()
 	args, redacted, secrets := r.redact.apply(call.Args)
-	shown := render.Redact(d, call.Args)
+	shown := redact.Redact(d, call.Args)
 	msg := shown.First().Message
 	for _, s := range secrets {
 		msg = scrub(msg, s)
@@ -335,7 +335,7 @@ func (red redaction) apply(args map[string]any) (map[string]any, []string, []str
 	var ptrs, secrets []string
 	var walk func(v any, toks []string, key string, top bool) any
 	walk = func(v any, toks []string, key string, top bool) any {
-		if !top && (red.pointers[strings.Join(toks, "\x00")] || red.names[key] || (red.secrets && key != "" && render.SecretKey(key))) {
+		if !top && (red.pointers[strings.Join(toks, "\x00")] || red.names[key] || (red.secrets && key != "" && redact.SecretKey(key))) {
 			ptrs = append(ptrs, pointerOf(toks))
 			secrets = append(secrets, leaves(v)...)
 			return RedactedValue
