@@ -10,13 +10,13 @@ import (
 	"testing"
 )
 
-// TestEveryExportedNameIsDocumented: `go doc` of the SDK and of opabundle
-// reads as a complete API — every exported type, function, method,
-// constant and variable (or its group) has a doc comment, and so does
-// each package.
+// TestEveryExportedNameIsDocumented: `go doc` of the SDK, its value types
+// (package decision) and opabundle reads as a complete API — every
+// exported type, function, method, constant and variable (or its group)
+// has a doc comment, and so does each package.
 func TestEveryExportedNameIsDocumented(t *testing.T) {
 	t.Parallel()
-	for _, dir := range []string{".", "opabundle"} {
+	for _, dir := range []string{".", "decision", "opabundle"} {
 		fset := token.NewFileSet()
 		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")

@@ -1,6 +1,6 @@
 package mcpxpolicy
 
-import "github.com/mcpx/mcpx-policy/internal/decision"
+import "github.com/mcpx/mcpx-policy/decision"
 
 // The decision's value types. They are plain Go values shared by every part
 // of the module; see the internal/decision documentation for each field.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/rego"
 )
 

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // decisionCacheSize is how many decisions a Prepared keeps for repeated

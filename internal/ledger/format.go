@@ -8,7 +8,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Version is the ledger file format version this build reads and writes.

@@ -5,7 +5,7 @@
 //
 // It is a policy fact, not presentation: the renderings (internal/render),
 // the decision log, the recorder and the SDK's Redact all take what this
-// package makes. It imports only internal/decision and
+// package makes. It imports only decision and
 // internal/regexneed. Every function is pure and safe for concurrent use.
 package redact
 

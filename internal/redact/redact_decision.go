@@ -3,7 +3,7 @@ package redact
 import (
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Redact returns a copy of d fit to show on any surface: violation paths

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Commands spells the mcpx-policy commands an output tells a person to run
