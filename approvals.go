@@ -231,7 +231,7 @@ func (e *Engine) Approvals() *Approvals { return e.approvals }
 // ErrApprovalTooLarge, ErrApprovalsUnreadable, I/O errors. On error the
 // ask stands; a surface that cannot put it to a person returns
 // ConfirmationUnavailableDecision(d). Safe for concurrent use.
-func (e *Engine) RequestApproval(call Call, d Decision) (ApprovalRequest, error) {
+func (e *Engine) RequestApproval(call decision.Call, d decision.Decision) (ApprovalRequest, error) {
 	prompt, err := render.Prompt(call, d)
 	if err != nil {
 		return ApprovalRequest{}, err
@@ -255,7 +255,7 @@ func (e *Engine) RequestApproval(call Call, d Decision) (ApprovalRequest, error)
 // approvalBinding digests what an approval is bound to besides the call's
 // sha256: the reasons to ask as the person was shown them (redacted), the
 // write and destructive flags, and the principal.
-func approvalBinding(call Call, p AskPrompt) (string, error) {
+func approvalBinding(call decision.Call, p AskPrompt) (string, error) {
 	var principal any
 	if call.Principal != nil {
 		groups := make([]any, len(call.Principal.Groups))
@@ -298,12 +298,12 @@ func approvalBinding(call Call, p AskPrompt) (string, error) {
 // Like Decide, it always returns a decision, a deny whenever it returns an
 // error; errors.Is(err, ErrApprovalRefused) tells a refused approval from
 // a failure of the gate. Safe for concurrent use.
-func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Decision, error) {
+func (e *Engine) DecideApproved(ctx context.Context, call decision.Call, id string) (decision.Decision, error) {
 	d, err := e.Decide(ctx, call)
 	if err != nil {
 		return d, err
 	}
-	if d.Outcome != Ask {
+	if d.Outcome != decision.Ask {
 		// Given for an ask that no longer is: spent. If it cannot be
 		// removed now it changes nothing for this call, and it expires.
 		e.approvals.s.Discard(id)
@@ -326,19 +326,19 @@ func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Deci
 		}
 		return approvalRefused(d, id, err), err
 	}
-	d.Outcome = Allow
+	d.Outcome = decision.Allow
 	d.Step = decision.StepNone
-	if d.Shadow != nil && d.Shadow.Outcome == Ask {
+	if d.Shadow != nil && d.Shadow.Outcome == decision.Ask {
 		// Shadow mode, an ask it kept (a binding one): enforced, the
 		// approval would answer it just the same.
-		d.Shadow = &decision.Shadow{Outcome: Allow, Step: decision.StepNone, Reasons: d.Reasons}
+		d.Shadow = &decision.Shadow{Outcome: decision.Allow, Step: decision.StepNone, Reasons: d.Reasons}
 	}
 	return d, nil
 }
 
 // approvalRefused is the deny of an ask whose approval id could not be
 // used because of err.
-func approvalRefused(d Decision, id string, err error) Decision {
+func approvalRefused(d decision.Decision, id string, err error) decision.Decision {
 	if errors.Is(err, ErrApprovalDeclined) {
 		out := ConfirmationDeclinedDecision(d)
 		out.Reasons[0].Details["approval"] = id
@@ -366,7 +366,7 @@ func approvalRefused(d Decision, id string, err error) Decision {
 
 func callLabel(c decision.CallRef) string { return c.Server + "." + c.Tool }
 
-func askedCodes(r *Reason) string {
+func askedCodes(r *decision.Reason) string {
 	codes, _ := r.Details["asked"].([]string)
 	return strings.Join(codes, ", ")
 }
@@ -376,7 +376,7 @@ func askedCodes(r *Reason) string {
 // prompt: the body's "ask" is that prompt), so whoever receives the 428
 // knows which request to have approved; the other surfaces render as
 // Render does.
-func RenderApproval(surface string, call Call, d Decision, req ApprovalRequest) (Rendering, error) {
+func RenderApproval(surface string, call decision.Call, d decision.Decision, req ApprovalRequest) (Rendering, error) {
 	out, err := Render(surface, call, d)
 	if err != nil || out.HTTP == nil {
 		return out, err

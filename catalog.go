@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
-func catalogTool(cat *config.Catalog, server, name string) (Tool, bool) {
+func catalogTool(cat *config.Catalog, server, name string) (decision.Tool, bool) {
 	raw, ok := cat.Tool(server, name)
 	if !ok {
-		return Tool{}, false
+		return decision.Tool{}, false
 	}
 	t, err := ParseTool(raw)
 	return t, err == nil
@@ -22,12 +23,12 @@ func catalogTool(cat *config.Catalog, server, name string) (Tool, bool) {
 // the body of serve's POST /v1/decide. Tool is an MCP Tool object, or a
 // tool name looked up in the Engine's catalog (ResolveTool).
 type CallDocument struct {
-	Server    string          `json:"server"`
-	Tool      json.RawMessage `json:"tool"`
-	Args      map[string]any  `json:"args"`
-	Surface   string          `json:"surface,omitempty"`
-	Principal *Principal      `json:"principal,omitempty"`
-	Mode      string          `json:"mode,omitempty"`
+	Server    string              `json:"server"`
+	Tool      json.RawMessage     `json:"tool"`
+	Args      map[string]any      `json:"args"`
+	Surface   string              `json:"surface,omitempty"`
+	Principal *decision.Principal `json:"principal,omitempty"`
+	Mode      string              `json:"mode,omitempty"`
 	// Approval is the id of an approval request for this exact call: the
 	// decision uses it once (Engine.DecideApproved). Optional.
 	Approval string `json:"approval,omitempty"`
@@ -42,29 +43,29 @@ type CallDocument struct {
 }
 
 // Call is the document's call without its tool, which ResolveTool reads.
-func (d CallDocument) Call() Call {
-	return Call{Server: d.Server, Args: d.Args, Surface: d.Surface, Principal: d.Principal, Mode: d.Mode}
+func (d CallDocument) Call() decision.Call {
+	return decision.Call{Server: d.Server, Args: d.Args, Surface: d.Surface, Principal: d.Principal, Mode: d.Mode}
 }
 
 // ResolveTool reads the "tool" of a call document: an MCP Tool object, or a
 // tool name looked up in the Engine's catalog (Options.Catalog). The error
 // says which of the three went wrong: missing, not in the catalog, or
 // neither a name nor a Tool.
-func (e *Engine) ResolveTool(server string, raw json.RawMessage) (Tool, error) {
+func (e *Engine) ResolveTool(server string, raw json.RawMessage) (decision.Tool, error) {
 	var name string
 	switch {
 	case len(raw) == 0:
-		return Tool{}, errors.New(`"tool" is missing`)
+		return decision.Tool{}, errors.New(`"tool" is missing`)
 	case json.Unmarshal(raw, &name) == nil:
 		t, ok := e.ToolFromCatalog(server, name)
 		if !ok {
-			return Tool{Name: name}, fmt.Errorf("tool %q of server %q is not in the catalog", name, server)
+			return decision.Tool{Name: name}, fmt.Errorf("tool %q of server %q is not in the catalog", name, server)
 		}
 		return t, nil
 	default:
 		t, err := ParseTool(raw)
 		if err != nil {
-			return Tool{}, fmt.Errorf(`"tool" is neither a name nor an MCP Tool: %w`, err)
+			return decision.Tool{}, fmt.Errorf(`"tool" is neither a name nor an MCP Tool: %w`, err)
 		}
 		return t, nil
 	}
@@ -79,8 +80,8 @@ func (e *Engine) ResolveTool(server string, raw json.RawMessage) (Tool, error) {
 // object (a pinned definition covers both: ToolSHA256). Fields the policy
 // does not read (title, _meta…) pass.
 // Numbers in the inputSchema stay exact (json.Number).
-func ParseTool(raw []byte) (Tool, error) {
-	var t Tool
+func ParseTool(raw []byte) (decision.Tool, error) {
+	var t decision.Tool
 	err := strictjson.Unmarshal(raw, &t)
 	return t, err
 }
@@ -105,7 +106,7 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // document's "approval" ("" when absent). On error the returned call holds
 // the server and tool name when they could be read, for the deny. Safe for
 // concurrent use.
-func (e *Engine) DecodeCall(raw []byte) (call Call, approval string, err error) {
+func (e *Engine) DecodeCall(raw []byte) (call decision.Call, approval string, err error) {
 	call, doc, err := e.DecodeDocument(raw)
 	return call, doc.Approval, err
 }
@@ -113,10 +114,10 @@ func (e *Engine) DecodeCall(raw []byte) (call Call, approval string, err error) 
 // DecodeDocument is DecodeCall that also returns the whole document: a
 // recorded call's Time, Decision and Redacted, for replay. On a strict
 // decoding error the document is empty.
-func (e *Engine) DecodeDocument(raw []byte) (Call, CallDocument, error) {
+func (e *Engine) DecodeDocument(raw []byte) (decision.Call, CallDocument, error) {
 	var doc CallDocument
 	if err := strictjson.UnmarshalKnown(raw, &doc); err != nil {
-		return Call{}, CallDocument{}, err
+		return decision.Call{}, CallDocument{}, err
 	}
 	call := doc.Call()
 	t, err := e.ResolveTool(doc.Server, doc.Tool)

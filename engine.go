@@ -211,7 +211,7 @@ func (e *Engine) Warnings() []string {
 // Every decision has a deadline: ctx's own, else Options.DecideTimeout
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
-func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+func (e *Engine) Decide(ctx context.Context, call decision.Call) (decision.Decision, error) {
 	if obs := e.opts.Observer; obs != nil {
 		start := time.Now()
 		d, err := e.decide(ctx, call)
@@ -228,20 +228,20 @@ func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
 // why is the pin's reason then. It judges the tool, not a call: observers
 // (Options.Observer) are not told. Like Decide, it pins a tool seen first
 // when the server pins tool definitions. Safe for concurrent use.
-func (e *Engine) Listable(ctx context.Context, server string, t Tool) (ok bool, why string) {
-	d, _ := e.decide(ctx, Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
-	if d.Outcome == Deny && d.First().Code == HiddenTool {
+func (e *Engine) Listable(ctx context.Context, server string, t decision.Tool) (ok bool, why string) {
+	d, _ := e.decide(ctx, decision.Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
+	if d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool {
 		return false, ""
 	}
 	for _, r := range d.Reasons {
-		if r.Code == ToolDefinitionChanged {
+		if r.Code == decision.ToolDefinitionChanged {
 			return false, r.Message
 		}
 	}
 	return true, ""
 }
 
-func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
+func (e *Engine) decide(ctx context.Context, call decision.Call) (decision.Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl)
@@ -270,17 +270,17 @@ func (e *Engine) decideTimeout() time.Duration {
 
 // ToolFromCatalog returns the tool of the Engine's catalog (Options.Catalog)
 // by server and name.
-func (e *Engine) ToolFromCatalog(server, name string) (Tool, bool) {
+func (e *Engine) ToolFromCatalog(server, name string) (decision.Tool, bool) {
 	cat := e.cur.Load().compiled.Catalog
 	if cat == nil {
-		return Tool{}, false
+		return decision.Tool{}, false
 	}
 	return catalogTool(cat, server, name)
 }
 
 // Denied is the deny decision a surface returns when it cannot use the
 // engine at all (for example a config that never loaded).
-func Denied(server, tool string, code Code, message string) Decision {
+func Denied(server, tool string, code decision.Code, message string) decision.Decision {
 	return decision.Denied(decision.CallRef{Server: server, Tool: tool}, code, message)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Load a config into an Engine: the files in layer order, the environment
@@ -31,7 +32,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	defer eng.Close()
-	d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "notes", Tool: writeFile, Args: map[string]any{}})
+	d, _ := eng.Decide(context.Background(), decision.Call{Server: "notes", Tool: writeFile, Args: map[string]any{}})
 	fmt.Println(d.Outcome, d.First().Code)
 
 	_ = os.WriteFile(path, []byte("version: 1\npolicy:\n  write: maybe\n"), 0o644)
@@ -69,7 +70,7 @@ func ExampleEngine_DecodeCall() {
 func ExampleRespond() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
-	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}, Surface: mcpxpolicy.SurfaceDaemon}
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "move_file"}, Args: map[string]any{}, Surface: mcpxpolicy.SurfaceDaemon}
 	d, _ := eng.Decide(context.Background(), call)
 
 	resp, err := mcpxpolicy.Respond(call, d, nil, nil)
@@ -92,10 +93,10 @@ func ExampleRenderMCP() {
 	defer done()
 	ctx := context.Background()
 
-	hidden, _ := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}})
+	hidden, _ := eng.Decide(ctx, decision.Call{Server: "fs", Tool: decision.Tool{Name: "move_file"}, Args: map[string]any{}})
 	fmt.Println(mcpxpolicy.RenderMCP(hidden, mcpxpolicy.Commands{}).Error.Message)
 
-	outside, _ := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}})
+	outside, _ := eng.Decide(ctx, decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}})
 	fmt.Println(mcpxpolicy.RenderMCP(outside, mcpxpolicy.Commands{}).Result.IsError)
 	// Output:
 	// unknown tool "move_file"
@@ -117,7 +118,7 @@ func ExampleWrites_Clear() {
 	if err != nil {
 		panic(err)
 	}
-	w, _ := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}})
+	w, _ := eng.BeginWrite(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}})
 	w.Sent()
 	_ = w.Unknown("timeout")
 	eng.Close()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // exampleEngine loads a small config from a temp dir. Examples share it.
@@ -49,9 +50,9 @@ servers:
 
 func boolPtr(b bool) *bool { return &b }
 
-var writeFile = mcpxpolicy.Tool{
+var writeFile = decision.Tool{
 	Name:        "write_file",
-	Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: boolPtr(false)},
+	Annotations: &decision.Annotations{ReadOnlyHint: boolPtr(false)},
 	InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{}, "content": map[string]any{}}},
 }
 
@@ -62,7 +63,7 @@ func ExampleEngine_Decide() {
 	defer done()
 
 	for _, path := range []string{"/workspace/notes.md", "/etc/passwd"} {
-		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{
+		d, err := eng.Decide(context.Background(), decision.Call{
 			Server: "fs",
 			Tool:   writeFile,
 			Args:   map[string]any{"path": path, "content": "hello"},
@@ -85,7 +86,7 @@ func ExampleEngine_Decide() {
 func ExampleRender() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
-	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}}
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "move_file"}, Args: map[string]any{}}
 	d, _ := eng.Decide(context.Background(), call)
 
 	fmt.Println("daemon status:", mcpxpolicy.HTTPStatus(d))
@@ -101,7 +102,7 @@ func ExampleRender() {
 func ExampleEngine_BeginWrite() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
-	call := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}, Surface: "mcp"}
+	call := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}, Surface: "mcp"}
 
 	w, err := eng.BeginWrite(call) // durable before the request goes out
 	if err != nil {
@@ -130,7 +131,7 @@ func ExampleEngine_DecideApproved() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
 	ctx := context.Background()
-	call := mcpxpolicy.Call{Server: "notes", Tool: writeFile, Args: map[string]any{"path": "/todo.md", "content": "milk"}}
+	call := decision.Call{Server: "notes", Tool: writeFile, Args: map[string]any{"path": "/todo.md", "content": "milk"}}
 
 	d, _ := eng.Decide(ctx, call) // writes to notes need confirmation
 	req, err := eng.RequestApproval(call, d)
@@ -180,7 +181,7 @@ func ExampleDecision_Enforced() {
 	for _, tool := range []string{"write_file", "move_file"} {
 		t := writeFile
 		t.Name = tool
-		d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{
+		d, _ := eng.Decide(context.Background(), decision.Call{
 			Server: "fs",
 			Tool:   t,
 			Args:   map[string]any{"path": "/etc/passwd", "content": "hello"},
@@ -201,7 +202,7 @@ func ExamplePins_Accept() {
 	defer done()
 	defer eng.Close()
 	ctx := context.Background()
-	call := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}}
+	call := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}}
 	d, _ := eng.Decide(ctx, call) // first sight: pinned
 	fmt.Println(d.Outcome)
 

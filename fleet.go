@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
@@ -21,7 +22,7 @@ import (
 // {"input": …} to /v1/data/mcpx/decision on a stock OPA server that runs
 // this config's bundle (docs/fleet.md); that server answers the decision
 // Decide gives. Safe for concurrent use.
-func (e *Engine) OPAInput(call Call) ([]byte, error) {
+func (e *Engine) OPAInput(call decision.Call) ([]byte, error) {
 	led, call := e.stateView(e.cur.Load().compiled, call)
 	b, err := engine.InputJSON(call, led)
 	if err != nil {
@@ -32,7 +33,7 @@ func (e *Engine) OPAInput(call Call) ([]byte, error) {
 
 // stateView is what the policy reads from the state dir for call (the
 // ledger's view, the tool's pin) and the call as it judges it (pinView).
-func (e *Engine) stateView(c *config.Compiled, call Call) (*engine.Ledger, Call) {
+func (e *Engine) stateView(c *config.Compiled, call decision.Call) (*engine.Ledger, decision.Call) {
 	led := e.ledgerView(call.Server)
 	led.Pin, call = e.pinView(c, call)
 	return led, call
@@ -79,10 +80,10 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 // reasons that agree with the outcome is an error, and the gateway denies
 // the call (docs/fleet.md). A missing result or a non-200 answer is the
 // caller's to treat as a deny before it gets here.
-func ParseDecision(result []byte) (Decision, error) {
+func ParseDecision(result []byte) (decision.Decision, error) {
 	d, err := engine.Parse(result)
 	if err != nil {
-		return Decision{}, fmt.Errorf("mcpxpolicy: %w", err)
+		return decision.Decision{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}
 	return d, nil
 }

@@ -3,6 +3,7 @@ package mcpxpolicy
 import (
 	"encoding/json"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -19,7 +20,7 @@ const ConfirmInputKey = render.InputRequestKey
 // any other refusal is an isError CallToolResult with the redacted
 // decision in _meta["mcpx-policy/decision"]; an ask renders as
 // ConfirmationUnavailableDecision; an allow is the zero MCPAnswer.
-func RenderMCP(d Decision, cmds Commands) MCPAnswer { return render.MCPFor(d, cmds) }
+func RenderMCP(d decision.Decision, cmds Commands) MCPAnswer { return render.MCPFor(d, cmds) }
 
 // UnknownTool is exactly the JSON-RPC error the MCP Go SDK v1.8.0 server
 // answers a tools/call for a tool it does not have: code -32602,
@@ -39,7 +40,7 @@ func UnknownOutcomeResult(server, tool, ledgerID, cause string, cmds Commands) T
 // name, in order and unredacted (a nested key by its JSON Pointer; keys
 // counted but not listed as one last "…+N more"); nil when there are none.
 // AddRider takes them.
-func IgnoredArgumentKeys(d Decision) []string { return render.Ignored(d) }
+func IgnoredArgumentKeys(d decision.Decision) []string { return render.Ignored(d) }
 
 // AddRider adds the warn rider naming the ignored argument keys to a
 // successful tools/call result (its JSON as the server returned it): a
@@ -57,7 +58,7 @@ func AddRider(result json.RawMessage, ignored []string, outputSchema json.RawMes
 // enforced, when shadow mode let d's call through (Decision.Relaxed);
 // result unchanged otherwise. Only _meta changes. It fails only when
 // result or its _meta is not a JSON object.
-func AddShadow(result json.RawMessage, d Decision) (json.RawMessage, error) {
+func AddShadow(result json.RawMessage, d decision.Decision) (json.RawMessage, error) {
 	return render.AddShadow(result, d)
 }
 

@@ -103,7 +103,7 @@ func (e *Engine) Pins() *Pins { return &Pins{s: e.pins} }
 // description, inputSchema, outputSchema and annotations in RFC 8785
 // canonical JSON —, the value a pin holds. A schema that is not JSON is
 // an error.
-func ToolSHA256(t Tool) (string, error) {
+func ToolSHA256(t decision.Tool) (string, error) {
 	sum, _, err := decision.ToolSHA256(t)
 	return sum, err
 }
@@ -117,7 +117,7 @@ func ToolSHA256(t Tool) (string, error) {
 // server that flips readOnlyHint to true after pinning does not turn a
 // write into a read, nor one that drops destructiveHint: false the
 // reverse).
-func (e *Engine) pinView(c *config.Compiled, call Call) (*engine.Pin, Call) {
+func (e *Engine) pinView(c *config.Compiled, call decision.Call) (*engine.Pin, decision.Call) {
 	if c.PinMode(call.Server) == config.DefaultPinTools {
 		return nil, call
 	}
@@ -161,8 +161,8 @@ func pinError(err error) string {
 // read only when both say readOnlyHint true, not destructive only when
 // both say destructiveHint false (MCP defaults for missing hints). The
 // other hints are the pinned ones, the title the current one.
-func stricter(pinned, now *Annotations) *Annotations {
-	var p, n Annotations
+func stricter(pinned, now *decision.Annotations) *decision.Annotations {
+	var p, n decision.Annotations
 	if pinned != nil {
 		p = *pinned
 	}
@@ -172,6 +172,6 @@ func stricter(pinned, now *Annotations) *Annotations {
 	is := func(h *bool, v bool) bool { return h != nil && *h == v }
 	readOnly := is(p.ReadOnlyHint, true) && is(n.ReadOnlyHint, true)
 	destructive := !(is(p.DestructiveHint, false) && is(n.DestructiveHint, false))
-	return &Annotations{Title: n.Title, ReadOnlyHint: &readOnly, DestructiveHint: &destructive,
+	return &decision.Annotations{Title: n.Title, ReadOnlyHint: &readOnly, DestructiveHint: &destructive,
 		IdempotentHint: p.IdempotentHint, OpenWorldHint: p.OpenWorldHint}
 }

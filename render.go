@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
@@ -116,7 +117,7 @@ func marshalJSON(v any) ([]byte, error) {
 // redacted when secret-shaped and cut when long. It fails for an unknown
 // surface and when an ask's prompt cannot be built. Pure; safe for
 // concurrent use.
-func Render(surface string, call Call, d Decision) (Rendering, error) {
+func Render(surface string, call decision.Call, d decision.Decision) (Rendering, error) {
 	v, err := render.Render(surface, call, d)
 	if err != nil {
 		return Rendering{}, err
@@ -146,15 +147,19 @@ func Render(surface string, call Call, d Decision) (Rendering, error) {
 // decision is the policy's own document, what a stock OPA answers; only
 // the in-process SDK sees it before Redact. Redacting twice changes
 // nothing; d is not modified. See docs/surfaces.md.
-func Redact(call Call, d Decision) Decision { return redact.Redact(d, call.Args) }
+func Redact(call decision.Call, d decision.Decision) decision.Decision {
+	return redact.Redact(d, call.Args)
+}
 
 // HTTPStatus is the HTTP status the daemon surface answers d with.
-func HTTPStatus(d Decision) int { return render.StatusOf(d) }
+func HTTPStatus(d decision.Decision) int { return render.StatusOf(d) }
 
 // ConfirmationUnavailableDecision turns an ask into the deny a surface that cannot
 // ask returns; it never turns an ask into an allow.
-func ConfirmationUnavailableDecision(d Decision) Decision { return render.Unavailable(d) }
+func ConfirmationUnavailableDecision(d decision.Decision) decision.Decision {
+	return render.Unavailable(d)
+}
 
 // ConfirmationDeclinedDecision turns an ask into the deny returned when the
 // person said no.
-func ConfirmationDeclinedDecision(d Decision) Decision { return render.Declined(d) }
+func ConfirmationDeclinedDecision(d decision.Decision) decision.Decision { return render.Declined(d) }

@@ -1,5 +1,7 @@
 package mcpxpolicy
 
+import "github.com/mcpx/mcpx-policy/decision"
+
 // DecisionResponse is a decision as `mcpx-policy eval --format json`
 // prints it and serve's POST /v1/decide answers it (docs/service.md): the
 // decision document, redacted, with its rendering for the call's surface
@@ -11,16 +13,16 @@ type DecisionResponse struct {
 	// Approval is the request an ask was put on hold as.
 	Approval *ApprovalRequest `json:"approval,omitempty"`
 	// ApprovalError says why an ask could not be put on hold.
-	ApprovalError string    `json:"approval_error,omitempty"`
-	Call          CallRef   `json:"call"`
-	Destructive   bool      `json:"destructive"`
-	Outcome       Outcome   `json:"outcome"`
-	Reasons       []Reason  `json:"reasons"`
-	Rendered      Rendering `json:"rendered"`
-	Shadow        *Shadow   `json:"shadow,omitempty"`
-	Step          Step      `json:"step"`
-	Warnings      []Reason  `json:"warnings"`
-	Write         bool      `json:"write"`
+	ApprovalError string            `json:"approval_error,omitempty"`
+	Call          decision.CallRef  `json:"call"`
+	Destructive   bool              `json:"destructive"`
+	Outcome       decision.Outcome  `json:"outcome"`
+	Reasons       []decision.Reason `json:"reasons"`
+	Rendered      Rendering         `json:"rendered"`
+	Shadow        *decision.Shadow  `json:"shadow,omitempty"`
+	Step          decision.Step     `json:"step"`
+	Warnings      []decision.Reason `json:"warnings"`
+	Write         bool              `json:"write"`
 }
 
 // Respond is the response for call's decision d on call.Surface: d
@@ -30,7 +32,7 @@ type DecisionResponse struct {
 // not nil, is why an ask could not be. When the rendering fails, the
 // response has every other field and a zero Rendered (JSON null), and the
 // error is returned with it.
-func Respond(call Call, d Decision, held *ApprovalRequest, holdErr error) (DecisionResponse, error) {
+func Respond(call decision.Call, d decision.Decision, held *ApprovalRequest, holdErr error) (DecisionResponse, error) {
 	var rendered Rendering
 	var err error
 	if held != nil {
@@ -51,8 +53,8 @@ func Respond(call Call, d Decision, held *ApprovalRequest, holdErr error) (Decis
 }
 
 // Decision returns the decision document the response holds.
-func (r DecisionResponse) Decision() Decision {
-	return Decision{
+func (r DecisionResponse) Decision() decision.Decision {
+	return decision.Decision{
 		Outcome: r.Outcome, Step: r.Step, Reasons: r.Reasons, Warnings: r.Warnings,
 		Write: r.Write, Destructive: r.Destructive, Call: r.Call, Shadow: r.Shadow,
 	}

@@ -116,7 +116,7 @@ func toolFacts(ctx context.Context, compiled *config.Compiled) (map[string]map[s
 			if !ok {
 				return nil, fmt.Errorf("catalog: tool %s of server %s is not an MCP Tool the policy can read", name, server)
 			}
-			raw, err := engine.InputJSON(Call{Server: server, Tool: tool, Args: map[string]any{}}, nil)
+			raw, err := engine.InputJSON(decision.Call{Server: server, Tool: tool, Args: map[string]any{}}, nil)
 			if err != nil {
 				return nil, fmt.Errorf("catalog: tool %s of server %s: %w", name, server, err)
 			}

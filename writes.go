@@ -3,6 +3,7 @@ package mcpxpolicy
 import (
 	"errors"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -42,7 +43,7 @@ func (d *Dispatch) Abort() error { return d.d.Abort() }
 // decision marked as writes. On error nothing was recorded and the request
 // must not be sent. If the process dies mid-call, the marker becomes an
 // unknown-outcome entry at the next start (RecoverWrites).
-func (e *Engine) BeginWrite(call Call) (*Dispatch, error) {
+func (e *Engine) BeginWrite(call decision.Call) (*Dispatch, error) {
 	d, err := e.ledger.BeginWrite(call.Server, call.Tool.Name, call.Args, call.Surface)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const ledgerConfig = `version: 1
@@ -20,7 +20,7 @@ policy:
 func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	t.Parallel()
 	eng, _ := newEngine(t, ledgerConfig)
-	write := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a", "content": "x"}, Surface: "mcp"}
+	write := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a", "content": "x"}, Surface: "mcp"}
 
 	settled, err := eng.BeginWrite(write)
 	if err != nil {
@@ -30,7 +30,7 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	if err := settled.Settle(); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, eng, write); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, write); d.Outcome != decision.Allow {
 		t.Fatalf("after a settled write: %s %v", d.Outcome, d.Reasons)
 	}
 
@@ -43,7 +43,7 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := decide(t, eng, write)
-	if d.Outcome != mcpxpolicy.Deny || d.Step != "ledger" || d.Reasons[0].Code != mcpxpolicy.UnknownOutcomePending {
+	if d.Outcome != decision.Deny || d.Step != "ledger" || d.Reasons[0].Code != decision.UnknownOutcomePending {
 		t.Fatalf("after a lost write: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
 	msg := d.Reasons[0].Message
@@ -52,10 +52,10 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != decision.Allow {
 		t.Fatalf("a read after a lost write: %s", d.Outcome)
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "git", Tool: writeFile}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "git", Tool: writeFile}); d.Outcome != decision.Allow {
 		t.Fatalf("a write to another server: %s", d.Outcome)
 	}
 	ws, err := eng.UnknownWrites()
@@ -65,7 +65,7 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	if _, err := eng.ClearWrites("fs", lost.ID(), "checked: file written"); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, eng, write); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, write); d.Outcome != decision.Allow {
 		t.Fatalf("after clear: %s %v", d.Outcome, d.Reasons)
 	}
 }
@@ -83,14 +83,14 @@ func TestUnreadableLedgerBlocksWrites(t *testing.T) {
 	if err := os.WriteFile(path, corrupt, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}})
-	if d.Outcome != mcpxpolicy.Deny || d.Step != "ledger" || !sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.LedgerUnreadable}) {
+	d := decide(t, eng, decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}})
+	if d.Outcome != decision.Deny || d.Step != "ledger" || !sameCodes(codes(d.Reasons), []decision.Code{decision.LedgerUnreadable}) {
 		t.Fatalf("write with a corrupt ledger: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != decision.Allow {
 		t.Fatalf("read with a corrupt ledger: %s", d.Outcome)
 	}
-	if _, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile}); err == nil {
+	if _, err := eng.BeginWrite(decision.Call{Server: "fs", Tool: writeFile}); err == nil {
 		t.Fatal("BeginWrite on a corrupt ledger succeeded")
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(corrupt) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const approveUsage = `usage: mcpx-policy approvals [--state-dir D] [--format text|json]
@@ -195,7 +196,7 @@ var errApprovalTTL = errors.New("--approval-ttl must be more than 0: every appro
 
 // decideEval decides call, with approval id when one is given. A refused
 // approval is no warning: the deny says why.
-func decideEval(ctx context.Context, eng *mcpxpolicy.Engine, call mcpxpolicy.Call, id string) (mcpxpolicy.Decision, error) {
+func decideEval(ctx context.Context, eng *mcpxpolicy.Engine, call decision.Call, id string) (decision.Decision, error) {
 	if id == "" {
 		return eng.Decide(ctx, call)
 	}
@@ -217,7 +218,7 @@ type held struct {
 }
 
 // putOnHold opens an approval request for the ask d of call.
-func putOnHold(eng *mcpxpolicy.Engine, call mcpxpolicy.Call, d mcpxpolicy.Decision, path, stateDir, again string) *held {
+func putOnHold(eng *mcpxpolicy.Engine, call decision.Call, d decision.Decision, path, stateDir, again string) *held {
 	req, err := eng.RequestApproval(call, d)
 	if err != nil {
 		return &held{err: err, path: path}

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--state-dir D]
@@ -98,7 +99,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	// dir, so that they run as printed from any directory
 	printed := printedStateDir(*stateDir)
 	again := evalAgain(configs, *catalog, printed, *surface)
-	worst, failed := mcpxpolicy.Allow, false
+	worst, failed := decision.Allow, false
 	for _, path := range fs.Args() {
 		call, approval, err := readCall(eng, path, *approvalID)
 		if *surface != "" {
@@ -116,7 +117,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 			if format.json() {
 				// One decision document per call, the unreadable ones
 				// too: an InvalidInput deny, as serve answers.
-				d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+				d := decision.Denied(decision.CallRef{Server: call.Server, Tool: call.Tool.Name}, decision.InvalidInput, err.Error())
 				if err := printDecision(stdout, stderr, format.json(), path, call, d, nil); err != nil {
 					fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 				}
@@ -131,13 +132,13 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %v (denied)\n", path, err)
 		}
 		var hold *held
-		if d.Outcome == mcpxpolicy.Ask {
+		if d.Outcome == decision.Ask {
 			hold = putOnHold(eng, call, d, path, printed, again)
 		}
 		if d.Outcome.Severity() > worst.Severity() {
 			worst = d.Outcome
 		}
-		if d.First().Code == mcpxpolicy.InvalidInput {
+		if d.First().Code == decision.InvalidInput {
 			failed = true // a malformed call is an input error: exit 1
 		}
 		if err := printDecision(stdout, stderr, format.json(), path, call, d, hold); err != nil {
@@ -148,9 +149,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case failed:
 		return 1
-	case worst == mcpxpolicy.Deny:
+	case worst == decision.Deny:
 		return 2
-	case worst == mcpxpolicy.Ask:
+	case worst == decision.Ask:
 		return 3
 	}
 	return 0
@@ -160,10 +161,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 // tool given by name is looked up in the engine's catalog. approval is the
 // one the call is decided with: --approval (flag), else the file's own
 // "approval"; both, and different, is an error.
-func readCall(eng *mcpxpolicy.Engine, path, flag string) (call mcpxpolicy.Call, approval string, err error) {
+func readCall(eng *mcpxpolicy.Engine, path, flag string) (call decision.Call, approval string, err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return mcpxpolicy.Call{}, "", err
+		return decision.Call{}, "", err
 	}
 	call, approval, err = eng.DecodeCall(raw)
 	var te *mcpxpolicy.ToolError
@@ -185,7 +186,7 @@ func readCall(eng *mcpxpolicy.Engine, path, flag string) (call mcpxpolicy.Call, 
 // ask, "approval" or "approval_error") on one line of stdout; else the CLI
 // rendering on stderr, followed for an ask by its approval request and the
 // commands that answer and use it.
-func printDecision(stdout, stderr io.Writer, asJSON bool, path string, call mcpxpolicy.Call, d mcpxpolicy.Decision, hold *held) error {
+func printDecision(stdout, stderr io.Writer, asJSON bool, path string, call decision.Call, d decision.Decision, hold *held) error {
 	if asJSON {
 		var req *mcpxpolicy.ApprovalRequest
 		var holdErr error

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F]
@@ -56,10 +57,10 @@ type replayed struct {
 
 // verdict is what replay compares of a decision.
 type verdict struct {
-	Outcome mcpxpolicy.Outcome `json:"outcome"`
-	Step    mcpxpolicy.Step    `json:"step"`
-	Code    mcpxpolicy.Code    `json:"code,omitempty"`
-	Message string             `json:"message,omitempty"`
+	Outcome decision.Outcome `json:"outcome"`
+	Step    decision.Step    `json:"step"`
+	Code    decision.Code    `json:"code,omitempty"`
+	Message string           `json:"message,omitempty"`
 }
 
 func (v verdict) same(o verdict) bool {
@@ -67,7 +68,7 @@ func (v verdict) same(o verdict) bool {
 }
 
 func (v verdict) String() string {
-	if v.Outcome == mcpxpolicy.Allow && v.Code == "" {
+	if v.Outcome == decision.Allow && v.Code == "" {
 		return "allow"
 	}
 	return fmt.Sprintf("%s (%s %s)", v.Outcome, v.Step, v.Code)
@@ -192,7 +193,7 @@ func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) 
 	r := replayed{File: path, Server: call.Server, Tool: call.Tool.Name, Redacted: doc.Redacted}
 	decide := func(e *mcpxpolicy.Engine) (verdict, error) {
 		d, err := e.Decide(ctx, call)
-		if err != nil && d.Outcome != mcpxpolicy.Deny {
+		if err != nil && d.Outcome != decision.Deny {
 			return verdict{}, err
 		}
 		d = mcpxpolicy.Redact(call, d)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -179,7 +180,7 @@ func formElicitation(e map[string]json.RawMessage) bool {
 
 // askOutcome is where an ask stands after the proxy put it to the client.
 type askOutcome struct {
-	d       mcpxpolicy.Decision
+	d       decision.Decision
 	pending any // an input_required result to answer with: the call waits for its retry
 }
 
@@ -188,7 +189,7 @@ type askOutcome struct {
 // an input_required result; an older one with form elicitation an
 // elicitation/create; any other a ConfirmationUnavailable deny. What it
 // returns is an allow or a deny, or a pending input_required result.
-func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.Decision, r retry, members map[string]json.RawMessage) askOutcome {
+func (s *session) ask(ctx context.Context, call decision.Call, d decision.Decision, r retry, members map[string]json.RawMessage) askOutcome {
 	eng := s.opts.Engine
 	if r.held != nil {
 		return askOutcome{d: s.useHeld(ctx, call, r)}
@@ -247,7 +248,7 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 }
 
 // useHeld decides the retry of a held ask with the client's answer.
-func (s *session) useHeld(ctx context.Context, call mcpxpolicy.Call, r retry) mcpxpolicy.Decision {
+func (s *session) useHeld(ctx context.Context, call decision.Call, r retry) decision.Decision {
 	return s.answered(ctx, call, r.held.approval, r.held.sha256, r.answer)
 }
 
@@ -255,7 +256,7 @@ func (s *session) useHeld(ctx context.Context, call mcpxpolicy.Call, r retry) mc
 // person was shown it) when the client's answer approves it, declines it
 // otherwise, and decides call with it: an allow only for exactly that
 // call, once.
-func (s *session) answered(ctx context.Context, call mcpxpolicy.Call, id, sha256 string, a *elicitResult) mcpxpolicy.Decision {
+func (s *session) answered(ctx context.Context, call decision.Call, id, sha256 string, a *elicitResult) decision.Decision {
 	eng := s.opts.Engine
 	if a != nil && mcpxpolicy.ElicitationApproved(a.Action, a.Content) {
 		if _, err := eng.Approvals().Approve(id, sha256); err != nil {
@@ -274,7 +275,7 @@ func (s *session) answered(ctx context.Context, call mcpxpolicy.Call, id, sha256
 	d, err := eng.DecideApproved(ctx, call, id)
 	if err != nil && ctx.Err() == nil {
 		s.log.Info("the approval was not used", "tool", call.Tool.Name, "approval", id, "outcome", d.Outcome, "why", err)
-	} else if d.Outcome == mcpxpolicy.Allow {
+	} else if d.Outcome == decision.Allow {
 		s.log.Info("confirmation approved", "tool", call.Tool.Name, "approval", id, "sha256", d.Call.SHA256)
 	}
 	return d

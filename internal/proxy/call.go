@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -26,7 +27,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	switch {
 	case errors.Is(err, errArgsNotObject):
 		if done() {
-			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
+			d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.InvalidInput, "the arguments are not a JSON object")
 			s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
 		}
 		return
@@ -57,13 +58,13 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		// its annotations and inputSchema are what the policy judges by.
 		if done() {
 			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
-			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
+			d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.PolicyError,
 				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
 			s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
 		}
 		return
 	}
-	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
+	call := decision.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
 	d, err := s.opts.Engine.Decide(ctx, call)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
@@ -79,7 +80,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if s.opts.OnDecision != nil && listed {
 		s.opts.OnDecision(call, d)
 	}
-	hidden := d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool
+	hidden := d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool
 	if hidden || !listed {
 		// A hidden tool and a tool the server does not list get the same
 		// answer: the unknown-tool error. Unlisted tools are never sent on,
@@ -91,7 +92,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	if d.Outcome == mcpxpolicy.Ask || rt.held != nil {
+	if d.Outcome == decision.Ask || rt.held != nil {
 		// An ask, or the retry of one the proxy held (decided again with
 		// its approval, whatever it is now).
 		o := s.ask(ctx, call, d, rt, params.members)
@@ -107,7 +108,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		d = o.d
 	}
-	if d.Outcome != mcpxpolicy.Allow { // after ask an ask is an allow or a deny: forward only an allow
+	if d.Outcome != decision.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {
 			// redacted with the call's arguments: an override's message may quote them
 			s.replyResult(m.ID, mcpxpolicy.RenderMCP(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
@@ -126,7 +127,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		if err != nil {
 			if done() {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
-				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.LedgerUnreadable,
+				d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
 				s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
 			}

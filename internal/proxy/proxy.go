@@ -39,6 +39,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -68,7 +69,7 @@ type Options struct {
 	// OnDecision, when set, is given every tools/call of a tool the
 	// server lists (a hidden one too) and the policy's decision, before an
 	// ask is put to the person (proxy --record).
-	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
+	OnDecision func(decision.Call, decision.Decision)
 }
 
 // ownIDPrefix starts the ids of requests the proxy itself makes (its own
@@ -119,7 +120,7 @@ type pending struct {
 	ignored  []string             // warn: the rider's keys
 	// shadow is the decision of a call shadow mode let through: its
 	// result carries the enforced decision in _meta (render.AddShadow).
-	shadow *mcpxpolicy.Decision
+	shadow *decision.Decision
 	// outputSchema is the tool's, as listed when the call was decided: the
 	// rider goes into structuredContent only where it admits it.
 	outputSchema json.RawMessage

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Asks over HTTP (docs/service.md#asks-and-approvals): POST /v1/decide
@@ -47,14 +48,14 @@ func (h *Handler) approvalRoutes() {
 // decideOrApproved decides call, with approval id when one is given. An
 // approval that cannot be used is logged here, not returned as an error:
 // the decision (a deny naming the approval) says why.
-func (h *Handler) decideOrApproved(ctx context.Context, call mcpxpolicy.Call, id string) (mcpxpolicy.Decision, error) {
+func (h *Handler) decideOrApproved(ctx context.Context, call decision.Call, id string) (decision.Decision, error) {
 	if id == "" {
 		return h.eng.Decide(ctx, call)
 	}
 	d, err := h.eng.DecideApproved(ctx, call, id)
 	switch {
 	case err == nil:
-		if d.Outcome == mcpxpolicy.Allow {
+		if d.Outcome == decision.Allow {
 			h.opts.Logger.Info("approval used", "id", id, "server", call.Server, "tool", call.Tool.Name, "sha256", d.Call.SHA256)
 		}
 		return d, nil
@@ -68,8 +69,8 @@ func (h *Handler) decideOrApproved(ctx context.Context, call mcpxpolicy.Call, id
 // putOnHold opens an approval request for an ask; any other decision
 // gets none (nil, nil). A request that cannot be made leaves the ask a 428
 // without one, and its error says why in approval_error.
-func (h *Handler) putOnHold(call mcpxpolicy.Call, d mcpxpolicy.Decision) (*mcpxpolicy.ApprovalRequest, error) {
-	if d.Outcome != mcpxpolicy.Ask {
+func (h *Handler) putOnHold(call decision.Call, d decision.Decision) (*mcpxpolicy.ApprovalRequest, error) {
+	if d.Outcome != decision.Ask {
 		return nil, nil
 	}
 	req, err := h.eng.RequestApproval(call, d)
@@ -116,7 +117,7 @@ func (h *Handler) answerApproval(w http.ResponseWriter, r *http.Request) {
 	case ans.SHA256 != "":
 		req, err = h.eng.Approvals().Approve(id, ans.SHA256)
 	default:
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `want {"sha256": "<the call's sha256 as shown>"} to approve, or {"decline": true}`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `want {"sha256": "<the call's sha256 as shown>"} to approve, or {"decline": true}`)
 		return
 	}
 	if err != nil {

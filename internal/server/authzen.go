@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -112,8 +113,8 @@ type EvaluationResponse struct {
 // true decision that shadow mode let through it is the allow with Shadow,
 // the policy's own outcome, code and messages.
 type AZDecisionContext struct {
-	Outcome mcpxpolicy.Outcome `json:"outcome"`
-	Code    mcpxpolicy.Code    `json:"code"`
+	Outcome decision.Outcome   `json:"outcome"`
+	Code    decision.Code      `json:"code"`
 	Reasons []string           `json:"reasons"`
 	Error   *AZError           `json:"error,omitempty"`
 	Shadow  *AZDecisionContext `json:"shadow,omitempty"`
@@ -139,16 +140,16 @@ func (h *Handler) evaluation(w http.ResponseWriter, r *http.Request) {
 	echoRequestID(w, r)
 	body, status, err := readBody(r)
 	if err != nil {
-		writeError(w, status, string(mcpxpolicy.InvalidInput), err.Error())
+		writeError(w, status, string(decision.InvalidInput), err.Error())
 		return
 	}
 	var req EvaluationRequest
 	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 		return
 	}
 	if err := req.complete(); err != nil {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, h.evaluate(r, req))
@@ -158,12 +159,12 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 	echoRequestID(w, r)
 	body, status, err := readBody(r)
 	if err != nil {
-		writeError(w, status, string(mcpxpolicy.InvalidInput), err.Error())
+		writeError(w, status, string(decision.InvalidInput), err.Error())
 		return
 	}
 	var req EvaluationsRequest
 	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluations request: "+err.Error())
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluations request: "+err.Error())
 		return
 	}
 	semantic := ExecuteAll
@@ -173,7 +174,7 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 		case ExecuteAll, DenyOnFirstDeny, PermitOnFirstPermit:
 			semantic = s
 		default:
-			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput),
+			writeError(w, http.StatusBadRequest, string(decision.InvalidInput),
 				fmt.Sprintf("options.evaluations_semantic %v is not one of %s, %s, %s", jsonText(v), ExecuteAll, DenyOnFirstDeny, PermitOnFirstPermit))
 			return
 		}
@@ -182,14 +183,14 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 	if req.Evaluations == nil {
 		// No evaluations array: the request is a single evaluation.
 		if err := defaults.complete(); err != nil {
-			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+			writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 			return
 		}
 		writeJSON(w, http.StatusOK, h.evaluate(r, defaults))
 		return
 	}
 	if len(req.Evaluations) > MaxEvaluations {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput),
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput),
 			fmt.Sprintf("%d evaluations in one request; at most %d", len(req.Evaluations), MaxEvaluations))
 		return
 	}
@@ -199,9 +200,9 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 		var resp EvaluationResponse
 		if err := ev.complete(); err != nil {
 			start := time.Now()
-			d := mcpxpolicy.Denied("", "", mcpxpolicy.InvalidInput, fmt.Sprintf("evaluations[%d]: %v", i, err))
+			d := decision.Denied(decision.CallRef{}, decision.InvalidInput, fmt.Sprintf("evaluations[%d]: %v", i, err))
 			h.decidedHere(d, time.Since(start))
-			resp = answer(mcpxpolicy.Call{}, d)
+			resp = answer(decision.Call{}, d)
 			resp.Context.Error = &AZError{Status: http.StatusBadRequest, Message: d.Reasons[0].Message}
 		} else {
 			resp = h.evaluate(r, ev)
@@ -219,7 +220,7 @@ func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResp
 	start := time.Now()
 	call, err := h.azCall(ev)
 	if err != nil {
-		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+		d := decision.Denied(decision.CallRef{Server: call.Server, Tool: call.Tool.Name}, decision.InvalidInput, err.Error())
 		h.decidedHere(d, time.Since(start))
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
 		return answer(call, d)
@@ -236,19 +237,19 @@ func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResp
 
 // answer renders a decision as AuthZEN does: true for an allow; false with
 // the outcome, code and redacted reason messages for a deny or an ask.
-func answer(call mcpxpolicy.Call, d mcpxpolicy.Decision) EvaluationResponse {
+func answer(call decision.Call, d decision.Decision) EvaluationResponse {
 	if d.Relaxed() {
-		return EvaluationResponse{Decision: true, Context: &AZDecisionContext{Outcome: mcpxpolicy.Allow, Reasons: []string{},
+		return EvaluationResponse{Decision: true, Context: &AZDecisionContext{Outcome: decision.Allow, Reasons: []string{},
 			Shadow: azContext(mcpxpolicy.Redact(call, d).Enforced())}}
 	}
-	if d.Outcome == mcpxpolicy.Allow {
+	if d.Outcome == decision.Allow {
 		return EvaluationResponse{Decision: true}
 	}
 	return EvaluationResponse{Decision: false, Context: azContext(mcpxpolicy.Redact(call, d))}
 }
 
 // azContext is the context of a redacted deny or ask.
-func azContext(d mcpxpolicy.Decision) *AZDecisionContext {
+func azContext(d decision.Decision) *AZDecisionContext {
 	c := &AZDecisionContext{Outcome: d.Outcome, Code: d.First().Code, Reasons: make([]string, 0, len(d.Reasons))}
 	for _, rs := range d.Reasons {
 		c.Reasons = append(c.Reasons, rs.Message)
@@ -303,8 +304,8 @@ func (ev EvaluationRequest) withDefaults(d EvaluationRequest) EvaluationRequest 
 
 // azCall maps a complete evaluation to the call it asks about. On error
 // the call holds the names that could be read, for the deny.
-func (h *Handler) azCall(ev EvaluationRequest) (mcpxpolicy.Call, error) {
-	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceDaemon}
+func (h *Handler) azCall(ev EvaluationRequest) (decision.Call, error) {
+	call := decision.Call{Surface: mcpxpolicy.SurfaceDaemon}
 	if ev.Resource.Type != AuthZENResourceType {
 		return call, fmt.Errorf("resource type %q is not decided here (want %q, id \"<server>/<tool>\")", ev.Resource.Type, AuthZENResourceType)
 	}
@@ -316,7 +317,7 @@ func (h *Handler) azCall(ev EvaluationRequest) (mcpxpolicy.Call, error) {
 	if ev.Action.Name != AuthZENAction {
 		return call, fmt.Errorf("action %q is not decided here (want %q)", ev.Action.Name, AuthZENAction)
 	}
-	p := &mcpxpolicy.Principal{ID: ev.Subject.ID}
+	p := &decision.Principal{ID: ev.Subject.ID}
 	if g, ok := ev.Subject.Properties["groups"]; ok {
 		list, ok := g.([]any)
 		if !ok {

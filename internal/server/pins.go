@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Pinned tool definitions over HTTP (docs/service.md#pinned-tool-definitions):
@@ -54,7 +55,7 @@ func (h *Handler) acceptPin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Server == "" || req.Tool == "" {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" and "tool" are required`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `"server" and "tool" are required`)
 		return
 	}
 	p, err := h.eng.Pins().Accept(req.Server, req.Tool, req.SHA256)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
@@ -60,7 +61,7 @@ type Options struct {
 	// OnDecision, when set, is given every call POST /v1/decide decided
 	// and its decision (serve --record); not a call decided with an
 	// approval, whose ask it was given when first asked.
-	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
+	OnDecision func(decision.Call, decision.Decision)
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -199,7 +200,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
+		d := decision.Denied(decision.CallRef{Server: call.Server, Tool: call.Tool.Name}, decision.InvalidInput, err.Error())
 		h.decidedHere(d, time.Since(start))
 		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
 		call.Surface = mcpxpolicy.SurfaceDaemon
@@ -229,7 +230,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 
 // decidedHere counts a decision the handler made without the Engine (a
 // call it could not read): the Engine counts its own.
-func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
+func (h *Handler) decidedHere(d decision.Decision, elapsed time.Duration) {
 	if h.opts.Metrics != nil {
 		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
 	}
@@ -238,8 +239,8 @@ func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
 // readCall reads and checks a call document, and the id of the approval
 // it is decided with ("approval", optional). On error the returned call
 // holds whatever names were readable, for the deny.
-func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
-	var call mcpxpolicy.Call
+func (h *Handler) readCall(r *http.Request) (decision.Call, string, error) {
+	var call decision.Call
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return call, "", err
@@ -275,7 +276,7 @@ type ClearResponse struct {
 func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
 	es, err := h.eng.UnknownWrites()
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+		writeError(w, http.StatusServiceUnavailable, string(decision.LedgerUnreadable), err.Error())
 		return
 	}
 	if es == nil {
@@ -313,7 +314,7 @@ func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabl
 		if errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
+		writeError(w, status, string(decision.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
 		return false
 	}
 	return true
@@ -333,7 +334,7 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Server == "" {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" is required`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `"server" is required`)
 		return
 	}
 	if req.Reason == "" {
@@ -345,7 +346,7 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
 	case errors.Is(err, mcpxpolicy.ErrLedgerUnreadable):
-		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+		writeError(w, http.StatusServiceUnavailable, string(decision.LedgerUnreadable), err.Error())
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "ClearFailed", err.Error())

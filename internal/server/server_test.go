@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
@@ -143,7 +144,7 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	if first.Path != "mcpx/decision" || first.DecisionID == "" || len(first.Input.ArgsSHA256) != 64 ||
-		first.Result.Outcome != mcpxpolicy.Allow || first.Bundles["mcpx"]["revision"] != f.eng.Revision() {
+		first.Result.Outcome != decision.Allow || first.Bundles["mcpx"]["revision"] != f.eng.Revision() {
 		t.Errorf("first log line = %+v", first)
 	}
 	var second server.LogEntry
@@ -158,7 +159,7 @@ func TestDecide(t *testing.T) {
 func TestWritesClearNeedsToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, token)
-	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "write_file"}, Args: map[string]any{"path": "/workspace/a"}}
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/workspace/a"}}
 	d, err := f.eng.BeginWrite(call)
 	if err != nil {
 		t.Fatal(err)
