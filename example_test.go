@@ -2,6 +2,7 @@ package mcpxpolicy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 )
 
 // exampleEngine loads a small config from a temp dir. Examples share it.
@@ -89,8 +91,10 @@ func ExampleRender() {
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "move_file"}, Args: map[string]any{}}
 	d, _ := eng.Decide(context.Background(), call)
 
-	fmt.Println("daemon status:", mcpxpolicy.HTTPStatus(d))
-	cli, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
+	shown := mcpxpolicy.Redact(call, d) // once: every rendering takes it
+	daemon, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceDaemon, call, shown)
+	fmt.Println("daemon status:", daemon.Status)
+	cli, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, shown)
 	fmt.Println(cli.Text)
 	// Output:
 	// daemon status: 400
@@ -99,12 +103,12 @@ func ExampleRender() {
 
 // Track a write through the ledger's dispatch lifecycle. A write whose
 // answer is lost blocks further writes to that server until it is cleared.
-func ExampleEngine_BeginWrite() {
+func ExampleWrites_Begin() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
 	call := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}, Surface: "mcp"}
 
-	w, err := eng.BeginWrite(call) // durable before the request goes out
+	w, err := eng.Writes().Begin(call) // durable before the request goes out
 	if err != nil {
 		panic(err)
 	}
@@ -114,7 +118,7 @@ func ExampleEngine_BeginWrite() {
 	d, _ := eng.Decide(context.Background(), call)
 	fmt.Println(d.Outcome, d.Reasons[0].Code)
 
-	_, _ = eng.ClearWrites("fs", w.ID(), "checked: the file was written")
+	_, _ = eng.Writes().Clear("fs", w.ID, "checked: the file was written")
 	d, _ = eng.Decide(context.Background(), call)
 	fmt.Println(d.Outcome)
 	// Output:
@@ -136,12 +140,17 @@ func ExampleEngine_DecideApproved() {
 	d, _ := eng.Decide(ctx, call) // writes to notes need confirmation
 	req, err := eng.RequestApproval(call, d)
 	if err != nil { // no request: the ask cannot complete here
-		d = mcpxpolicy.ConfirmationUnavailableDecision(d)
+		d = mcpgate.Unavailable(d)
 	}
-	fmt.Println(d.Outcome, req.State, req.Prompt.Reasons[0].Code)
-	fmt.Println(req.Prompt.Server, req.Prompt.Tool, string(req.Prompt.Arguments))
+	var prompt struct {
+		Arguments json.RawMessage `json:"arguments"`
+		Reasons   []struct{ Code string }
+	}
+	_ = json.Unmarshal(req.Prompt, &prompt)
+	fmt.Println(d.Outcome, req.State, prompt.Reasons[0].Code)
+	fmt.Println(req.Server, req.Tool, string(prompt.Arguments))
 
-	// The person saw req.Prompt.Text() and said yes to that call.
+	// The person saw req.Text and said yes to that call.
 	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); err != nil {
 		panic(err)
 	}
@@ -149,7 +158,7 @@ func ExampleEngine_DecideApproved() {
 	fmt.Println(d.Outcome, err)
 
 	d, err = eng.DecideApproved(ctx, call, req.ID) // the same approval again
-	fmt.Println(d.Outcome, d.First().Code, errors.Is(err, mcpxpolicy.ErrApprovalUnknown))
+	fmt.Println(d.Outcome, d.First().Code, errors.Is(err, mcpxpolicy.ErrNotFound))
 	// Output:
 	// ask pending WriteNeedsConfirmation
 	// notes write_file {"content":"milk","path":"/todo.md"}

@@ -38,19 +38,3 @@ func decidingCode(d *decision.Decision) decision.Code {
 	}
 	return ""
 }
-
-// PendingApprovals counts the approval requests of the state dir that wait
-// for an answer (the metrics' approvals_pending). Safe for concurrent use.
-func (e *Engine) PendingApprovals() (int, error) {
-	rs, err := e.approvals.List()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, r := range rs {
-		if r.State == ApprovalPending {
-			n++
-		}
-	}
-	return n, nil
-}

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -43,16 +44,16 @@ func askCall(path string) decision.Call {
 
 // requestApproved decides call (an ask), opens a request and approves it
 // with the sha256 of the prompt, as a person who saw it would.
-func requestApproved(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) mcpxpolicy.ApprovalRequest {
+func requestApproved(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) decision.ApprovalRequest {
 	t.Helper()
 	req := requestFor(t, eng, call)
-	if _, err := eng.Approvals().Approve(req.ID, req.Prompt.SHA256); err != nil {
+	if _, err := eng.Approvals().Approve(req.ID, promptOf(t, req).SHA256); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	return req
 }
 
-func requestFor(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) mcpxpolicy.ApprovalRequest {
+func requestFor(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) decision.ApprovalRequest {
 	t.Helper()
 	d := decide(t, eng, call)
 	if d.Outcome != decision.Ask {
@@ -97,12 +98,12 @@ func TestApprovalUsedOnceThroughTheSDK(t *testing.T) {
 	eng, _ := newEngine(t, askConfig)
 	call := askCall("/workspace/a")
 	req := requestApproved(t, eng, call)
-	if req.State != mcpxpolicy.ApprovalPending || req.Server != "fs" || req.Tool != "write_file" || req.Surface != "daemon" ||
+	if req.State != decision.ApprovalPending || req.Server != "fs" || req.Tool != "write_file" || req.Surface != "daemon" ||
 		req.SHA256 != decide(t, eng, call).Call.SHA256 || !req.Expires.Equal(req.Created.Add(mcpxpolicy.DefaultApprovalTTL)) {
 		t.Fatalf("request = %+v", req)
 	}
 	approvedAllow(t, eng, call, req.ID)
-	d := refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+	d := refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 	if r := d.First(); r.Details["approval"] != req.ID || !strings.Contains(r.Message, "approval "+req.ID+" cannot be used") {
 		t.Fatalf("the replay's reason does not name the approval: %+v", r)
 	}
@@ -135,14 +136,14 @@ func TestApprovalForChangedCallRefused(t *testing.T) {
 			if decide(t, eng, changed).Outcome != decision.Ask {
 				t.Fatal("the changed call is not an ask")
 			}
-			refused(t, eng, changed, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalMismatch)
-			refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+			refused(t, eng, changed, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
+			refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 		})
 	}
 	t.Run("approver-saw-another-call", func(t *testing.T) {
 		req := requestFor(t, eng, askCall("/workspace/a"))
 		other := decide(t, eng, askCall("/workspace/b")).Call.SHA256
-		if _, err := eng.Approvals().Approve(req.ID, other); !errors.Is(err, mcpxpolicy.ErrApprovalMismatch) {
+		if _, err := eng.Approvals().Approve(req.ID, other); !errors.Is(err, mcpxpolicy.ErrMismatch) {
 			t.Fatalf("Approve with another call's sha256: %v, want ErrApprovalMismatch", err)
 		}
 		refused(t, eng, askCall("/workspace/a"), req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalPending)
@@ -177,7 +178,7 @@ func TestApprovalVoidWhenTheReasonsChange(t *testing.T) {
 	if got := codes(decide(t, eng, call).Reasons); len(got) != 2 {
 		t.Fatalf("reasons after the reload: %v, want two", got)
 	}
-	refused(t, eng, call, voided.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalMismatch)
+	refused(t, eng, call, voided.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
 }
 
 // TestApprovalExpires: an approval used after its expiry is refused.
@@ -192,7 +193,7 @@ func TestApprovalExpires(t *testing.T) {
 	}
 	time.Sleep(time.Until(req.Expires) + 50*time.Millisecond)
 	refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalExpired)
-	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); !errors.Is(err, mcpxpolicy.ErrApprovalUnknown) {
+	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); !errors.Is(err, mcpxpolicy.ErrNotFound) {
 		t.Fatalf("approving the expired request: %v, want ErrApprovalUnknown", err)
 	}
 }
@@ -209,19 +210,19 @@ func TestApprovalAcrossEngines(t *testing.T) {
 	call := askCall("/workspace/a")
 	req := requestFor(t, first, call)
 
-	person, err := mcpxpolicy.OpenApprovals(state)
+	person, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	list, err := person.List()
-	if err != nil || len(list) != 1 || list[0].ID != req.ID || list[0].Prompt.SHA256 != req.SHA256 {
+	if err != nil || len(list) != 1 || list[0].ID != req.ID || promptOf(t, list[0]).SHA256 != req.SHA256 {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
-	if _, err := person.Approve(req.ID, list[0].Prompt.SHA256); err != nil {
+	if _, err := person.Approve(req.ID, promptOf(t, list[0]).SHA256); err != nil {
 		t.Fatal(err)
 	}
 	approvedAllow(t, second, call, req.ID)
-	refused(t, first, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+	refused(t, first, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 	if list, _ := person.List(); len(list) != 0 {
 		t.Fatalf("the used request is still listed: %+v", list)
 	}
@@ -237,7 +238,7 @@ func TestApprovalNeverTurnsDenyIntoAllow(t *testing.T) {
 		eng, _ := newEngine(t, askConfig)
 		call := askCall("/workspace/a")
 		req := requestApproved(t, eng, call)
-		w, err := eng.BeginWrite(askCall("/workspace/other"))
+		w, err := eng.Writes().Begin(askCall("/workspace/other"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,10 +248,10 @@ func TestApprovalNeverTurnsDenyIntoAllow(t *testing.T) {
 		if err != nil || d.Outcome != decision.Deny || d.First().Code != decision.UnknownOutcomePending {
 			t.Fatalf("DecideApproved = %s %s, %v; want the UnknownOutcomePending deny", d.Outcome, d.First().Code, err)
 		}
-		if _, err := eng.ClearWrites("fs", "", "checked"); err != nil {
+		if _, err := eng.Writes().Clear("fs", "", "checked"); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+		refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 	})
 	t.Run("config", func(t *testing.T) {
 		t.Parallel()
@@ -300,15 +301,15 @@ func TestApprovalDeclinedAndPending(t *testing.T) {
 	approvedAllow(t, eng, call, req.ID)
 
 	req = requestFor(t, eng, call)
-	if r, err := eng.Approvals().Decline(req.ID); err != nil || r.State != mcpxpolicy.ApprovalDeclined {
+	if r, err := eng.Approvals().Decline(req.ID); err != nil || r.State != decision.ApprovalDeclined {
 		t.Fatalf("Decline = %+v, %v", r, err)
 	}
 	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); !errors.Is(err, mcpxpolicy.ErrApprovalDeclined) {
 		t.Fatalf("approving after a decline: %v", err)
 	}
 	d := refused(t, eng, call, req.ID, decision.ConfirmationDeclined, mcpxpolicy.ErrApprovalDeclined)
-	if mcpxpolicy.HTTPStatus(d) != 403 {
-		t.Fatalf("a declined approval renders as %d, want 403", mcpxpolicy.HTTPStatus(d))
+	if r, err := mcpxpolicy.Render(mcpxpolicy.SurfaceDaemon, call, mcpxpolicy.Redact(call, d)); err != nil || r.Status != 403 {
+		t.Fatalf("a declined approval renders as %d (%v), want 403", r.Status, err)
 	}
 }
 
@@ -340,7 +341,7 @@ func TestConcurrentApprovedDecisionsOneWins(t *testing.T) {
 					switch {
 					case d.Outcome == decision.Allow && err == nil:
 						allows++
-					case d.Outcome == decision.Deny && errors.Is(err, mcpxpolicy.ErrApprovalUnknown):
+					case d.Outcome == decision.Deny && errors.Is(err, mcpxpolicy.ErrNotFound):
 						unknown++
 					default:
 						t.Errorf("DecideApproved = %s, %v", d.Outcome, err)
@@ -366,14 +367,14 @@ func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 	call.Args["content"] = "token=" + secret
 	req := requestFor(t, eng, call)
 	path := filepath.Join(dir, "state", "approvals.json")
-	if eng.Approvals().Path() != path {
-		t.Fatalf("Path = %s, want %s", eng.Approvals().Path(), path)
+	if eng.Approvals().Where() != path {
+		t.Fatalf("Path = %s, want %s", eng.Approvals().Where(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), secret) || strings.Contains(string(req.Prompt.Arguments), secret) {
+	if strings.Contains(string(b), secret) || strings.Contains(string(promptOf(t, req).Arguments), secret) {
 		t.Fatalf("the secret is in the store: %s", b)
 	}
 	if !strings.Contains(string(b), req.SHA256) {
@@ -382,4 +383,19 @@ func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("approvals.json mode %o, want 600", st.Mode().Perm())
 	}
+}
+
+// prompt is what a test reads of an approval request's prompt.
+type prompt struct {
+	SHA256    string          `json:"sha256"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func promptOf(t *testing.T, req decision.ApprovalRequest) prompt {
+	t.Helper()
+	var p prompt
+	if err := json.Unmarshal(req.Prompt, &p); err != nil {
+		t.Fatalf("the prompt of %s does not read: %v", req.ID, err)
+	}
+	return p
 }

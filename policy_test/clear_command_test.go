@@ -22,7 +22,7 @@ func loseWrite(t *testing.T, cfg, state string) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	w, err := eng.BeginWrite(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+	w, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -290,7 +290,7 @@ servers:
 		t.Fatal(err)
 	}
 	want, _, _ := decision.ToolSHA256(serverTool)
-	ps, err := mcpxpolicy.OpenPins(g.state)
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: g.state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,7 +270,7 @@ func TestE2EStrictCallParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := eng.BeginWrite(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/ws/lost"}, Surface: "mcp"})
+	w, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/ws/lost"}, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}

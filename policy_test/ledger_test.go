@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
 )
 
@@ -22,7 +23,7 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	eng, _ := newEngine(t, ledgerConfig)
 	write := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a", "content": "x"}, Surface: "mcp"}
 
-	settled, err := eng.BeginWrite(write)
+	settled, err := eng.Writes().Begin(write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 		t.Fatalf("after a settled write: %s %v", d.Outcome, d.Reasons)
 	}
 
-	lost, err := eng.BeginWrite(write)
+	lost, err := eng.Writes().Begin(write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 		t.Fatalf("after a lost write: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
 	msg := d.Reasons[0].Message
-	for _, want := range []string{"id " + lost.ID(), "write_file at ", "mcpx-policy writes clear fs"} {
+	for _, want := range []string{"id " + lost.ID, "write_file at ", "mcpx-policy writes clear fs"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
@@ -58,11 +59,11 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	if d := decide(t, eng, decision.Call{Server: "git", Tool: writeFile}); d.Outcome != decision.Allow {
 		t.Fatalf("a write to another server: %s", d.Outcome)
 	}
-	ws, err := eng.UnknownWrites()
-	if err != nil || len(ws) != 1 || ws[0].ID != lost.ID() {
+	ws, err := entries(eng.Writes().List())
+	if err != nil || len(ws) != 1 || ws[0].ID != lost.ID {
 		t.Fatalf("UnknownWrites = %v, %v", ws, err)
 	}
-	if _, err := eng.ClearWrites("fs", lost.ID(), "checked: file written"); err != nil {
+	if _, err := eng.Writes().Clear("fs", lost.ID, "checked: file written"); err != nil {
 		t.Fatal(err)
 	}
 	if d := decide(t, eng, write); d.Outcome != decision.Allow {
@@ -90,10 +91,15 @@ func TestUnreadableLedgerBlocksWrites(t *testing.T) {
 	if d := decide(t, eng, decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != decision.Allow {
 		t.Fatalf("read with a corrupt ledger: %s", d.Outcome)
 	}
-	if _, err := eng.BeginWrite(decision.Call{Server: "fs", Tool: writeFile}); err == nil {
+	if _, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile}); err == nil {
 		t.Fatal("BeginWrite on a corrupt ledger succeeded")
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(corrupt) {
 		t.Fatalf("corrupt ledger was overwritten: %q", got)
 	}
+}
+
+// entries are the unknown-outcome entries of a ledger listing.
+func entries(st mcpxpolicy.WritesState, err error) ([]decision.UnknownWrite, error) {
+	return st.Entries, err
 }

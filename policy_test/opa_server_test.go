@@ -323,7 +323,7 @@ func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call de
 	if derr != nil {
 		t.Fatalf("%s: engine: %v", name, derr)
 	}
-	got, err := mcpxpolicy.ParseDecision(result)
+	got, err := eng.ParseDecision(result)
 	if err != nil {
 		t.Fatalf("%s: opa decision %s: %v", name, result, err)
 	}

@@ -72,11 +72,11 @@ func TestPinnedDefinitions(t *testing.T) {
 	if d := decide(t, other, call); d.First().Code != decision.ToolDefinitionChanged {
 		t.Fatalf("another engine: %v", codes(d.Reasons))
 	}
-	ps, err := mcpxpolicy.OpenPins(state)
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ps.Accept("fs", "read_file", pinned); !errors.Is(err, mcpxpolicy.ErrPinMismatch) {
+	if _, err := ps.Accept("fs", "read_file", pinned); !errors.Is(err, mcpxpolicy.ErrMismatch) {
 		t.Fatalf("accepting the old hash: %v; want ErrPinMismatch", err)
 	}
 	if _, err := ps.Accept("fs", "read_file", now); err != nil {

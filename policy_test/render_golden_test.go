@@ -12,6 +12,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -91,7 +92,7 @@ func TestRenderGoldens(t *testing.T) {
 		{decision.UnknownOutcomePending, func(t *testing.T) (decision.Call, decision.Decision) {
 			eng, _ := newEng(t, "")
 			c := write("vault", map[string]any{"path": "/workspace/a", "content": "x"})
-			w, err := eng.BeginWrite(c)
+			w, err := eng.Writes().Begin(c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,12 +180,12 @@ func TestRenderGoldens(t *testing.T) {
 		{decision.ConfirmationUnavailable, func(t *testing.T) (decision.Call, decision.Decision) {
 			eng, _ := newEng(t, "")
 			c := write("review", map[string]any{"path": "/workspace/a"})
-			return c, mcpxpolicy.ConfirmationUnavailableDecision(decide(t, eng, c))
+			return c, mcpgate.Unavailable(decide(t, eng, c))
 		}},
 		{decision.ConfirmationDeclined, func(t *testing.T) (decision.Call, decision.Decision) {
 			eng, _ := newEng(t, "")
 			c := write("review", map[string]any{"path": "/workspace/a"})
-			return c, mcpxpolicy.ConfirmationDeclinedDecision(decide(t, eng, c))
+			return c, mcpgate.Declined(decide(t, eng, c))
 		}},
 	}
 	for name, want := range map[string]string{"mcpx-policy.yaml": goldenConfig, "overrides.rego": goldenOverrides} {
@@ -207,7 +208,7 @@ func TestRenderGoldens(t *testing.T) {
 			}
 			out := map[string]any{"decision": d}
 			for _, s := range []string{mcpxpolicy.SurfaceDaemon, mcpxpolicy.SurfaceMCP, mcpxpolicy.SurfaceCLI} {
-				r, err := mcpxpolicy.Render(s, call, d)
+				r, err := mcpxpolicy.Render(s, call, mcpxpolicy.Redact(call, d))
 				if err != nil {
 					t.Fatalf("render %s: %v", s, err)
 				}

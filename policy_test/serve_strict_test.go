@@ -30,7 +30,7 @@ func TestServeDecodesBodiesStrictly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, server := range []string{"fs", "fs2"} {
-		w, err := eng.BeginWrite(decision.Call{Server: server, Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+		w, err := eng.Writes().Begin(decision.Call{Server: server, Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 )
 
 // shadowConfig puts the policy in shadow mode and git back to enforcing.
@@ -177,7 +178,7 @@ func TestShadowSDK(t *testing.T) {
 		if !d.Relaxed() || !d.Write {
 			t.Fatalf("decision %+v; want a write shadow mode lets through", d)
 		}
-		disp, err := eng.BeginWrite(call)
+		disp, err := eng.Writes().Begin(call)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func TestShadowSDK(t *testing.T) {
 		if err := disp.Unknown("timeout"); err != nil {
 			t.Fatal(err)
 		}
-		ws, err := eng.UnknownWrites()
+		ws, err := entries(eng.Writes().List())
 		if err != nil || len(ws) != 1 || ws[0].Server != "fs" || ws[0].Tool != "write_file" {
 			t.Fatalf("UnknownWrites = %+v, %v; want the write that ran in shadow mode", ws, err)
 		}
@@ -240,7 +241,7 @@ func TestShadowSDK(t *testing.T) {
 		if d.Outcome != decision.Ask || d.First().Code != decision.ToolDefinitionChanged || d.Relaxed() {
 			t.Fatalf("decision %+v; want the policy's own ask", d)
 		}
-		if u := mcpxpolicy.ConfirmationUnavailableDecision(d); u.Outcome != decision.Deny || u.Relaxed() {
+		if u := mcpgate.Unavailable(d); u.Outcome != decision.Deny || u.Relaxed() {
 			t.Errorf("no one to ask: %+v; want a deny, not relaxed", u)
 		}
 		req, err := eng.RequestApproval(inside, d)

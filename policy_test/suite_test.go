@@ -23,7 +23,7 @@ import (
 // stockDecider evaluates the bundle opts compile to as a stock OPA does
 // (OPA's rego package, its in-memory store, the policy's own Rego for
 // every predicate), in process: input JSON in, decision out.
-func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) decision.Decision {
+func stockDecider(t *testing.T, eng *mcpxpolicy.Engine, opts mcpxpolicy.Options) func(input []byte) decision.Decision {
 	t.Helper()
 	files, err := mcpxpolicy.BundleFiles(opts)
 	if err != nil {
@@ -58,7 +58,7 @@ func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) deci
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := mcpxpolicy.ParseDecision(raw)
+		d, err := eng.ParseDecision(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the accepted schemas do not load together: %v", err)
 	}
-	stock := stockDecider(t, mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}})
+	stock := stockDecider(t, eng, mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}})
 	disagree := 0
 	for _, c := range cases {
 		call := decision.Call{Server: "s", Tool: decision.Tool{Name: c.tool, Annotations: readOnly}, Args: map[string]any{"v": c.data}}

@@ -32,7 +32,7 @@ func addRecordFlags(fs *flag.FlagSet) *recordFlags {
 
 // open opens the recorder, nil without --record; its callback records a
 // decision and logs a failure (a recording never stops a call).
-func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(decision.Call, decision.Decision), error) {
+func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(decision.Call, mcpxpolicy.Redacted), error) {
 	if *r.dir == "" {
 		if len(r.redact) > 0 {
 			return nil, errors.New("--record-redact needs --record DIR")
@@ -55,9 +55,9 @@ func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(de
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("recording decided calls", "dir", rec.Dir(), "max_bytes", int64(r.maxBytes), "max_age", r.maxAge.String())
-	return func(call decision.Call, d decision.Decision) {
-		if err := rec.Record(call, d, eng.Revision()); err != nil {
+	logger.Info("recording decided calls", "dir", absPath(*r.dir), "max_bytes", int64(r.maxBytes), "max_age", r.maxAge.String())
+	return func(call decision.Call, shown mcpxpolicy.Redacted) {
+		if err := rec.Record(call, shown, eng.Revision()); err != nil {
 			logger.Warn("a decided call was not recorded", "server", call.Server, "tool", call.Tool.Name, "err", err)
 		}
 	}, nil

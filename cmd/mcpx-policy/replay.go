@@ -186,34 +186,28 @@ func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) 
 	if err != nil {
 		return replayed{}, err
 	}
-	call, doc, err := eng.DecodeDocument(raw)
+	decide := func(e *mcpxpolicy.Engine) (mcpxpolicy.Answer, verdict, error) {
+		ans := e.Answer(ctx, raw, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceCLI, Name: "call file"})
+		d := ans.Decision.Decision()
+		return ans, verdict{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: d.First().Message}, ans.Unread
+	}
+	ans, after, err := decide(eng)
 	if err != nil {
-		return replayed{}, fmt.Errorf("not a call file: %w", err)
+		return replayed{}, err
 	}
-	r := replayed{File: path, Server: call.Server, Tool: call.Tool.Name, Redacted: doc.Redacted}
-	decide := func(e *mcpxpolicy.Engine) (verdict, error) {
-		d, err := e.Decide(ctx, call)
-		if err != nil && d.Outcome != decision.Deny {
-			return verdict{}, err
-		}
-		d = mcpxpolicy.Redact(call, d)
-		return verdict{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: d.First().Message}, nil
-	}
-	if r.After, err = decide(eng); err != nil {
-		return r, err
-	}
+	r := replayed{File: path, Server: ans.Call.Server, Tool: ans.Call.Tool.Name, Redacted: ans.RecordedRedacted, After: after}
 	switch {
 	case other != nil:
 		// the config that is in force now decides first: the change is
 		// from it to --against
 		r.Before = r.After
-		if r.After, err = decide(other); err != nil {
+		if _, r.After, err = decide(other); err != nil {
 			return r, err
 		}
-	case doc.Decision == nil:
+	case ans.Recorded == nil:
 		return r, fmt.Errorf("the call has no recorded decision to compare with (give --against to compare two configs)")
 	default:
-		rd := doc.Decision
+		rd := ans.Recorded
 		r.Before = verdict{Outcome: rd.Outcome, Step: rd.Step, Code: rd.Code, Message: rd.Message}
 		if rd.Step == "ledger" {
 			r.Skipped = "it was decided by the unknown-outcome ledger, which replay leaves out"

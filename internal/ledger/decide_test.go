@@ -193,7 +193,7 @@ func TestLedgerLargeDecision(t *testing.T) {
 		t.Fatalf("message: %s", r.Message)
 	}
 	for _, surface := range []string{mcpxpolicy.SurfaceDaemon, mcpxpolicy.SurfaceMCP, mcpxpolicy.SurfaceCLI} {
-		rendered, err := mcpxpolicy.Render(surface, writeCall(50), d)
+		rendered, err := mcpxpolicy.Render(surface, writeCall(50), mcpxpolicy.Redact(writeCall(50), d))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,15 +29,9 @@ const lockName = "ledger.lock"
 // slots.go).
 const slotsName = "ledger.slots"
 
-// Entry is one unknown-outcome write: the request bytes went out and no
-// definite answer came back. It holds the SHA-256 of the canonical
-// arguments, never the arguments.
-type Entry struct {
-	decision.LedgerEntry
-	// Cause says why the outcome is unknown ("timeout", "transport closed",
-	// "process 1234 exited while the call was in flight", ...).
-	Cause string `json:"cause,omitempty"`
-}
+// Entry is one unknown-outcome write: the policy's view of it and why
+// its outcome is unknown (decision.UnknownWrite, as the SDK lists it).
+type Entry = decision.UnknownWrite
 
 // Cleared is an entry an operator cleared, kept for the record.
 type Cleared struct {

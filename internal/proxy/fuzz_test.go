@@ -67,7 +67,7 @@ func FuzzProxy(f *testing.F) {
 		run.check(judge)
 		// Writes lost in this run (cancelled, cut off) would refuse every
 		// write of the next ones.
-		gate.ClearWrites("s", "", "fuzz run ended")
+		gate.Writes().Clear("s", "", "fuzz run ended")
 	})
 }
 

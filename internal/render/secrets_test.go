@@ -83,27 +83,27 @@ func renderings(t *testing.T, call decision.Call, d decision.Decision) map[strin
 		}
 		return string(b)
 	}
-	s, b := render.Daemon(d)
+	s, b := render.Daemon(redact.Of(d, nil))
 	out["daemon"] = fmt.Sprint(s) + js(b)
-	out["mcp"] = js(render.MCP(d))
-	out["cli"] = render.CLI(d)
+	out["mcp"] = js(render.MCP(redact.Of(d, nil)))
+	out["cli"] = render.CLI(redact.Of(d, nil))
 	out["redact"] = js(redact.Redact(d, nil))
 	for _, surface := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
-		v, err := render.Render(surface, call, d)
+		v, err := render.Render(surface, call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
 		out["render "+surface] = js(v)
 	}
 	if d.Outcome == decision.Ask {
-		p, err := render.Prompt(call, d)
+		p, err := render.Prompt(call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
 		out["prompt text"] = p.Text()
 		out["prompt json"] = js(p)
 		out["elicitation"] = js(p.Elicitation())
-		s, b, err := render.DaemonAsk(call, d)
+		s, b, err := render.DaemonAsk(call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 				Reasons: []decision.Reason{od}, Warnings: []decision.Reason{}, Write: true, Call: cref}
 			outs := map[string]string{}
 			for _, surface := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
-				v, err := render.Render(surface, call, denyOverride)
+				v, err := render.Render(surface, call, redact.Of(denyOverride, call.Args))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -240,7 +240,7 @@ func TestOverrideQuotingArgsIsScrubbedByMCP(t *testing.T) {
 	od := reason(decision.OverrideDeny, fmt.Sprintf("login refused: password %s is banned (%s)", pw, q))
 	d := decision.Decision{Outcome: decision.Deny, Step: decision.StepOverrides, Reasons: []decision.Reason{od},
 		Warnings: []decision.Reason{}, Write: true, Call: ref(t, call)}
-	b, _ := json.Marshal(render.MCP(redact.Redact(d, call.Args)))
+	b, _ := json.Marshal(render.MCP(redact.Of(d, call.Args)))
 	assertNoLeak(t, "Correct", map[string]string{"MCP": string(b)})
 }
 

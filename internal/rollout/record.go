@@ -43,20 +43,6 @@ const RedactedValue = "[REDACTED]"
 // ErrRecordTooLarge: one recorded call is larger than the whole cap.
 var ErrRecordTooLarge = errors.New("the recorded call is larger than the recording's size cap")
 
-// RecordedDecision is the decision a recorded call got: its outcome, step
-// and deciding code, the deciding reason's message (redacted as every
-// output is), the SHA-256 of the call as it was decided (its arguments
-// unredacted) and the config revision the engine had when the call was
-// recorded.
-type RecordedDecision struct {
-	Outcome  decision.Outcome `json:"outcome"`
-	Step     decision.Step    `json:"step"`
-	Code     decision.Code    `json:"code,omitempty"`
-	Message  string           `json:"message,omitempty"`
-	SHA256   string           `json:"sha256,omitempty"`
-	Revision string           `json:"revision,omitempty"`
-}
-
 // Record is one recorded call: the call document `mcpx-policy eval`
 // reads, plus when it was decided, how, and which arguments were redacted
 // (JSON Pointers) before it was written.
@@ -68,7 +54,7 @@ type Record struct {
 	Principal *decision.Principal `json:"principal,omitempty"`
 	Mode      string              `json:"mode,omitempty"`
 	Time      string              `json:"time"`
-	Decision  RecordedDecision    `json:"decision"`
+	Decision  decision.Recorded   `json:"decision"`
 	Redacted  []string            `json:"redacted,omitempty"`
 }
 
@@ -213,21 +199,22 @@ func (r *Recorder) prune(room int64) {
 }
 
 // Record writes one decided call: its arguments redacted as
-// RecorderOptions.Redact says, its decision redacted as every output is,
-// revision the config revision that decided it. A call larger than the
-// whole cap is not written (ErrRecordTooLarge).
-func (r *Recorder) Record(call decision.Call, d decision.Decision, revision string) error {
+// RecorderOptions.Redact says, its decision shown as every output shows it
+// (shown, redacted with the call's arguments), revision the config
+// revision that decided it. A call larger than the whole cap is not
+// written (ErrRecordTooLarge).
+func (r *Recorder) Record(call decision.Call, shown redact.Decision, revision string) error {
 	now := r.opts.Now().UTC()
 	args, redacted, secrets := r.redact.apply(call.Args)
-	shown := redact.Redact(d, call.Args)
-	msg := shown.First().Message
+	d := shown.Doc()
+	msg := d.First().Message
 	for _, s := range secrets {
 		msg = scrub(msg, s)
 	}
 	rec := Record{
 		Server: call.Server, Tool: call.Tool, Args: args, Surface: call.Surface, Principal: call.Principal, Mode: call.Mode,
 		Time: now.Format(time.RFC3339Nano),
-		Decision: RecordedDecision{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: msg,
+		Decision: decision.Recorded{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: msg,
 			SHA256: d.Call.SHA256, Revision: revision},
 		Redacted: redacted,
 	}

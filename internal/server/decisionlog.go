@@ -23,8 +23,8 @@ const DecisionPath = "mcpx/decision"
 // instead of args, and result keeps codes, steps and violation paths but no
 // message, value or details (those echo argument values); "erased" names
 // what was removed, as OPA's masking does. The paths are those of the
-// redacted decision (mcpxpolicy.Redact): a secret used as an argument key
-// is not logged either.
+// redacted decision (mcpxpolicy.Redacted): a secret used as an argument
+// key is not logged either.
 type LogEntry struct {
 	Labels      map[string]string         `json:"labels"`
 	DecisionID  string                    `json:"decision_id"`
@@ -108,7 +108,7 @@ func newDecisionLog(w io.Writer, now func() time.Time) *decisionLog {
 }
 
 // write logs one decision; a nil log does nothing.
-func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, d decision.Decision, took time.Duration) {
+func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, shown mcpxpolicy.Redacted, took time.Duration) {
 	if l == nil {
 		return
 	}
@@ -116,7 +116,7 @@ func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, d d
 	if err != nil {
 		sum = ""
 	}
-	d = mcpxpolicy.Redact(call, d)
+	d := shown.Decision()
 	e := LogEntry{
 		Labels:     map[string]string{"id": l.id, "app": "mcpx-policy"},
 		DecisionID: newUUID(),

@@ -90,7 +90,7 @@ func TestMetricsAfterAScriptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := decision.Call{Server: "fs", Tool: tool, Args: map[string]any{"path": "/workspace/c"}, Surface: "mcp"}
-	d, err := f.eng.BeginWrite(call)
+	d, err := f.eng.Writes().Begin(call)
 	if err != nil {
 		t.Fatal(err)
 	}

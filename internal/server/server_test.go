@@ -59,9 +59,18 @@ func newFixture(t testing.TB, tok string) *fixture {
 	// The metrics are on, as in serve.
 	f := &fixture{log: &bytes.Buffer{}, dir: dir, conf: conf}
 	f.met = metrics.New(metrics.Options{
-		Revision:  func() string { return f.eng.Revision() },
-		Pending:   func() (map[string]int, error) { return f.eng.PendingWrites() },
-		Approvals: func() (int, error) { return f.eng.PendingApprovals() },
+		Revision: func() string { return f.eng.Revision() },
+		Pending:  func() (map[string]int, error) { return f.eng.Writes().Counts() },
+		Approvals: func() (int, error) {
+			rs, err := f.eng.Approvals().List()
+			n := 0
+			for _, r := range rs {
+				if r.State == decision.ApprovalPending {
+					n++
+				}
+			}
+			return n, err
+		},
 	})
 	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{conf}, StateDir: filepath.Join(dir, "state"), Env: []string{}, Observer: f.met})
 	if err != nil {
@@ -160,7 +169,7 @@ func TestWritesClearNeedsToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, token)
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/workspace/a"}}
-	d, err := f.eng.BeginWrite(call)
+	d, err := f.eng.Writes().Begin(call)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,22 @@
-package render
+package mcpxpolicy
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/config"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
 // Commands spells the mcpx-policy commands an output tells a person to run
-// (clearing unknown outcomes, listing them, checking the config) so that
-// they run as printed: with the state dir and the config files of the
-// process that printed them. The zero value names neither, which is right
-// for a process that uses the default state dir.
+// (clearing unknown outcomes, accepting a pin, listing them, checking the
+// config) so that they run as printed: with the state dir and the config
+// files of the process that printed them. Engine.Commands is the
+// Engine's; the zero value names neither, which is right for a process
+// that uses the default state dir. Safe for concurrent use.
 type Commands struct {
 	// StateDir is the state dir the process was given (--state-dir or
 	// MCPX_POLICY_STATE_DIR), best absolute; "" leaves --state-dir out.
@@ -48,14 +53,8 @@ func (c Commands) PinsAccept(server, tool, sha256 string) string {
 	return s + c.stateDir()
 }
 
-// Pins is `mcpx-policy pins [--state-dir D]`.
-func (c Commands) Pins() string { return "mcpx-policy pins" + c.stateDir() }
-
 // Writes is `mcpx-policy writes` with the ledger's place, as WritesClear.
 func (c Commands) Writes() string { return "mcpx-policy writes" + c.ledger() }
-
-// Check is `mcpx-policy check --config F…` with every config file.
-func (c Commands) Check() string { return "mcpx-policy check" + c.configs() }
 
 func (c Commands) configs() string {
 	s := ""
@@ -134,4 +133,44 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// commandsFor is the Commands of an Engine with opts whose config's ledger
+// section is lc: its state dir as printed (PrintedStateDir), and its
+// config files, absolute, when the ledger is the config's database.
+func commandsFor(opts Options, lc config.LedgerConfig) Commands {
+	c := Commands{StateDir: PrintedStateDir(opts.StateDir)}
+	if lc.Store == config.StorePostgres {
+		c.LedgerInConfig = true
+		for _, f := range opts.ConfigPaths {
+			c.Configs = append(c.Configs, absPath(f))
+		}
+	}
+	return c
+}
+
+// stateDirEnv names the environment variable that chooses the state dir
+// when Options.StateDir is not given.
+const stateDirEnv = ledger.StateDirEnv
+
+// PrintedStateDir is the state dir a command printed for a person names:
+// dir (Options.StateDir, or a --state-dir flag), else the one
+// $MCPX_POLICY_STATE_DIR chose, as an absolute path; "" when neither did
+// (the default state dir is the same in the shell that runs the command).
+func PrintedStateDir(dir string) string {
+	if dir == "" {
+		dir = os.Getenv(stateDirEnv)
+	}
+	return absPath(dir)
+}
+
+// absPath is p made absolute, or p when that fails; "" stays "".
+func absPath(p string) string {
+	if p == "" {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
