@@ -80,51 +80,58 @@ func (c Commands) stateDir() string {
 	return " --state-dir " + shellQuote(c.StateDir)
 }
 
-// respell replaces the commands the policy names — the clear command of
-// an UnknownOutcomePending reason (details "clear") and the accept command
-// of a ToolDefinitionChanged one (details "accept"), each quoted in its
-// message, and the writes command in a LedgerUnreadable one's details
-// (its message stays as it is) — with WritesClear, PinsAccept and Writes,
-// so that they carry the state dir. A command that already names where the ledger or the pins are (the
-// Engine's: it carries --state-dir or --config) is the deciding process's
-// own and is kept; only the policy's bare default is replaced. d is not
-// modified.
-func (c Commands) respell(d decision.Decision) decision.Decision {
-	copied := false
-	for i, r := range d.Reasons {
-		var key, ours, bare string
-		switch r.Code {
-		case decision.UnknownOutcomePending:
-			key, ours, bare = "clear", c.WritesClear(d.Call.Server, ""), bareClear(d.Call.Server)
-		case decision.ToolDefinitionChanged:
-			sum, _ := r.Details["sha256"].(string)
-			key, ours, bare = "accept", c.PinsAccept(d.Call.Server, d.Call.Tool, sum), Commands{}.PinsAccept(d.Call.Server, d.Call.Tool, sum)
-		case decision.LedgerUnreadable:
-			key, ours, bare = "writes", c.Writes(), Commands{}.Writes()
-		default:
-			continue
-		}
-		policy, _ := r.Details[key].(string)
-		if policy == "" || policy == ours || policy != bare {
-			continue
-		}
-		if !copied {
-			d.Reasons = append([]decision.Reason(nil), d.Reasons...)
-			copied = true
-		}
-		r.Details = maps.Clone(r.Details)
-		r.Details[key] = ours
-		if key != "writes" { // LedgerUnreadable's message, for an agent, names no path
-			r.Message = strings.ReplaceAll(r.Message, policy, ours)
-		}
-		d.Reasons[i] = r
+// spell spells the commands the policy names for this process — the
+// clear command of an UnknownOutcomePending reason (details "clear") and
+// the accept command of a ToolDefinitionChanged one (details "accept"),
+// each also where its message quotes it, and the writes command in a
+// LedgerUnreadable one's details (its message, an agent's, names no path)
+// — with WritesClear, PinsAccept and Writes, in the reasons and in a
+// shadow-mode decision's own. The policy names the bare command (what a
+// stock OPA answers); the answer says where the ledger and the pins are.
+// d is not modified (the engine may share it).
+func (c Commands) spell(d decision.Decision) decision.Decision {
+	d.Reasons = c.spellReasons(d.Call, d.Reasons)
+	if d.Shadow != nil {
+		sh := *d.Shadow
+		sh.Reasons = c.spellReasons(d.Call, sh.Reasons)
+		d.Shadow = &sh
 	}
 	return d
 }
 
-// bareClear is the clear command the policy names when its caller gives
-// none (a stock OPA fed the documented input): no flags, the server as is.
-func bareClear(server string) string { return "mcpx-policy writes clear " + server }
+// spellReasons is spell of rs, a copy when anything changes.
+func (c Commands) spellReasons(call decision.CallRef, rs []decision.Reason) []decision.Reason {
+	copied := false
+	for i, r := range rs {
+		var key, verb, ours string
+		switch r.Code {
+		case decision.UnknownOutcomePending:
+			key, verb, ours = "clear", "mcpx-policy writes clear ", c.WritesClear(call.Server, "")
+		case decision.ToolDefinitionChanged:
+			sum, _ := r.Details["sha256"].(string)
+			key, verb, ours = "accept", "mcpx-policy pins accept ", c.PinsAccept(call.Server, call.Tool, sum)
+		case decision.LedgerUnreadable:
+			key, verb, ours = "writes", "mcpx-policy writes", c.Writes()
+		default:
+			continue
+		}
+		policy, _ := r.Details[key].(string)
+		if policy == ours || !strings.HasPrefix(policy, verb) {
+			continue
+		}
+		if !copied {
+			rs = append([]decision.Reason(nil), rs...)
+			copied = true
+		}
+		r.Details = maps.Clone(r.Details)
+		r.Details[key] = ours
+		if key != "writes" {
+			r.Message = strings.ReplaceAll(r.Message, policy, ours)
+		}
+		rs[i] = r
+	}
+	return rs
+}
 
 // shellQuote single-quotes s unless a POSIX shell would read it as one
 // word as it is.

@@ -14,7 +14,8 @@ import (
 // and the tool's pin (Pins). Decide and OPAInput both read it here, so a
 // gateway that asks a stock OPA sends exactly what the embedded engine
 // evaluates (the stock-OPA equivalence test compares the two, a corrupt
-// ledger included).
+// ledger included). Nothing here is spelled for a person: the policy names
+// the bare commands, and the answer spells them (commands.go).
 
 // stateView is what the policy reads from the state for call (the ledger's
 // view, the tool's pin) and the call as it judges it: while the tool's
@@ -44,12 +45,6 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:
 		led.Entries, led.Total = p.Entries, p.Total
-		if led.Total > 0 || len(led.Entries) > 0 {
-			led.Clear = e.cmds.WritesClear(server, "")
-		}
-	}
-	if led.Unreadable != "" {
-		led.Writes = e.cmds.Writes()
 	}
 	return led
 }
@@ -63,10 +58,6 @@ func (e *Engine) pinView(c *config.Compiled, call decision.Call) (*engine.Pin, d
 	}
 	check, tool := e.pins.s.Compare(call.Server, call.Tool)
 	call.Tool = tool
-	p := &engine.Pin{Status: check.Status, SHA256: check.SHA256, PinnedSHA256: check.PinnedSHA256,
-		Changed: check.Changed, Error: check.Error}
-	if check.Status == "changed" {
-		p.Accept = e.cmds.PinsAccept(call.Server, call.Tool.Name, check.SHA256)
-	}
-	return p, call
+	return &engine.Pin{Status: check.Status, SHA256: check.SHA256, PinnedSHA256: check.PinnedSHA256,
+		Changed: check.Changed, Error: check.Error}, call
 }

@@ -166,8 +166,9 @@ func TestPinStoreUnreadable(t *testing.T) {
 }
 
 // TestOPAInputCarriesThePin: the input a stock OPA gets holds
-// input.tool.pin as Decide computes it, with the command that accepts the
-// changed definition in the Engine's state dir.
+// input.tool.pin as Decide computes it, and nothing spelled for a person:
+// the policy names the bare accept command, and the answer
+// (Engine.ParseDecision) spells it with the Engine's state dir.
 func TestOPAInputCarriesThePin(t *testing.T) {
 	t.Parallel()
 	eng, dir := newEngine(t, pinConfig)
@@ -188,10 +189,18 @@ func TestOPAInputCarriesThePin(t *testing.T) {
 	}
 	pinned, _, _ := decision.ToolSHA256(readFile)
 	now, _, _ := decision.ToolSHA256(changed)
-	want := map[string]any{"status": "changed", "pinned_sha256": pinned, "sha256": now, "changed": []any{"inputSchema"},
-		"accept": "mcpx-policy pins accept fs read_file --sha256 " + now + " --state-dir " + filepath.Join(dir, "state")}
+	want := map[string]any{"status": "changed", "pinned_sha256": pinned, "sha256": now, "changed": []any{"inputSchema"}}
 	if g, w := generic(t, in.Tool.Pin), generic(t, want); !jsonEqual(g, w) {
 		t.Fatalf("input.tool.pin = %v; want %v", in.Tool.Pin, want)
+	}
+	bare := "mcpx-policy pins accept fs read_file --sha256 " + now
+	answer, err := eng.ParseDecision([]byte(`{"outcome":"deny","step":"pin","reasons":[{"code":"ToolDefinitionChanged","step":"pin",
+	  "message":"fs.read_file: changed; refused until an operator reviews the change and accepts it with: ` + bare + `",
+	  "details":{"accept":"` + bare + `","sha256":"` + now + `"}}],"warnings":[],"write":false,"destructive":true,
+	  "call":{"server":"fs","tool":"read_file","sha256":""}}`))
+	spelled := bare + " --state-dir " + filepath.Join(dir, "state")
+	if err != nil || answer.Reasons[0].Details["accept"] != spelled || !strings.HasSuffix(answer.Reasons[0].Message, "accepts it with: "+spelled) {
+		t.Fatalf("a stock OPA's answer, read by the Engine: %+v, %v; want it to name %q", answer.Reasons, err, spelled)
 	}
 }
 

@@ -237,7 +237,6 @@ var (
 	kLedger        = ast.StringTerm("ledger")
 	kEntries       = ast.StringTerm("entries")
 	kTotal         = ast.StringTerm("total")
-	kClear         = ast.StringTerm("clear")
 	kPrincipal     = ast.StringTerm("principal")
 	kSurface       = ast.StringTerm("surface")
 	kCallSHA256    = ast.StringTerm("call_sha256")
