@@ -26,8 +26,12 @@ type Options struct {
 	// Catalog is an optional tool catalog file; with it, rules and patterns
 	// that match no tool become warnings.
 	Catalog string
-	// Env holds "NAME=value" pairs for the MCPX_POLICY_* layer; nil means
-	// os.Environ().
+	// Env holds "NAME=value" pairs for the MCPX_POLICY_* layer of the
+	// config (docs/configuration.md). Nil, the default, is no such layer:
+	// the environment of a daemon that embeds the Engine changes no
+	// setting unless the daemon hands it over — os.Environ(), as the CLI
+	// does, or the pairs it chooses. The state dir's default reads
+	// $MCPX_POLICY_STATE_DIR whatever Env holds (StateDir).
 	Env []string
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
@@ -141,9 +145,13 @@ func (e *Engine) Close() error { return e.writes.s.Close() }
 // compileConfig loads and compiles a config without preparing it: what
 // Check and BundleFiles need.
 func compileConfig(opts Options) (*config.Compiled, error) {
+	env := opts.Env
+	if env == nil {
+		env = []string{} // config.Load would read os.Environ()
+	}
 	c, err := config.Load(config.LoadOptions{
 		Paths:          opts.ConfigPaths,
-		Env:            opts.Env,
+		Env:            env,
 		Set:            opts.Set,
 		Catalog:        opts.Catalog,
 		SchemaCompiler: schemarego.Compile,

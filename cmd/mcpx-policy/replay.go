@@ -112,7 +112,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(state)
 	ctx := context.Background()
 	open := func(paths []string, which string) (*mcpxpolicy.Engine, bool) {
-		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
+		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Env: os.Environ(), Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
 		if err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", which, err), "run 'mcpx-policy check --config …' to see every config problem")
 			return nil, false

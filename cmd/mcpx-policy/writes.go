@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -51,7 +52,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if err := format.check(); err != nil {
 		return writesUsageErr(stdout, stderr, err)
 	}
-	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
@@ -102,7 +103,7 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
 	}
 	server := pos[0]
-	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
