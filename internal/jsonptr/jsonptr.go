@@ -50,11 +50,12 @@ func Tokens(ptr string) []string {
 	return parts
 }
 
-// Last is the last reference token of ptr, unescaped; "" for "".
+// Last is the last reference token of ptr, unescaped; ptr as it is when
+// it holds no "/" ("" included): it is no pointer.
 func Last(ptr string) string {
 	i := strings.LastIndexByte(ptr, '/')
 	if i < 0 {
-		return Unescape(ptr)
+		return ptr
 	}
 	return Unescape(ptr[i+1:])
 }

@@ -47,4 +47,7 @@ func TestRFC6901(t *testing.T) {
 	if got := jsonptr.Join(); got != "" {
 		t.Errorf("Join() = %q", got)
 	}
+	if got := jsonptr.Last("a~1b"); got != "a~1b" {
+		t.Errorf("Last of no pointer = %q, want it as it is", got)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
@@ -306,7 +307,7 @@ func parseRedaction(specs []string) (redaction, error) {
 						return red, fmt.Errorf("bad JSON Pointer %q: ~ must be followed by 0 or 1", s)
 					}
 				}
-				toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+				toks[i] = jsonptr.Unescape(t)
 			}
 			red.pointers[strings.Join(toks, "\x00")] = true
 		default:
@@ -376,11 +377,4 @@ func leaves(v any) []string {
 	return nil
 }
 
-func pointerOf(toks []string) string {
-	var b strings.Builder
-	for _, t := range toks {
-		b.WriteString("/")
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}
+func pointerOf(toks []string) string { return jsonptr.Join(toks...) }
