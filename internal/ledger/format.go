@@ -1,14 +1,13 @@
 package ledger
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // Version is the ledger file format version this build reads and writes.
@@ -83,28 +82,11 @@ var knownFields = map[string]bool{"version": true, "entries": true, "cleared": t
 // decodeFile parses a ledger file. Every failure is the cause of an
 // UnreadableError: the caller must neither use nor overwrite the file.
 func decodeFile(b []byte) (*fileState, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, errors.New("the file is empty")
+	raw, err := statedir.CheckVersion(b, Version, ErrNewerVersion)
+	if err != nil {
+		return nil, err
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("not valid json: %w", err)
-	}
-	var version int
-	v, ok := raw["version"]
-	if !ok {
-		return nil, errors.New("no version field")
-	}
-	if err := json.Unmarshal(v, &version); err != nil {
-		return nil, fmt.Errorf("version: %w", err)
-	}
-	if version > Version {
-		return nil, fmt.Errorf("%w: file version %d, this build reads version %d", ErrNewerVersion, version, Version)
-	}
-	if version != Version {
-		return nil, fmt.Errorf("unsupported file version %d", version)
-	}
-	st := &fileState{Version: version}
+	st := &fileState{Version: Version}
 	for name, dst := range map[string]any{"entries": &st.Entries, "cleared": &st.Cleared, "in_flight": &st.InFlight} {
 		if r, ok := raw[name]; ok {
 			if err := json.Unmarshal(r, dst); err != nil {
