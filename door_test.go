@@ -45,6 +45,7 @@ var adapterHelpers = map[string]bool{
 	module + "/internal/metrics":    true,
 	module + "/internal/loopback":   true,
 	module + "/internal/strictjson": true,
+	module + "/internal/jsonptr":    true, // RFC 6901 spelling, which strictjson's errors use
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach
@@ -54,28 +55,7 @@ var adapterHelpers = map[string]bool{
 // internal package it reaches.
 func TestAdaptersUseOneDoor(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports,Module"}, adapters...)...)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	imports := map[string][]string{}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for {
-		var p struct {
-			ImportPath string
-			Imports    []string
-			Module     *struct{ Path string }
-		}
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if p.Module != nil && p.Module.Path == module {
-			imports[p.ImportPath] = p.Imports
-		}
-	}
+	imports := goList(t, true, adapters...)
 	var roots []string
 	for path := range imports {
 		if strings.HasPrefix(path, module+"/cmd/") || adapterHelpers[path] {
@@ -127,24 +107,7 @@ func TestOnlyTheRootReachesTheEngine(t *testing.T) {
 		}
 	}
 	sort.Strings(pkgs)
-	out, err := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports"}, pkgs...)...).Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	imports := map[string][]string{}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for {
-		var p struct {
-			ImportPath string
-			Imports    []string
-		}
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		imports[p.ImportPath] = p.Imports
-	}
+	imports := goList(t, false, pkgs...)
 	seen := map[string]bool{}
 	queue := pkgs
 	for len(queue) > 0 {
@@ -162,4 +125,32 @@ func TestOnlyTheRootReachesTheEngine(t *testing.T) {
 			queue = append(queue, imp)
 		}
 	}
+}
+
+// goList is the imports of every package pkgs depend on, by import path,
+// from `go list -deps`; ours only keeps the module's packages.
+func goList(t *testing.T, ours bool, pkgs ...string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports,Module"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+			Module     *struct{ Path string }
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if !ours || (p.Module != nil && p.Module.Path == module) {
+			imports[p.ImportPath] = p.Imports
+		}
+	}
+	return imports
 }
