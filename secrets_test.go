@@ -16,7 +16,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 var update = flag.Bool("update", false, "rewrite rego/mcpx/secrets/data.json from the Go table")
@@ -26,12 +26,12 @@ var update = flag.Bool("update", false, "rewrite rego/mcpx/secrets/data.json fro
 const regoSecretsFile = "rego/mcpx/secrets/data.json"
 
 // TestPolicySecretsAreTheGoTable ties the policy's secret table to Go's: the
-// data every bundle ships (and the engine evaluates) holds render.Secrets
+// data every bundle ships (and the engine evaluates) holds redact.Secrets
 // under data.mcpx.secrets, and so does the file `opa test rego/` reads
 // (go test . -run TestPolicySecretsAreTheGoTable -update rewrites it).
 func TestPolicySecretsAreTheGoTable(t *testing.T) {
 	t.Parallel()
-	want := generic(t, render.Secrets)
+	want := generic(t, redact.Secrets)
 	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: []string{"examples/mcpx-policy.yaml"}, Env: []string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -43,9 +43,9 @@ func TestPolicySecretsAreTheGoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := data.Mcpx["secrets"]; !reflect.DeepEqual(got, want) {
-		t.Errorf("the bundle's data.mcpx.secrets is not render.Secrets:\n%v\nwant\n%v", got, want)
+		t.Errorf("the bundle's data.mcpx.secrets is not redact.Secrets:\n%v\nwant\n%v", got, want)
 	}
-	b, err := json.MarshalIndent(render.SecretsData(), "", "  ")
+	b, err := json.MarshalIndent(redact.SecretsData(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPolicySecretsAreTheGoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(onDisk, b) {
-		t.Errorf("%s is not render.Secrets: run go test . -run TestPolicySecretsAreTheGoTable -update", regoSecretsFile)
+		t.Errorf("%s is not redact.Secrets: run go test . -run TestPolicySecretsAreTheGoTable -update", regoSecretsFile)
 	}
 }
 
@@ -168,7 +168,7 @@ var keys = []string{
 }
 
 // TestRegoAgreesWithGo runs the samples and keys through Go
-// (render.RedactString, render.SecretKey) and through the policy as a
+// (redact.RedactString, redact.SecretKey) and through the policy as a
 // stock OPA evaluates it, with the bundle's data (text.redact,
 // text.secret_key): key verdicts are equal; a secret's leak appears in
 // neither output, a non-secret comes out of both unchanged, and the two
@@ -220,12 +220,12 @@ func TestRegoAgreesWithGo(t *testing.T) {
 		t.Fatalf("the policy answered %s (%v)", b, err)
 	}
 	for _, k := range keys {
-		if g, r := render.SecretKey(k), slices.Contains(got.Keys, k); g != r {
+		if g, r := redact.SecretKey(k), slices.Contains(got.Keys, k); g != r {
 			t.Errorf("key %q: Go says secret=%v, Rego says %v", k, g, r)
 		}
 	}
 	for i, s := range samples {
-		goOut, regoOut := render.RedactString(s.in), got.Redact[i]
+		goOut, regoOut := redact.RedactString(s.in), got.Redact[i]
 		switch {
 		case s.leak == "" && (goOut != s.in || regoOut != s.in):
 			t.Errorf("%s is not a secret, but Go shows %q and Rego %q", s.name, goOut, regoOut)

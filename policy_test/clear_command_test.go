@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // loseWrite records an unknown outcome for a write_file call to fs in the
@@ -21,7 +22,7 @@ func loseWrite(t *testing.T, cfg, state string) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	w, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+	w, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}

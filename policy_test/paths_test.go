@@ -17,6 +17,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // The quick start's rule (README.md, step 1) must mean what it says on
@@ -76,7 +77,7 @@ func readmeBlock(t *testing.T, marker string) string {
 // that the argument rule alone stands between a call and the server (as the
 // issue that found the hole tried it), and returns its path and the tool of
 // README.md's call.json.
-func quickStart(t *testing.T) (config string, tool mcpxpolicy.Tool) {
+func quickStart(t *testing.T) (config string, tool decision.Tool) {
 	t.Helper()
 	cfg := readmeBlock(t, "file mcpx-policy.yaml")
 	if !strings.Contains(cfg, "write: ask") || !strings.Contains(cfg, "fs-writes-in-workspace") {
@@ -84,7 +85,7 @@ func quickStart(t *testing.T) (config string, tool mcpxpolicy.Tool) {
 	}
 	cfg = strings.Replace(cfg, "write: ask", "write: allow", 1)
 	var call struct {
-		Tool mcpxpolicy.Tool `json:"tool"`
+		Tool decision.Tool `json:"tool"`
 	}
 	if err := json.Unmarshal([]byte(readmeBlock(t, "file call.json")), &call); err != nil {
 		t.Fatal(err)
@@ -139,10 +140,10 @@ func TestQuickStartRuleOnEverySurface(t *testing.T) {
 	config, tool := quickStart(t)
 	dir := t.TempDir()
 	paths := append([]string{workspaceInside}, workspaceTricks...)
-	calls := make([]mcpxpolicy.Call, len(paths))
+	calls := make([]decision.Call, len(paths))
 	files := make([]string, len(paths))
 	for i, p := range paths {
-		calls[i] = mcpxpolicy.Call{Server: "fs", Tool: tool, Args: map[string]any{"path": p, "content": "x"}}
+		calls[i] = decision.Call{Server: "fs", Tool: tool, Args: map[string]any{"path": p, "content": "x"}}
 		b, err := json.Marshal(calls[i])
 		if err != nil {
 			t.Fatal(err)
@@ -243,7 +244,7 @@ func TestQuickStartRuleOnEverySurface(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := mcpxpolicy.ParseDecision(result)
+			got, err := eng.ParseDecision(result)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/opabundle"
@@ -53,7 +54,7 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	if !*sign && (*key != "" || *claims != "" || *keyID != "") {
 		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--signing-key, --claims-file and --signing-key-id need --sign"))
 	}
-	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
+	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ()})
 	if err == nil && *sign {
 		err = opabundle.Sign(files, opabundle.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID})
 	}

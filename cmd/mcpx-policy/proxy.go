@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -97,7 +98,6 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	case *idle <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
 	}
-	cmds := commandsFor(configs, *stateDir)
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("unknown --log-level %q", *level))
@@ -112,11 +112,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		met = newMetrics(&eng, false)
 		observer = met
 	}
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
 	if err != nil {
-		return fail(stderr, err, "run '"+cmds.Check()+"' to see every config problem")
+		return fail(stderr, err, "run '"+checkCommand(configs)+"' to see every config problem")
 	}
-	if !eng.Configured(*name) {
+	if !slices.Contains(eng.Servers(), *name) {
 		if !*poolOnly {
 			return fail(stderr, fmt.Errorf("--server %q names no server of the config (%s)", *name, configuredList(eng.Servers())),
 				"give --server the name of the server's entry under servers:, or --pool-only to run it with the pool's settings alone")
@@ -124,11 +124,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: --pool-only: %s\n", mcpxpolicy.UnconfiguredWarning(*name, eng.Servers()))
 	}
 	defer eng.Close()
-	cmds.LedgerInConfig = eng.LedgerInConfig() // a database's entries are cleared through --config
+	cmds := eng.Commands() // a database's entries are cleared through --config
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
-	if n, err := eng.RecoverWrites(); err != nil {
+	if n, err := eng.Writes().Recover(); err != nil {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: unknown-outcome ledger: %v (writes are refused until it reads)\n", err)
 	} else if n > 0 {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
@@ -238,16 +238,14 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	return 0
 }
 
-// commandsFor spells the commands the proxy prints (clearing an unknown
-// outcome, listing them, checking the config) with the config files and
-// the state dir it was given — by --state-dir or MCPX_POLICY_STATE_DIR —
-// as absolute paths, so that they run as printed from any directory.
-func commandsFor(configs []string, stateDir string) mcpxpolicy.Commands {
-	c := mcpxpolicy.Commands{StateDir: printedStateDir(stateDir)}
+// checkCommand is the `mcpx-policy check` of the config files, absolute,
+// so that it runs as printed from any directory.
+func checkCommand(configs []string) string {
+	s := "mcpx-policy check"
 	for _, f := range configs {
-		c.Configs = append(c.Configs, absPath(f))
+		s += " --config " + writesQuote(absPath(f))
 	}
-	return c
+	return s
 }
 
 func configuredList(servers []string) string {

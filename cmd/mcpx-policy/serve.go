@@ -16,6 +16,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
@@ -118,7 +119,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var eng *mcpxpolicy.Engine
 	met := newMetrics(&eng, true)
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -176,11 +177,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 func newMetrics(eng **mcpxpolicy.Engine, approvals bool) *metrics.Metrics {
 	opts := metrics.Options{
 		Revision: func() string { return (*eng).Revision() },
-		Pending:  func() (map[string]int, error) { return (*eng).PendingWrites() },
+		Pending:  func() (map[string]int, error) { return (*eng).Writes().Counts() },
 		Process:  true,
 	}
 	if approvals {
-		opts.Approvals = func() (int, error) { return (*eng).PendingApprovals() }
+		opts.Approvals = func() (int, error) { return pendingApprovals(*eng) }
 	}
 	return metrics.New(opts)
 }
@@ -189,4 +190,20 @@ func newMetrics(eng **mcpxpolicy.Engine, approvals bool) *metrics.Metrics {
 func loopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// pendingApprovals counts the approval requests of eng's state dir that
+// wait for an answer (the metrics' approvals_pending).
+func pendingApprovals(eng *mcpxpolicy.Engine) (int, error) {
+	rs, err := eng.Approvals().List()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rs {
+		if r.State == decision.ApprovalPending {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -51,7 +52,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if err := format.check(); err != nil {
 		return writesUsageErr(stdout, stderr, err)
 	}
-	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
@@ -76,7 +77,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\n",
 			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra)
 	}
-	if n := len(st.InFlight); n > 0 {
+	if n := st.InFlight; n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
 	}
 	return 0
@@ -102,13 +103,13 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
 	}
 	server := pos[0]
-	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
 	defer l.Close()
 	cleared, err := l.Clear(server, *id, *reason)
-	if errors.Is(err, mcpxpolicy.ErrWriteNotFound) {
+	if errors.Is(err, mcpxpolicy.ErrNotFound) {
 		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
 			"list them with: mcpx-policy writes"+ledgerFlags(configs, *stateDir))
 	}
@@ -139,14 +140,10 @@ func ledgerFlags(configs []string, stateDir string) string {
 }
 
 func writesLedgerFail(stderr io.Writer, l *mcpxpolicy.Writes, err error) int {
-	if errors.Is(err, mcpxpolicy.ErrLedgerUnreadable) {
+	if errors.Is(err, mcpxpolicy.ErrUnreadable) {
 		hint := "the file was left untouched and writes stay blocked: inspect it, then restore it from a backup or move it aside (see docs/ledger.md)"
-		var ue *mcpxpolicy.LedgerUnreadableError
-		switch {
-		case errors.Is(err, mcpxpolicy.ErrLedgerNewerVersion):
-			hint = "a newer mcpx-policy wrote this file: use that version, the file was left untouched"
-		case errors.As(err, &ue) && ue.Hint != "":
-			hint = ue.Hint + " (nothing was changed; writes stay blocked until then)"
+		if h := mcpxpolicy.Hint(err); h != "" {
+			hint = h + " (nothing was changed; writes stay blocked until then)"
 		}
 		return fail(stderr, err, hint)
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 // Native is the baseline: the same steps in plain Go, with the argument

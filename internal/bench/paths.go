@@ -5,7 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // The path form of a workload, for what a path-checked call costs

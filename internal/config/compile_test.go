@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 const smallConfig = `version: 1

@@ -94,7 +94,7 @@ func (l *Ledger) tooBig(size int64) error {
 }
 
 func (l *Ledger) unreadable(err error, hint string) *UnreadableError {
-	return &UnreadableError{Path: l.path, Err: err, Hint: hint}
+	return &UnreadableError{Store: "ledger", Path: l.path, Err: err, Hint: hint}
 }
 
 // wrap turns a *statedir.Error into the ledger's *UnreadableError, with the

@@ -1,6 +1,6 @@
 package ledger
 
-import "github.com/mcpx/mcpx-policy/internal/decision"
+import "github.com/mcpx/mcpx-policy/decision"
 
 // Store is an unknown-outcome ledger as its users see it: the file in a
 // state dir (*Ledger, the default) or a PostgreSQL database that a fleet

@@ -30,46 +30,28 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // ErrUnreadable is matched (errors.Is) by every error about a ledger file
 // that exists but cannot be used: unreadable, corrupt, truncated or of a
 // newer version.
-var ErrUnreadable = errors.New("ledger unreadable")
+var ErrUnreadable = statedir.ErrUnreadable
 
 // ErrNewerVersion is matched (errors.Is) by the UnreadableError of a file
 // written by a newer build (version > Version).
-var ErrNewerVersion = errors.New("newer ledger version")
+var ErrNewerVersion = statedir.Kind(statedir.ErrNewerVersion, "newer ledger version")
 
 // ErrNotFound is returned by Clear when the id names no unknown-outcome
 // entry of that server.
-var ErrNotFound = errors.New("no such unknown-outcome entry")
+var ErrNotFound = statedir.Kind(statedir.ErrNotFound, "no such unknown-outcome entry")
 
 // UnreadableError reports a ledger that exists but cannot be used: the
-// file, the state dir, or the lock or slot file beside it. Nothing is
-// overwritten; writes stay blocked until it reads again.
-type UnreadableError struct {
-	// Path is the ledger file's path, whichever file is at fault.
-	Path string
-	// Err is the cause; it names the file at fault.
-	Err error
-	// Hint, when not empty, says what an operator does about it (a
-	// chmod, a chown, moving a file aside).
-	Hint string
-}
-
-// Error names the file and the cause.
-func (e *UnreadableError) Error() string {
-	return fmt.Sprintf("ledger %s is unreadable: %v", e.Path, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *UnreadableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrUnreadable.
-func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable }
+// file, the state dir, or the lock or slot file beside it, or the
+// database (Store "ledger"). Nothing is overwritten; writes stay blocked
+// until it reads again.
+type UnreadableError = statedir.UnreadableError
 
 // Ledger is the ledger in one state directory. It is safe for concurrent
 // use by many goroutines; several Ledgers, in this or other processes, may
@@ -494,7 +476,11 @@ func (l *Ledger) load() (*parsed, error) {
 			l.setCache(p)
 			return p, nil
 		}
-		err = l.unreadable(err, "")
+		hint := ""
+		if errors.Is(err, ErrNewerVersion) {
+			hint = statedir.NewerHint
+		}
+		err = l.unreadable(err, hint)
 	}
 	f.Close()
 	l.setCache(nil)

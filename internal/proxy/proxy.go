@@ -39,6 +39,8 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -66,9 +68,9 @@ type Options struct {
 	// outcomes); nil discards.
 	Logger *slog.Logger
 	// OnDecision, when set, is given every tools/call of a tool the
-	// server lists (a hidden one too) and the policy's decision, before an
-	// ask is put to the person (proxy --record).
-	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
+	// server lists (a hidden one too) and the policy's decision, redacted,
+	// before an ask is put to the person (proxy --record).
+	OnDecision func(decision.Call, mcpxpolicy.Redacted)
 }
 
 // ownIDPrefix starts the ids of requests the proxy itself makes (its own
@@ -118,8 +120,8 @@ type pending struct {
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
 	// shadow is the decision of a call shadow mode let through: its
-	// result carries the enforced decision in _meta (render.AddShadow).
-	shadow *mcpxpolicy.Decision
+	// result carries the enforced decision in _meta (mcpgate.AddShadow).
+	shadow *mcpxpolicy.Redacted
 	// outputSchema is the tool's, as listed when the call was decided: the
 	// rider goes into structuredContent only where it admits it.
 	outputSchema json.RawMessage
@@ -408,7 +410,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				m = filtered
 			}
 		case p.method == "tools/call" && len(p.ignored) > 0:
-			if r, err := mcpxpolicy.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
+			if r, err := mcpgate.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
 				m = &jsonrpc.Response{ID: m.ID, Result: r}
 			} else {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
@@ -526,7 +528,7 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	result := mcpxpolicy.UnknownOutcomeResult(s.opts.Server, p.call, entry, cause, s.opts.Commands)
+	result := mcpgate.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands)
 	if p.shadow != nil {
 		if raw, err := json.Marshal(result); err == nil {
 			s.reply(&jsonrpc.Response{ID: id, Result: s.withShadow(raw, p)})
@@ -537,10 +539,10 @@ func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 }
 
 // withShadow adds to the result of a call shadow mode let through the
-// decision it would have had (render.AddShadow); a result it cannot add
+// decision it would have had (mcpgate.AddShadow); a result it cannot add
 // to (not a JSON object) goes as it is, and the log says so.
 func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage {
-	r, err := mcpxpolicy.AddShadow(result, *p.shadow)
+	r, err := mcpgate.AddShadow(result, *p.shadow)
 	if err != nil {
 		s.log.Warn("shadow decision not added to the result", "tool", p.call, "err", err)
 		return result
@@ -553,8 +555,8 @@ func (s *session) recordUnknown(p *pending, cause string) string {
 		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID()))
-	return p.dispatch.ID()
+		"tool", p.call, "id", p.dispatch.ID, "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID))
+	return p.dispatch.ID
 }
 
 // serverGone answers everything still at the server once its connection

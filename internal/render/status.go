@@ -3,7 +3,7 @@ package render
 import (
 	"net/http"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // statuses is the one table from reason code to HTTP status. Nothing else in

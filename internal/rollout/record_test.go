@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/rollout"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
@@ -95,7 +96,7 @@ func TestRecorderRedacts(t *testing.T) {
 			}
 			in := args()
 			d := askDecision("fs.write_file: k-42-secret and hello there are quoted here")
-			if err := r.Record(testCall(in), d, "rev1"); err != nil {
+			if err := r.Record(testCall(in), redact.Of(d, in), "rev1"); err != nil {
 				t.Fatal(err)
 			}
 			_, recs := records(t, dir)
@@ -156,7 +157,7 @@ func TestRecorderCaps(t *testing.T) {
 	}
 	record := func(i int) {
 		t.Helper()
-		if err := r.Record(testCall(map[string]any{"path": "/workspace/" + strings.Repeat("x", 200), "n": json.Number(string(rune('0' + i)))}), askDecision("m"), "rev"); err != nil {
+		if err := r.Record(testCall(map[string]any{"path": "/workspace/" + strings.Repeat("x", 200), "n": json.Number(string(rune('0' + i)))}), redact.Of(askDecision("m"), nil), "rev"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +204,7 @@ func TestRecorderCaps(t *testing.T) {
 		t.Errorf("after the age cap: files %v, want the new record and notes.txt", names)
 	}
 	// A record larger than the whole cap is refused, nothing removed.
-	err = r.Record(testCall(map[string]any{"content": strings.Repeat("y", 3000)}), askDecision("m"), "rev")
+	err = r.Record(testCall(map[string]any{"content": strings.Repeat("y", 3000)}), redact.Of(askDecision("m"), nil), "rev")
 	if !errors.Is(err, rollout.ErrRecordTooLarge) {
 		t.Errorf("a record above the cap: %v, want ErrRecordTooLarge", err)
 	}

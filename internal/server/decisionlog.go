@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // DecisionPath is the decision's path in the log, as a stock OPA serving the
@@ -22,8 +23,8 @@ const DecisionPath = "mcpx/decision"
 // instead of args, and result keeps codes, steps and violation paths but no
 // message, value or details (those echo argument values); "erased" names
 // what was removed, as OPA's masking does. The paths are those of the
-// redacted decision (mcpxpolicy.Redact): a secret used as an argument key
-// is not logged either.
+// redacted decision (mcpxpolicy.Redacted): a secret used as an argument
+// key is not logged either.
 type LogEntry struct {
 	Labels      map[string]string         `json:"labels"`
 	DecisionID  string                    `json:"decision_id"`
@@ -39,29 +40,29 @@ type LogEntry struct {
 
 // LogInput is the logged input: the call without its arguments.
 type LogInput struct {
-	Surface    string                `json:"surface,omitempty"`
-	Server     string                `json:"server"`
-	Tool       LogTool               `json:"tool"`
-	ArgsSHA256 string                `json:"args_sha256"`
-	Mode       string                `json:"mode,omitempty"`
-	Principal  *mcpxpolicy.Principal `json:"principal,omitempty"`
+	Surface    string              `json:"surface,omitempty"`
+	Server     string              `json:"server"`
+	Tool       LogTool             `json:"tool"`
+	ArgsSHA256 string              `json:"args_sha256"`
+	Mode       string              `json:"mode,omitempty"`
+	Principal  *decision.Principal `json:"principal,omitempty"`
 }
 
 // LogTool is the logged tool: its name and annotations.
 type LogTool struct {
-	Name        string                  `json:"name"`
-	Annotations *mcpxpolicy.Annotations `json:"annotations,omitempty"`
+	Name        string                `json:"name"`
+	Annotations *decision.Annotations `json:"annotations,omitempty"`
 }
 
 // LogResult is the logged decision.
 type LogResult struct {
-	Outcome     mcpxpolicy.Outcome `json:"outcome"`
-	Step        mcpxpolicy.Step    `json:"step"`
-	Reasons     []LogReason        `json:"reasons"`
-	Warnings    []LogReason        `json:"warnings"`
-	Write       bool               `json:"write"`
-	Destructive bool               `json:"destructive"`
-	Call        mcpxpolicy.CallRef `json:"call"`
+	Outcome     decision.Outcome `json:"outcome"`
+	Step        decision.Step    `json:"step"`
+	Reasons     []LogReason      `json:"reasons"`
+	Warnings    []LogReason      `json:"warnings"`
+	Write       bool             `json:"write"`
+	Destructive bool             `json:"destructive"`
+	Call        decision.CallRef `json:"call"`
 	// Shadow is the policy's own decision for a server in shadow mode
 	// (what the result would be enforced), as the decision document's
 	// "shadow" member; absent for a server that enforces.
@@ -71,23 +72,23 @@ type LogResult struct {
 // LogShadow is the logged shadow member: the outcome, step and reasons
 // the policy decided, logged like the result's.
 type LogShadow struct {
-	Outcome mcpxpolicy.Outcome `json:"outcome"`
-	Step    mcpxpolicy.Step    `json:"step"`
-	Reasons []LogReason        `json:"reasons"`
+	Outcome decision.Outcome `json:"outcome"`
+	Step    decision.Step    `json:"step"`
+	Reasons []LogReason      `json:"reasons"`
 }
 
 // LogReason is a logged reason: code, step and the violations' places.
 type LogReason struct {
-	Code       mcpxpolicy.Code `json:"code"`
-	Step       mcpxpolicy.Step `json:"step"`
-	Violations []LogViolation  `json:"violations,omitempty"`
+	Code       decision.Code  `json:"code"`
+	Step       decision.Step  `json:"step"`
+	Violations []LogViolation `json:"violations,omitempty"`
 }
 
 // LogViolation is a logged violation, without the offending value.
 type LogViolation struct {
-	Path       string             `json:"path"`
-	Constraint string             `json:"constraint"`
-	Rule       mcpxpolicy.RuleRef `json:"rule"`
+	Path       string           `json:"path"`
+	Constraint string           `json:"constraint"`
+	Rule       decision.RuleRef `json:"rule"`
 }
 
 var erased = []string{"/input/args", "/result/reasons/*/message", "/result/reasons/*/details", "/result/reasons/*/violations/*/value",
@@ -107,15 +108,15 @@ func newDecisionLog(w io.Writer, now func() time.Time) *decisionLog {
 }
 
 // write logs one decision; a nil log does nothing.
-func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d mcpxpolicy.Decision, took time.Duration) {
+func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, shown mcpxpolicy.Redacted, took time.Duration) {
 	if l == nil {
 		return
 	}
-	sum, err := mcpxpolicy.ArgsSHA256(call.Args)
+	sum, err := decision.ArgsSHA256(call.Args)
 	if err != nil {
 		sum = ""
 	}
-	d = mcpxpolicy.Redact(call, d)
+	d := shown.Decision()
 	e := LogEntry{
 		Labels:     map[string]string{"id": l.id, "app": "mcpx-policy"},
 		DecisionID: newUUID(),
@@ -143,7 +144,7 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 	_ = l.enc.Encode(e)
 }
 
-func logReasons(rs []mcpxpolicy.Reason) []LogReason {
+func logReasons(rs []decision.Reason) []LogReason {
 	out := make([]LogReason, 0, len(rs))
 	for _, r := range rs {
 		lr := LogReason{Code: r.Code, Step: r.Step}

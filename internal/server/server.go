@@ -3,8 +3,9 @@
 // routes under /v1/approvals, GET /v1/pins and POST /v1/pins/accept, the
 // AuthZEN access evaluation API, and the
 // probes GET /healthz, GET /readyz and GET /metrics over one
-// *mcpxpolicy.Engine. It renders nothing itself: decisions come from the
-// engine and HTTP bodies from internal/render.
+// *mcpxpolicy.Engine. It composes nothing of a decision itself: it reads
+// the bytes, calls the Engine (Answer for a call document), and writes
+// the answer.
 package server
 
 import (
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
@@ -58,9 +60,9 @@ type Options struct {
 	// Engine reports into it through mcpxpolicy.Options.Observer.
 	Metrics *metrics.Metrics
 	// OnDecision, when set, is given every call POST /v1/decide decided
-	// and its decision (serve --record); not a call decided with an
-	// approval, whose ask it was given when first asked.
-	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
+	// and its decision, redacted (serve --record); not a call decided with
+	// an approval, whose ask it was given when first asked.
+	OnDecision func(decision.Call, mcpxpolicy.Redacted)
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -180,106 +182,72 @@ func only(method string, next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// CallDocument is the body of POST /v1/decide: the call file of `eval`.
-type CallDocument = mcpxpolicy.CallDocument
-
-// DecideResponse is the body of POST /v1/decide: the decision document,
-// redacted as every rendering is (mcpxpolicy.Redact), with "rendered", the
-// rendering for the call's surface (default daemon: {"status", "body"}).
-// An ask also carries the approval request it was put on hold as
-// ("approval"), or why none could be made ("approval_error").
-type DecideResponse = mcpxpolicy.DecisionResponse
-
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	call, approvalID, err := h.readCall(r)
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
-		h.decidedHere(d, time.Since(start))
-		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		call.Surface = mcpxpolicy.SurfaceDaemon
-		resp, _ := mcpxpolicy.Respond(call, d, nil, nil)
-		writeJSON(w, status, resp)
-		return
-	}
+	body, err := io.ReadAll(r.Body)
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	d, err := h.decideOrApproved(ctx, call, approvalID)
-	if err != nil {
-		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
-	}
-	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-	if h.opts.OnDecision != nil && approvalID == "" {
-		h.opts.OnDecision(call, d)
-	}
-	held, holdErr := h.putOnHold(call, d)
-	// The response carries the decision redacted, like every rendering and
-	// the log: the raw one stays in the process.
-	resp, err := mcpxpolicy.Respond(call, d, held, holdErr)
-	if err != nil {
-		h.opts.Logger.Error("render", "err", err)
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// decidedHere counts a decision the handler made without the Engine (a
-// call it could not read): the Engine counts its own.
-func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
-	if h.opts.Metrics != nil {
-		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
-	}
-}
-
-// readCall reads and checks a call document, and the id of the approval
-// it is decided with ("approval", optional). On error the returned call
-// holds whatever names were readable, for the deny.
-func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
-	var call mcpxpolicy.Call
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return call, "", err
-	}
-	call, approval, err := h.eng.DecodeCall(body)
-	var te *mcpxpolicy.ToolError
+	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, Hold: true,
+		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
+	h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start))
+	status := http.StatusOK
 	switch {
-	case errors.As(err, &te):
-		return call, "", fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
-	case err != nil:
-		return call, "", fmt.Errorf("not a call document: %v", err)
+	case ans.Unread != nil:
+		status = http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.As(ans.Unread, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+	default:
+		h.logAnswer(ans)
+		if h.opts.OnDecision != nil && ans.Approval == "" {
+			h.opts.OnDecision(ans.Call, ans.Decision)
+		}
 	}
-	if call.Surface == "" {
-		call.Surface = mcpxpolicy.SurfaceDaemon
+	// The answer carries the decision redacted, like every rendering and
+	// the log: the raw one stays in the process.
+	writeJSON(w, status, ans)
+}
+
+// logAnswer logs what an answer says beside its decision: a failure of
+// the gate, an approval used or refused, an ask that could not be put on
+// hold.
+func (h *Handler) logAnswer(ans mcpxpolicy.Answer) {
+	call, d := ans.Call, ans.Decision.Decision()
+	if ans.Err != nil {
+		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", ans.Err)
 	}
-	if !mcpxpolicy.KnownSurface(call.Surface) {
-		return call, "", fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
+	switch {
+	case ans.Refused != nil:
+		h.opts.Logger.Info("approval refused", "id", ans.Approval, "server", call.Server, "tool", call.Tool.Name, "err", ans.Refused)
+	case ans.Approval != "" && ans.Err == nil && d.Outcome == decision.Allow:
+		h.opts.Logger.Info("approval used", "id", ans.Approval, "server", call.Server, "tool", call.Tool.Name, "sha256", d.Call.SHA256)
 	}
-	return call, approval, nil
+	if ans.HoldErr != nil {
+		h.opts.Logger.Warn("no approval request for an ask", "server", call.Server, "tool", call.Tool.Name, "err", ans.HoldErr)
+	}
 }
 
 // WritesResponse is the body of GET /v1/writes.
 type WritesResponse struct {
-	Entries []mcpxpolicy.UnknownWrite `json:"entries"`
+	Entries []decision.UnknownWrite `json:"entries"`
 }
 
 // ClearResponse is the body of POST /v1/writes/clear: the entries cleared
 // ([] when the server had none).
 type ClearResponse struct {
-	Cleared []mcpxpolicy.UnknownWrite `json:"cleared"`
+	Cleared []decision.UnknownWrite `json:"cleared"`
 }
 
 func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
-	es, err := h.eng.UnknownWrites()
+	st, err := h.eng.Writes().List()
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+		writeError(w, http.StatusServiceUnavailable, string(decision.LedgerUnreadable), err.Error())
 		return
 	}
+	es := st.Entries
 	if es == nil {
-		es = []mcpxpolicy.UnknownWrite{}
+		es = []decision.UnknownWrite{}
 	}
 	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
 }
@@ -313,7 +281,7 @@ func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabl
 		if errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
+		writeError(w, status, string(decision.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
 		return false
 	}
 	return true
@@ -333,19 +301,19 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Server == "" {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" is required`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `"server" is required`)
 		return
 	}
 	if req.Reason == "" {
 		req.Reason = "cleared over HTTP"
 	}
-	cleared, err := h.eng.ClearWrites(req.Server, req.ID, req.Reason)
+	cleared, err := h.eng.Writes().Clear(req.Server, req.ID, req.Reason)
 	switch {
-	case errors.Is(err, mcpxpolicy.ErrWriteNotFound):
+	case errors.Is(err, mcpxpolicy.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
-	case errors.Is(err, mcpxpolicy.ErrLedgerUnreadable):
-		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+	case errors.Is(err, mcpxpolicy.ErrUnreadable):
+		writeError(w, http.StatusServiceUnavailable, string(decision.LedgerUnreadable), err.Error())
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "ClearFailed", err.Error())
@@ -353,7 +321,7 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opts.Logger.Info("writes cleared over HTTP", "server", req.Server, "id", req.ID, "count", len(cleared), "reason", req.Reason, "remote", r.RemoteAddr)
 	if cleared == nil {
-		cleared = []mcpxpolicy.UnknownWrite{}
+		cleared = []decision.UnknownWrite{}
 	}
 	writeJSON(w, http.StatusOK, ClearResponse{Cleared: cleared})
 }

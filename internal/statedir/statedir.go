@@ -1,7 +1,8 @@
-// Package statedir holds what the files of the state directory share: the
-// unknown-outcome ledger (internal/ledger) and the approval store
-// (internal/approval) keep their files side by side in one directory, and
-// both treat it as hostile until checked.
+// Package statedir holds what the stores of the state directory share: the
+// unknown-outcome ledger (internal/ledger), the approval store
+// (internal/approval) and the pin store (internal/pins) keep their files
+// side by side in one directory, and all treat it as hostile until
+// checked.
 //
 // A Dir checks the directory (a directory owned by this process's
 // effective uid, not writable by group or others) and each file it uses (a
@@ -11,12 +12,15 @@
 // serializes read-modify-writes with an exclusive flock on a lock file, and
 // replaces a file atomically and durably (google/renameio/v2, then an fsync
 // of the directory). Its errors say what an operator does about them
-// (*Error's Hint); each caller wraps them in its own error type.
+// (*Error's Hint).
 //
 // A File is what the stores of records (internal/approval, internal/pins)
 // share on top of that: a versioned JSON file (DecodeVersioned,
-// EncodeRecords) read, cached and changed under its lock the same way,
-// each store keeping its own error type and wording.
+// EncodeRecords) read, cached and changed under its lock the same way.
+// Every store — the ledger, which reads its file itself (CheckVersion),
+// too — reports a store it must neither use nor overwrite with one error,
+// *UnreadableError, and its other errors by the kinds the SDK matches
+// alike (ErrNotFound, ErrMismatch, ErrNewerVersion; Kind).
 package statedir
 
 import (

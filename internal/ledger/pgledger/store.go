@@ -33,7 +33,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -189,7 +189,7 @@ func (s *Store) unreadable(err error) error {
 	if errors.As(err, &ue) {
 		return err
 	}
-	return &ledger.UnreadableError{Path: s.where, Err: err,
+	return &ledger.UnreadableError{Store: "ledger", Path: s.where, Err: err,
 		Hint: "check that the database is up and reachable, and that the DSN's user may use the mcpx_ledger_* tables (docs/ledger.md#a-ledger-a-fleet-shares)"}
 }
 

@@ -17,7 +17,7 @@ _config_loaded if is_object(data.mcpx.config)
 problems contains "data.mcpx.config is missing: load a compiled config" if not _config_loaded
 
 # The reason codes and the mode vocabularies come with the binary
-# (internal/decision's table, internal/config's modes), written into the
+# (decision's table, internal/config's modes), written into the
 # data next to the config: without them no reason could be built, so their
 # absence is a PolicyError too.
 problems contains "data.mcpx.codes is missing: load a policy built by mcpx-policy" if not is_object(data.mcpx.codes)

@@ -1,7 +1,10 @@
 // Package decision holds the plain values of a policy decision: the call that
-// is judged, the outcome, its reasons and their closed set of codes. It is the
-// leaf of the module: it imports nothing of the project and nothing of OPA, so
-// every adapter (engine, render, ledger, CLI) can depend on it.
+// is judged, the outcome, its reasons and their closed set of codes, and the
+// canonical hashes that identify a call and a tool's definition. It is the
+// SDK's package of value types (the root package mcpxpolicy takes and returns
+// them), readable with go doc. It is the leaf of the module: it imports
+// nothing of the project and nothing of OPA, so every part (engine, render,
+// ledger, the adapters) can depend on it.
 package decision
 
 // Outcome is the verdict on one tool call.

@@ -1,4 +1,4 @@
-package render
+package redact
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 )
 
 // Limits of what a rendering echoes from a call.
@@ -436,7 +438,7 @@ func (r *redactor) pointer(ptr string) string {
 	}
 	toks := strings.Split(ptr[1:], "/")
 	for i, t := range toks {
-		raw := strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		raw := jsonptr.Unescape(t)
 		if k := r.key(raw); k != raw {
 			toks[i] = escapePointer(k)
 		}
@@ -452,18 +454,10 @@ func (r *redactor) text(s string) string {
 }
 
 // escapePointer escapes one JSON Pointer token (RFC 6901).
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+func escapePointer(s string) string { return jsonptr.Escape(s) }
 
 // lastToken returns the last token of a JSON Pointer, unescaped.
-func lastToken(ptr string) string {
-	i := strings.LastIndexByte(ptr, '/')
-	if i < 0 {
-		return ptr
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(ptr[i+1:], "~1", "/"), "~0", "~")
-}
+func lastToken(ptr string) string { return jsonptr.Last(ptr) }
 
 // RedactArgs returns a deep copy of args as every rendering shows them:
 // values under secret key names and secret-shaped strings replaced by a

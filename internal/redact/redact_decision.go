@@ -1,9 +1,9 @@
-package render
+package redact
 
 import (
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Redact returns a copy of d fit to show on any surface: violation paths
@@ -35,6 +35,7 @@ import (
 // message is caught even when no violation names it. Redacting twice
 // changes nothing.
 func Redact(d decision.Decision, args map[string]any) decision.Decision {
+	redactions.Add(1)
 	r := newRedactor()
 	if args != nil {
 		r.value("", "", map[string]any(args), false)
