@@ -15,11 +15,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Every field of the structs a layer is made of declares, in its dir tag,
+// how a change a later layer makes to it moves strictness (direction.go):
+// the loosening warnings are made from these declarations, and
+// TestEveryFieldDeclaresADirection fails on a field that declares none.
+
 // origin is where something was written: file, line and config path.
 type origin struct {
-	file string
-	line int
-	path string
+	file string `dir:"meta"`
+	line int    `dir:"meta"`
+	path string `dir:"meta"`
 }
 
 func (o origin) String() string {
@@ -31,59 +36,69 @@ func (o origin) String() string {
 
 // setting is one scalar mode as a layer set it, already normalized.
 type setting struct {
-	value string
-	at    origin
+	value string `dir:"part"`
+	at    origin `dir:"meta"`
 }
 
 type patRef struct {
-	pat Pattern
-	at  origin
+	pat Pattern `dir:"part"`
+	at  origin  `dir:"meta"`
+}
+
+// argRef is one argument name of an exemptArgs list.
+type argRef struct {
+	name string `dir:"part"`
+	at   origin `dir:"meta"`
 }
 
 type unknownArgsRef struct {
-	pat  Pattern
-	mode string
-	at   origin
+	pat  Pattern `dir:"part"`
+	mode string  `dir:"part"`
+	at   origin  `dir:"meta"`
 }
 
 type overrideRef struct {
-	path string // resolved against the declaring file's folder
-	at   origin
+	path string `dir:"part"` // resolved against the declaring file's folder
+	at   origin `dir:"meta"`
 }
 
-// ruleDef is one argument rule as written.
+// ruleDef is one argument rule as written. A rule is added whole by one
+// layer (its id is unique across the whole config), so a later layer
+// changes none of its fields: each is part of the rule, and the rule list
+// (scope.rules) declares the direction.
 type ruleDef struct {
-	id          string
-	description string
-	server      string // "" for a pool rule
-	at          origin // the rule's mapping
-	tools       []patRef
-	argument    []string
-	required    bool
-	schema      any
-	schemaAt    origin     // the rule's schema: key
-	schemaNode  *yaml.Node // the schema's value, to place errors inside it
-	examples    []ruleExample
+	id          string        `dir:"part"`
+	description string        `dir:"part"`
+	server      string        `dir:"meta"` // "" for a pool rule
+	at          origin        `dir:"meta"` // the rule's mapping
+	tools       []patRef      `dir:"part"`
+	argument    []string      `dir:"part"`
+	required    bool          `dir:"part"`
+	schema      any           `dir:"part"`
+	schemaAt    origin        `dir:"meta"` // the rule's schema: key
+	schemaNode  *yaml.Node    `dir:"meta"` // the schema's value, to place errors inside it
+	examples    []ruleExample `dir:"part"`
 }
 
 // ruleExample is one of a rule's examples: a value the rule must accept
 // (valid) or refuse, an argument's value for a per-argument rule, else a
 // whole arguments object.
 type ruleExample struct {
-	valid bool
-	value any
-	at    origin
+	valid bool   `dir:"part"`
+	value any    `dir:"part"`
+	at    origin `dir:"meta"`
 }
 
 // scope is what the pool or one server holds in one layer (and, merged, in
-// all layers).
+// all layers). Its settings are checked in field order: the pinTools mode
+// before the unknownArgsTools entries.
 type scope struct {
-	hidden     []patRef
-	writeTools []patRef
-	rules      []*ruleDef
-	ua         []unknownArgsRef
-	exemptArgs []string
-	pinTools   *setting // the pinTools mode, nil when unset
+	pinTools   *setting         `dir:"ordered" key:"pinTools"` // the pinTools mode, nil when unset
+	hidden     []patRef         `dir:"tightens" key:"hiddenTools"`
+	writeTools []patRef         `dir:"tightens" key:"writeTools"`
+	rules      []*ruleDef       `dir:"tightens" key:"argumentRules"`
+	ua         []unknownArgsRef `dir:"entries" key:"unknownArgsTools"`
+	exemptArgs []argRef         `dir:"loosens" key:"exemptArgs" falls:"exemptArgs"`
 }
 
 // add appends o's lists to s; the pinTools mode is merged with the
@@ -97,25 +112,25 @@ func (s *scope) add(o scope) {
 }
 
 type serverLayer struct {
-	name        string
-	writePolicy *setting
-	unknownArgs *setting
-	enforce     *setting
-	scope
+	name        string   `dir:"meta"`
+	writePolicy *setting `dir:"ordered" key:"writePolicy"`
+	unknownArgs *setting `dir:"ordered" key:"unknownArgs"`
+	enforce     *setting `dir:"ordered" key:"enforce"`
+	scope       `dir:"scope"`
 }
 
 // layer is one configuration source: a file, the environment or the flags.
 type layer struct {
-	source             string
-	write              *setting
-	confirmDestructive *setting
-	unknownArgs        *setting
-	enforce            *setting
-	exemptArgs         []string
-	overrides          []overrideRef
-	pool               scope
-	servers            []*serverLayer
-	ledger             *ledgerDef // the ledger section, nil when absent
+	source             string         `dir:"meta"`
+	write              *setting       `dir:"ordered" key:"policy.write"`
+	confirmDestructive *setting       `dir:"ordered" key:"policy.confirmDestructive"`
+	unknownArgs        *setting       `dir:"ordered" key:"policy.unknownArgs"`
+	enforce            *setting       `dir:"ordered" key:"policy.enforce"`
+	exemptArgs         []argRef       `dir:"loosens" key:"policy.exemptArgs"`
+	overrides          []overrideRef  `dir:"tightens" key:"policy.overrides"`
+	pool               scope          `dir:"scope" key:"pool"`
+	servers            []*serverLayer `dir:"each" key:"servers"`
+	ledger             *ledgerDef     `dir:"any" key:"ledger"` // the ledger section, nil when absent
 }
 
 // find is the layer's server name; nil when the layer has none.
@@ -307,8 +322,8 @@ func (p *fileParser) policy(n *yaml.Node, l *layer) {
 		}
 		switch e.key {
 		case "exemptArgs":
-			for _, s := range p.strings(e.value, path, "argument names") {
-				l.exemptArgs = append(l.exemptArgs, s.Value)
+			for i, s := range p.strings(e.value, path, "argument names") {
+				l.exemptArgs = append(l.exemptArgs, argRef{name: s.Value, at: p.at(s, index(path, i))})
 			}
 		case "overrides":
 			for i, s := range p.strings(e.value, path, "Rego files or folders") {
@@ -352,8 +367,8 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, s
 		}
 		switch e.key {
 		case "exemptArgs":
-			for _, s := range p.strings(e.value, kp, "argument names") {
-				sc.exemptArgs = append(sc.exemptArgs, s.Value)
+			for i, s := range p.strings(e.value, kp, "argument names") {
+				sc.exemptArgs = append(sc.exemptArgs, argRef{name: s.Value, at: p.at(s, index(kp, i))})
 			}
 		case "hiddenTools":
 			sc.hidden = append(sc.hidden, p.patterns(e.value, kp)...)

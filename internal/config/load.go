@@ -88,7 +88,7 @@ func Load(opts LoadOptions) (*Compiled, error) {
 		}
 	}
 	compiled := compile(layers, opts.SchemaCompiler, opts.RuleEvaluator, c)
-	resolveLedger(layers, env, c, compiled)
+	resolveLedger(compiled, env, c)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
