@@ -151,7 +151,12 @@ func (h *Handler) evaluation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, h.evaluate(r, req))
+	resp, err := h.evaluate(r, req)
+	if err != nil {
+		logUnwritable(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
@@ -185,7 +190,12 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, h.evaluate(r, defaults))
+		resp, err := h.evaluate(r, defaults)
+		if err != nil {
+			logUnwritable(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
 		return
 	}
 	if len(req.Evaluations) > MaxEvaluations {
@@ -204,7 +214,12 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 			resp = answer(mcpxpolicy.Call{}, d)
 			resp.Context.Error = &AZError{Status: http.StatusBadRequest, Message: d.Reasons[0].Message}
 		} else {
-			resp = h.evaluate(r, ev)
+			var err error
+			if resp, err = h.evaluate(r, ev); err != nil {
+				// no answer of the batch goes out unlogged
+				logUnwritable(w, err)
+				return
+			}
 		}
 		out.Evaluations = append(out.Evaluations, resp)
 		if (semantic == DenyOnFirstDeny && !resp.Decision) || (semantic == PermitOnFirstPermit && resp.Decision) {
@@ -214,15 +229,19 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// evaluate decides one complete evaluation.
-func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResponse {
+// evaluate decides one complete evaluation. An error is a decision the
+// decision log could not take (a *LogUnwritableError): it is not
+// answered.
+func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) (EvaluationResponse, error) {
 	start := time.Now()
 	call, err := h.azCall(ev)
 	if err != nil {
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
 		h.decidedHere(d, time.Since(start))
-		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		return answer(call, d)
+		if err := h.log.write(r, h.eng.Revision(), call, d, time.Since(start)); err != nil {
+			return EvaluationResponse{}, err
+		}
+		return answer(call, d), nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
@@ -230,8 +249,10 @@ func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResp
 	if err != nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
 	}
-	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-	return answer(call, d)
+	if err := h.log.write(r, h.eng.Revision(), call, d, time.Since(start)); err != nil {
+		return EvaluationResponse{}, err
+	}
+	return answer(call, d), nil
 }
 
 // answer renders a decision as AuthZEN does: true for an allow; false with

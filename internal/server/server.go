@@ -88,7 +88,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	}
 	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token))}
 	if opts.DecisionLog != nil {
-		h.log = newDecisionLog(opts.DecisionLog, opts.Now)
+		h.log = newDecisionLog(opts.DecisionLog, opts.Now, opts.Logger, opts.Metrics)
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
@@ -98,7 +98,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
 	h.approvalRoutes()
 	h.pinRoutes()
-	addProbes(h.mux, eng, opts.Metrics)
+	addProbes(h.mux, eng, opts.Metrics, readiness{"decision_log", h.log.check})
 	return h
 }
 
@@ -201,7 +201,10 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		}
 		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
 		h.decidedHere(d, time.Since(start))
-		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+		if err := h.log.write(r, h.eng.Revision(), call, d, time.Since(start)); err != nil {
+			logUnwritable(w, err)
+			return
+		}
 		call.Surface = mcpxpolicy.SurfaceDaemon
 		resp, _ := mcpxpolicy.Respond(call, d, nil, nil)
 		writeJSON(w, status, resp)
@@ -213,7 +216,10 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
 	}
-	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
+	if err := h.log.write(r, h.eng.Revision(), call, d, time.Since(start)); err != nil {
+		logUnwritable(w, err)
+		return
+	}
 	if h.opts.OnDecision != nil && approvalID == "" {
 		h.opts.OnDecision(call, d)
 	}
@@ -225,6 +231,17 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		h.opts.Logger.Error("render", "err", err)
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// LogUnavailable is the code of the 503 a decision gets when its decision
+// log line cannot be written: the decision was made and is not answered.
+const LogUnavailable = "DecisionLogUnavailable"
+
+// logUnwritable answers a decision that could not be logged: 503, with
+// Retry-After (the next decision tries the log again).
+func logUnwritable(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, LogUnavailable, err.Error())
 }
 
 // decidedHere counts a decision the handler made without the Engine (a
