@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // Every field of the structs a layer is made of declares, in its dir tag,
@@ -195,7 +197,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func parseFile(file string, c *collector) *layer {
 	l := &layer{source: file}
 	p := &fileParser{file: file, c: c}
-	f, err := os.Open(file)
+	f, err := openTrusted(file, statedir.Config)
 	if err != nil {
 		c.add(file, 0, "", "cannot read config file: %v", unwrapPathError(err))
 		return l

@@ -3,11 +3,12 @@ package config
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // The ledger stores a config can name (ledger.store).
@@ -177,7 +178,7 @@ func resolveLedger(out *Compiled, env []string, c *collector) {
 		}
 	default:
 		lc.Source = fmt.Sprintf("file %s (%s)", cur.dsnFile, cur.at)
-		f, err := os.Open(cur.dsnFile)
+		f, err := openTrusted(cur.dsnFile, statedir.Secret)
 		if err != nil {
 			c.add(cur.at.file, cur.at.line, "ledger.dsnFile", "cannot read the DSN file: %v", err)
 			return

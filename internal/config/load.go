@@ -1,10 +1,14 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // SchemaCompiler compiles one argument-rule schema (JSON-compatible Go
@@ -103,6 +107,14 @@ func Load(opts LoadOptions) (*Compiled, error) {
 // A missing folder is no layer.
 func confD(first string, c *collector) []string {
 	dir := filepath.Join(filepath.Dir(first), "conf.d")
+	if _, err := statedir.CheckTrustedDir(dir); err != nil {
+		var se *statedir.Error
+		if errors.As(err, &se) && se.Hint != "" {
+			err = fmt.Errorf("%w (%s)", se, se.Hint)
+		}
+		c.add(dir, 0, "", "cannot read conf.d folder: %v", unwrapPathError(err))
+		return nil
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !os.IsNotExist(err) {

@@ -251,7 +251,7 @@ func TestEveryLooseningIsReported(t *testing.T) {
 					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 						t.Fatal(err)
 					}
-					if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+					if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 						t.Fatal(err)
 					}
 				}
