@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/opabundle"
@@ -22,8 +23,10 @@ package per argument-rule schema, operator overrides and the compiled data
   opa run --server --bundle bundle.tar.gz
 
 With --sign the bundle carries .signatures.json, signed as "opa build
---signing-key" signs (the key is a PEM private key or HMAC secret, or a
-file holding it; --signing-alg defaults to RS256); stock OPA verifies it:
+--signing-key" signs (--signing-key names a file holding a PEM private key
+or an HMAC secret — one only you may read — or is a PEM key itself; a key
+file that cannot be read is an error; --signing-alg defaults to RS256);
+stock OPA verifies it:
 
   mcpx-policy bundle --config mcpx-policy.yaml -o bundle.tar.gz --sign --signing-key private.pem
   opa run --server --bundle bundle.tar.gz --verification-key public.pem
@@ -37,7 +40,7 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write a gzipped tarball here")
 	dir := fs.String("dir", "", "write the bundle's files into this folder")
 	sign := fs.Bool("sign", false, "sign the bundle (.signatures.json)")
-	key := fs.String("signing-key", "", "PEM private key or HMAC secret, or a file holding it")
+	key := fs.String("signing-key", "", "file holding a PEM private key or HMAC secret (or a PEM key itself)")
 	alg := fs.String("signing-alg", "RS256", "JWT signing algorithm")
 	claims := fs.String("claims-file", "", "JSON file of extra claims for the signature")
 	keyID := fs.String("signing-key-id", "", "key id (kid) put in the signature")
@@ -55,7 +58,11 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	}
 	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
 	if err == nil && *sign {
-		err = opabundle.Sign(files, opabundle.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID})
+		sig := opabundle.Signing{KeyFile: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID}
+		if strings.HasPrefix(*key, "-----BEGIN") { // a PEM key on the command line
+			sig.Key, sig.KeyFile = *key, ""
+		}
+		err = opabundle.Sign(files, sig)
 	}
 	if err == nil && *dir != "" {
 		err = opabundle.WriteDir(files, *dir)
