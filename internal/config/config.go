@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -214,14 +215,14 @@ func parseFile(file string, c *collector) *layer {
 			c.add(file, 0, "", "config file holds no settings (want at least version: 1; an empty or cut-off file is never loaded)")
 			return l
 		}
-		p.yamlError(err)
+		p.yamlError(err, b)
 		return l
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		p.errAt(&extra, "", "a config file holds one YAML document, found another")
 	} else if !errors.Is(err, io.EOF) {
-		p.yamlError(err)
+		p.yamlError(err, b)
 	}
 	shape, ok := p.checkShape(&doc)
 	if !ok {
@@ -270,14 +271,46 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-func (p *fileParser) yamlError(err error) {
+// yamlError reports a YAML parse error at its line: the one the parser
+// names, else (a character it refuses, which it names without a line) the
+// line of the first character YAML does not allow in b, else the last.
+func (p *fileParser) yamlError(err error, b []byte) {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		p.c.add(p.file, line, "", "invalid YAML: %s", m[2])
 		return
 	}
-	p.c.add(p.file, 0, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+	line := badCharLine(b)
+	if line == 0 {
+		line = 1 + bytes.Count(bytes.TrimRight(b, "\n"), []byte("\n"))
+	}
+	p.c.add(p.file, line, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// badCharLine is the 1-based line of the first character of b that YAML
+// does not allow (invalid UTF-8, a control character other than tab, line
+// feed and carriage return, a surrogate, U+FFFE, U+FFFF, a byte order mark
+// after the start); 0 when there is none.
+func badCharLine(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		ok := r != utf8.RuneError || n > 1
+		switch {
+		case r == '\t', r == '\n', r == '\r', r == 0x85:
+		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+			ok = false
+		case r >= 0xd800 && r <= 0xdfff, r == 0xfffe, r == 0xffff:
+			ok = false
+		case r == 0xfeff && i > 0:
+			ok = false
+		}
+		if !ok {
+			return 1 + bytes.Count(b[:i], []byte("\n"))
+		}
+		i += n
+	}
+	return 0
 }
 
 func scalarText(n *yaml.Node) string {
