@@ -75,6 +75,16 @@ func (w *Writes) Clear(server, id, reason string) ([]UnknownWrite, error) {
 	return w.s.Clear(server, id, reason)
 }
 
+// ClearSeen clears a server's unknown-outcome entries when they are
+// exactly those a listing showed as seen (WritesState.Seen, or the
+// --seen of a printed clear command), and otherwise nothing: an error
+// errors.Is matches to ErrWritesChanged (a *WritesChangedError, with the
+// entries there are now and their token). An entry another process
+// recorded after the listing is never cleared with the listed ones.
+func (w *Writes) ClearSeen(server, seen, reason string) ([]UnknownWrite, error) {
+	return w.s.ClearSeen(server, seen, reason)
+}
+
 // Where names the ledger: the file's path, or the database without its
 // password.
 func (w *Writes) Where() string { return w.s.Where() }
@@ -90,10 +100,22 @@ var (
 	ErrLedgerUnreadable = ledger.ErrUnreadable
 	// ErrWriteNotFound: Clear's id names no entry of the server.
 	ErrWriteNotFound = ledger.ErrNotFound
+	// ErrWritesChanged: ClearSeen's server has other entries than the
+	// listing showed; nothing was cleared.
+	ErrWritesChanged = ledger.ErrChanged
 	// ErrLedgerNewerVersion: a newer build wrote the ledger file; it is
 	// left untouched. It comes with ErrLedgerUnreadable.
 	ErrLedgerNewerVersion = ledger.ErrNewerVersion
 )
+
+// WritesChangedError is ClearSeen's refusal (errors.As): Entries are the
+// server's entries now and Now their token, for the operator to look at
+// again.
+type WritesChangedError = ledger.ChangedError
+
+// WritesSeen is, for each server with entries in es, the token of those
+// entries that ClearSeen takes (what a listing shows an operator).
+func WritesSeen(es []UnknownWrite) map[string]string { return ledger.SeenOf(es) }
 
 // LedgerUnreadableError is the error (errors.As) of a ledger that exists
 // but cannot be used: its Path, the cause and, when not empty, a Hint

@@ -78,6 +78,12 @@ func (e *Engine) ClearWrites(server, id, reason string) ([]UnknownWrite, error) 
 	return e.ledger.Clear(server, id, reason)
 }
 
+// ClearSeenWrites is ClearWrites of the entries a listing showed as seen
+// (WritesSeen), and of no other: see Writes.ClearSeen.
+func (e *Engine) ClearSeenWrites(server, seen, reason string) ([]UnknownWrite, error) {
+	return e.ledger.ClearSeen(server, seen, reason)
+}
+
 // Ready reports whether the Engine can decide writes: a policy is loaded
 // and the unknown-outcome ledger reads. The error says what is wrong; a
 // ledger that does not read makes every write deny meanwhile

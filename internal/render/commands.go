@@ -37,6 +37,17 @@ func (c Commands) WritesClear(server, id string) string {
 	return s + c.ledger()
 }
 
+// WritesClearSeen is `mcpx-policy writes clear SERVER --seen TOKEN` with
+// the ledger's place, as WritesClear: it clears server's entries when
+// they are still the ones whose token is seen, and no entry recorded
+// since; seen "" is WritesClear(server, "").
+func (c Commands) WritesClearSeen(server, seen string) string {
+	if seen == "" {
+		return c.WritesClear(server, "")
+	}
+	return "mcpx-policy writes clear " + shellQuote(server) + " --seen " + shellQuote(seen) + c.ledger()
+}
+
 // PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
 // [--state-dir D]`, quoted as WritesClear is; sha256 "" leaves --sha256
 // out.
