@@ -12,7 +12,7 @@ import (
 )
 
 const writesUsage = `usage: mcpx-policy writes [--config F…] [--state-dir D] [--format text|json]
-       mcpx-policy writes clear SERVER [--id ID] [--reason TEXT] [--config F…] [--state-dir D]
+       mcpx-policy writes clear SERVER [--id ID | --seen TOKEN] [--reason TEXT] [--config F…] [--state-dir D]
 
 Lists the writes whose outcome is unknown: the request went out and no
 definite answer came back. While a server has one, further writes to it are
@@ -21,7 +21,13 @@ denied. Check on the server's side whether each write happened, then clear.
   mcpx-policy writes
   mcpx-policy writes --format json
   mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason "file present, write happened"
-  mcpx-policy writes clear fs --reason "checked all three by hand"
+  mcpx-policy writes clear fs --seen 5d0c1e9a2b7f4c33 --reason "checked all three by hand"
+
+Each entry's line ends with the command that clears all of its server's
+entries the listing shows: --seen names them, so an entry another gateway records after you
+looked is not cleared with them (the clear then refuses and lists what
+there is now). Without --id or --seen, clear takes every entry the server
+has when it runs, seen or not.
 
 The ledger is the one the gateway uses: with --config, the one its ledger
 section names (a PostgreSQL database a fleet shares, docs/ledger.md); else
@@ -72,9 +78,13 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if len(st.Entries) == 0 {
 		fmt.Fprintln(stdout, "no unknown-outcome writes")
 	}
+	seen := mcpxpolicy.WritesSeen(st.Entries)
 	for _, e := range st.Entries {
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra)
+		// one line an entry: how to clear it, and how to clear all of
+		// its server's listed here and none recorded since (--seen)
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\tclear all listed: %s%s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra,
+			mcpxpolicy.Commands{}.WritesClearSeen(e.Server, seen[e.Server]), extra)
 	}
 	if n := len(st.InFlight); n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
@@ -89,6 +99,7 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&configs, "config", "config file whose ledger section names the ledger (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	id := fs.String("id", "", "clear only the entry with this id")
+	seen := fs.String("seen", "", "clear the entries a listing showed (its --seen token), and none recorded since")
 	reason := fs.String("reason", "", "why the entries are cleared (kept with them)")
 	// Flags may come before or after SERVER.
 	pos, err := parseInterspersed(fs, args)
@@ -102,12 +113,24 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
 	}
 	server := pos[0]
+	if *id != "" && *seen != "" {
+		return writesUsageErr(stdout, stderr, errors.New("writes clear takes --id or --seen, not both"))
+	}
 	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
 	defer l.Close()
-	cleared, err := l.Clear(server, *id, *reason)
+	var cleared []mcpxpolicy.UnknownWrite
+	if *seen != "" {
+		cleared, err = l.ClearSeen(server, *seen, *reason)
+	} else {
+		cleared, err = l.Clear(server, *id, *reason)
+	}
+	var changed *mcpxpolicy.WritesChangedError
+	if errors.As(err, &changed) {
+		return writesChanged(stdout, stderr, changed, ledgerFlags(configs, *stateDir))
+	}
 	if errors.Is(err, mcpxpolicy.ErrWriteNotFound) {
 		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
 			"list them with: mcpx-policy writes"+ledgerFlags(configs, *stateDir))
@@ -124,6 +147,18 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d write(s) cleared; writes to %s are no longer blocked by the ledger\n", len(cleared), server)
 	return 0
+}
+
+// writesChanged reports a clear --seen that found other entries than the
+// listing showed: nothing was cleared; it lists what there is now and the
+// command that clears that, once checked.
+func writesChanged(stdout, stderr io.Writer, c *mcpxpolicy.WritesChangedError, extra string) int {
+	fmt.Fprintf(stdout, "server %s now has %d unknown-outcome write(s):\n", c.Server, len(c.Entries))
+	for _, e := range c.Entries {
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\n", e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256)
+	}
+	return fail(stderr, fmt.Errorf("the unknown-outcome writes of %s changed since they were listed: nothing was cleared", c.Server),
+		"check the ones listed above, then: "+mcpxpolicy.Commands{}.WritesClearSeen(c.Server, c.Now)+extra)
 }
 
 // ledgerFlags is the --config and --state-dir flags of the commands writes
