@@ -278,9 +278,22 @@ func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
 	return call, approval, nil
 }
 
-// WritesResponse is the body of GET /v1/writes.
+// WritesResponse is the body of GET /v1/writes: the entries, and for each
+// server that has some the token of those listed ("seen"), which POST
+// /v1/writes/clear takes to clear exactly them.
 type WritesResponse struct {
 	Entries []mcpxpolicy.UnknownWrite `json:"entries"`
+	Seen    map[string]string         `json:"seen"`
+}
+
+// ChangedResponse is the body of a 409 from POST /v1/writes/clear with
+// "seen": the server's entries are not the ones listed, and nothing was
+// cleared; the entries there are now and their token.
+type ChangedResponse struct {
+	Error   string                    `json:"error"`
+	Code    string                    `json:"code"`
+	Entries []mcpxpolicy.UnknownWrite `json:"entries"`
+	Seen    string                    `json:"seen"`
 }
 
 // ClearResponse is the body of POST /v1/writes/clear: the entries cleared
@@ -298,7 +311,7 @@ func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
 	if es == nil {
 		es = []mcpxpolicy.UnknownWrite{}
 	}
-	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
+	writeJSON(w, http.StatusOK, WritesResponse{Entries: es, Seen: mcpxpolicy.WritesSeen(es)})
 }
 
 // operatorRequest admits an operator's POST to route and reads its JSON
@@ -336,28 +349,45 @@ func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabl
 	return true
 }
 
-// ClearRequest is the body of POST /v1/writes/clear.
+// ClearRequest is the body of POST /v1/writes/clear: the server, and the
+// one entry (id) or the entries a listing showed (seen, GET /v1/writes'
+// token); with neither, every entry the server has when the clear runs.
 type ClearRequest struct {
 	Server string `json:"server"`
 	ID     string `json:"id,omitempty"`
+	Seen   string `json:"seen,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
 func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	var req ClearRequest
 	if !h.operatorRequest(w, r, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file",
-		"/v1/writes/clear", `{"server", "id"?, "reason"?}`, &req) {
+		"/v1/writes/clear", `{"server", "id"?, "seen"?, "reason"?}`, &req) {
 		return
 	}
 	if req.Server == "" {
 		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" is required`)
 		return
 	}
+	if req.ID != "" && req.Seen != "" {
+		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `give "id" or "seen", not both`)
+		return
+	}
 	if req.Reason == "" {
 		req.Reason = "cleared over HTTP"
 	}
-	cleared, err := h.eng.ClearWrites(req.Server, req.ID, req.Reason)
+	var cleared []mcpxpolicy.UnknownWrite
+	var err error
+	if req.Seen != "" {
+		cleared, err = h.eng.ClearSeenWrites(req.Server, req.Seen, req.Reason)
+	} else {
+		cleared, err = h.eng.ClearWrites(req.Server, req.ID, req.Reason)
+	}
+	var changed *mcpxpolicy.WritesChangedError
 	switch {
+	case errors.As(err, &changed):
+		writeJSON(w, http.StatusConflict, ChangedResponse{Error: err.Error(), Code: "WritesChanged", Entries: changed.Entries, Seen: changed.Now})
+		return
 	case errors.Is(err, mcpxpolicy.ErrWriteNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
