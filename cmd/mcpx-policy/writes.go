@@ -23,10 +23,10 @@ denied. Check on the server's side whether each write happened, then clear.
   mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason "file present, write happened"
   mcpx-policy writes clear fs --seen 5d0c1e9a2b7f4c33 --reason "checked all three by hand"
 
-Each entry's line ends with the command that clears all of its server's
-entries the listing shows: --seen names them, so an entry another gateway records after you
-looked is not cleared with them (the clear then refuses and lists what
-there is now). Without --id or --seen, clear takes every entry the server
+Each entry's line holds its server's seen= token: writes clear SERVER
+--seen TOKEN clears all of the server's entries the listing shows, and an
+entry another gateway records after you looked is not cleared with them
+(the clear then refuses and lists what there is now). Without --id or --seen, clear takes every entry the server
 has when it runs, seen or not.
 
 The ledger is the one the gateway uses: with --config, the one its ledger
@@ -80,11 +80,11 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	}
 	seen := mcpxpolicy.WritesSeen(st.Entries)
 	for _, e := range st.Entries {
-		// one line an entry: how to clear it, and how to clear all of
-		// its server's listed here and none recorded since (--seen)
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\tclear all listed: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra,
-			mcpxpolicy.Commands{}.WritesClearSeen(e.Server, seen[e.Server]), extra)
+		// one line an entry: its server's seen token (writes clear
+		// SERVER --seen TOKEN clears all of its entries listed here and
+		// none recorded since), and how to clear this one
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s%s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra)
 	}
 	if n := len(st.InFlight); n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
