@@ -41,8 +41,8 @@ func (e *Engine) stateView(c *config.Compiled, call Call) (*engine.Ledger, Call)
 // ledgerView is what the policy sees of server's unknown-outcome entries:
 // the oldest ledger.Listed of them and the total, so that a decision and
 // its deny stay small however many there are (docs/ledger.md), and, when
-// there are any, the command that clears them (ClearCommand), which the
-// deny names; when they cannot be read, the `mcpx-policy writes` command
+// there are any, the command that clears them and no newer one (with
+// --seen), which the deny names; when they cannot be read, the `mcpx-policy writes` command
 // that says why, as this Engine's operator runs it (with --state-dir or
 // the --config files), which LedgerUnreadable's details name (its message
 // stays path-free: an agent reads it). It must
@@ -63,7 +63,9 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 	default:
 		led.Entries, led.Total = p.Entries, p.Total
 		if led.Total > 0 || len(led.Entries) > 0 {
-			led.Clear = e.ClearCommand(server, "")
+			// the command clears the entries this deny shows, and no
+			// entry recorded after it (ledger.Pending.Seen)
+			led.Clear = e.commands().WritesClearSeen(server, p.Seen)
 		}
 	}
 	if led.Unreadable != "" {
