@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -320,6 +321,90 @@ func TestEveryLooseningIsReported(t *testing.T) {
 	for _, d := range []direction{dirOrdered, dirLoosens, dirTightens, dirEntries, dirAny} {
 		if kinds[d] == 0 {
 			t.Errorf("no field of direction %s was generated", d)
+		}
+	}
+}
+
+// everyLoosening is where TestEveryLooseningAtOnce keeps the config that
+// loosens every field at once, for policy_test's
+// TestEveryLooseningOnEverySurface: the first file, the conf.d file and
+// the warnings a load says, paths relative to the first file's folder.
+const everyLoosening = "../../policy_test/testdata/loosen-every-field"
+
+// TestEveryLooseningAtOnce generates, from the declarations, one config
+// that loosens every field a file can set at once — the first file
+// strict, one conf.d file loosening each place (the ledger between two
+// variables policy_test points at one database) — checks that each place
+// is warned about, and that the copy policy_test runs against the built
+// binary is this one (go test ./internal/config/ -run
+// TestEveryLooseningAtOnce -update rewrites it).
+func TestEveryLooseningAtOnce(t *testing.T) {
+	t.Parallel()
+	base, later := doc{}, doc{}
+	var ps []place
+	for _, p := range places(t) {
+		var pick *change
+		for _, c := range changes(t, p) {
+			if c.loosens && strings.HasSuffix(c.name, "by conf.d") && (p.key != "ledger" || strings.HasPrefix(c.name, "another variable")) {
+				pick = &c
+				break
+			}
+		}
+		if pick == nil {
+			continue // a field no change loosens (a list every entry of which tightens)
+		}
+		ps = append(ps, p)
+		for m, lines := range pick.base {
+			base[m] = append(base[m], lines...)
+		}
+		for m, lines := range pick.later {
+			later[m] = append(later[m], lines...)
+		}
+	}
+	dir := t.TempDir()
+	files := map[string]string{"mcpx-policy.yaml": base.String(), "conf.d/50-loosen.yaml": later.String()}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	comp, err := Load(LoadOptions{Paths: []string{filepath.Join(dir, "mcpx-policy.yaml")}, Env: []string{"LEDGER_A=dbname=a", "LEDGER_B=dbname=b"},
+		SchemaCompiler: func(_ any, name string) (string, error) { return "package mcpx.rules." + name + "\nviolations := {}\n", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	for _, w := range comp.Warnings {
+		warnings = append(warnings, strings.ReplaceAll(w.String(), dir+string(filepath.Separator), ""))
+	}
+	for _, p := range ps {
+		if !slices.ContainsFunc(comp.Warnings, func(w Warning) bool { return strings.HasPrefix(w.Path, p.path()) }) {
+			t.Errorf("%s: loosened in the conf.d file, and not warned about", p.path())
+		}
+	}
+	files["warnings.txt"] = strings.Join(warnings, "\n") + "\n"
+	update := false
+	if f := flag.Lookup("update"); f != nil {
+		update = f.Value.String() == "true"
+	}
+	for name, want := range files {
+		path := filepath.Join(everyLoosening, filepath.FromSlash(name))
+		if update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != want {
+			t.Errorf("%s is not the config the declarations generate (run with -update):\n%s", path, want)
 		}
 	}
 }
