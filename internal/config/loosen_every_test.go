@@ -373,7 +373,9 @@ func TestEveryLooseningAtOnce(t *testing.T) {
 		}
 	}
 	comp, err := Load(LoadOptions{Paths: []string{filepath.Join(dir, "mcpx-policy.yaml")}, Env: []string{"LEDGER_A=dbname=a", "LEDGER_B=dbname=b"},
-		SchemaCompiler: func(_ any, name string) (string, error) { return "package mcpx.rules." + name + "\nviolations := {}\n", nil }})
+		SchemaCompiler: func(_ any, name string) (string, error) {
+			return "package mcpx.rules." + name + "\nviolations := {}\n", nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
