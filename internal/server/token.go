@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/statedir"
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
 
 // MinTokenLength is the shortest bearer token ReadToken accepts.
@@ -28,20 +28,17 @@ func (e *TokenError) Unwrap() error { return e.Err }
 
 // ReadToken reads the bearer token of the operator routes (serve
 // --token-file): a file the operator trusts with a secret, so it is
-// checked as the state dir's files are (statedir.OpenTrusted with
-// statedir.Secret): a regular file, owned by this process's user or by
+// checked as the state dir's files are (mcpxpolicy.ReadOperatorFile, a
+// secret): a regular file, owned by this process's user or by
 // root, that no other user may write or read. Its content, spaces
 // trimmed, must be at least MinTokenLength characters. Every refusal is a
 // *TokenError with a hint.
 func ReadToken(path string) (string, error) {
-	b, err := statedir.ReadTrusted(path, statedir.Secret, maxTokenFile)
-	var se *statedir.Error
-	var big *statedir.TooBigError
+	b, err := mcpxpolicy.ReadOperatorFile(path, true, maxTokenFile)
+	var se *mcpxpolicy.OperatorFileError
 	switch {
 	case errors.As(err, &se):
 		return "", &TokenError{Err: fmt.Errorf("token file %w", se), Hint: se.Hint}
-	case errors.As(err, &big):
-		return "", &TokenError{Err: fmt.Errorf("token file %s: %w", path, big), Hint: "a token file holds one token"}
 	case err != nil:
 		return "", &TokenError{Err: fmt.Errorf("token file: %w", err)}
 	}
