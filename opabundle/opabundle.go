@@ -15,7 +15,6 @@ import (
 	"compress/gzip"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,8 +24,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/util"
-
-	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // SignaturesFile is the name of the file Sign adds.
@@ -34,58 +31,42 @@ const SignaturesFile = ".signatures.json"
 
 // Signing says how to sign a bundle, as `opa build --signing-key
 // --signing-alg --claims-file` does: Key is a PEM private key (RSA or
-// ECDSA), an HMAC secret, or a file holding either; KeyFile names a file
-// holding either, instead of Key; Algorithm defaults to RS256; ClaimsFile
-// is an optional JSON file of extra JWT claims; KeyID is put in the
-// token's "kid" header when set (stock OPA then picks the verification key
-// by it; otherwise its --verification-key-id, "default").
-//
-// A key file — KeyFile, or a Key that names an existing file — is an
-// operator's secret: it must be a regular file owned by this process's
-// user or by root that no other user may write or read, and it must be
-// readable and not empty; anything else is an error, never a signature
-// made with something else. A Key that is neither PEM nor an existing
-// file is taken as an HMAC secret, as opa build takes it, so a mistyped
-// path would become the secret: name files with KeyFile (the CLI does).
+// ECDSA), an HMAC secret, or a file holding either, read as opa build
+// reads it — a Key that names no file is taken as the HMAC secret, so a
+// mistyped path would sign with the path; KeyData is the key itself (PEM
+// or an HMAC secret) as the caller read it, instead of Key — the CLI reads
+// the key file with mcpxpolicy.ReadOperatorFile and passes it here, so a
+// key that cannot be read is an error before anything is signed;
+// Algorithm defaults to RS256; ClaimsFile is an optional JSON file of
+// extra JWT claims; KeyID is put in the token's "kid" header when set
+// (stock OPA then picks the verification key by it; otherwise its
+// --verification-key-id, "default").
 type Signing struct {
 	Key        string
-	KeyFile    string
+	KeyData    []byte
 	Algorithm  string
 	ClaimsFile string
 	KeyID      string
 }
 
-// maxKeyFile caps a signing key file: a PEM key is a few KiB.
-const maxKeyFile = 1 << 20
-
 // Sign adds SignaturesFile to files: one JWT, signed with OPA's bundle
 // signer, that lists the SHA-256 of every other file the way OPA's
 // verifier hashes them (data.json and .manifest as parsed JSON, the rest
-// byte for byte). It fails without a key, on a key file that cannot be
-// read or is not trusted (see Signing), on a claims file others may
-// write, on a file that should be JSON and is not, and on a key the
+// byte for byte). It fails without a key (KeyData empty or blank
+// included), on a file that should be JSON and is not, and on a key the
 // algorithm cannot use; files is then unchanged.
 func Sign(files map[string][]byte, s Signing) error {
-	if s.Key != "" && s.KeyFile != "" {
-		return fmt.Errorf("opabundle: sign: Key and KeyFile are both set")
+	if s.Key != "" && s.KeyData != nil {
+		return fmt.Errorf("opabundle: sign: Key and KeyData are both set")
 	}
-	if s.KeyFile == "" && s.Key != "" && !strings.HasPrefix(s.Key, "-----BEGIN") {
-		if _, err := os.Stat(s.Key); err == nil {
-			s.KeyFile, s.Key = s.Key, ""
-		}
-	}
-	if s.KeyFile != "" {
-		key, err := statedir.ReadTrusted(s.KeyFile, statedir.Secret, maxKeyFile)
-		if err != nil {
-			return fmt.Errorf("opabundle: sign: signing key: %w%s", err, hintOf(err))
-		}
-		if len(bytes.TrimSpace(key)) == 0 {
-			return fmt.Errorf("opabundle: sign: signing key %s is empty", s.KeyFile)
+	if s.KeyData != nil {
+		if len(bytes.TrimSpace(s.KeyData)) == 0 {
+			return fmt.Errorf("opabundle: sign: the signing key is empty")
 		}
 		// OPA reads a key from a file it is named, and takes anything
 		// else that is not PEM as an HMAC secret: hand it the key in a
 		// file of our own, so the bytes read are the bytes signed with
-		path, done, err := privateCopy(key)
+		path, done, err := privateCopy(s.KeyData)
 		if err != nil {
 			return fmt.Errorf("opabundle: sign: %w", err)
 		}
@@ -94,13 +75,6 @@ func Sign(files map[string][]byte, s Signing) error {
 	}
 	if s.Key == "" {
 		return fmt.Errorf("opabundle: sign: no signing key")
-	}
-	if s.ClaimsFile != "" {
-		f, err := statedir.OpenTrusted(s.ClaimsFile, statedir.Config)
-		if err != nil {
-			return fmt.Errorf("opabundle: sign: claims file: %w%s", err, hintOf(err))
-		}
-		f.Close()
 	}
 	hasher, err := bundle.NewSignatureHasher(bundle.SHA256)
 	if err != nil {
@@ -138,15 +112,6 @@ func Sign(files map[string][]byte, s Signing) error {
 	}
 	files[SignaturesFile] = append(sig, '\n')
 	return nil
-}
-
-// hintOf is ", hint" for a statedir error that carries one.
-func hintOf(err error) string {
-	var se *statedir.Error
-	if errors.As(err, &se) && se.Hint != "" {
-		return " (" + se.Hint + ")"
-	}
-	return ""
 }
 
 // privateCopy writes key to a new file only this user may read, and

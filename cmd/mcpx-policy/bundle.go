@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,7 +45,8 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	alg := fs.String("signing-alg", "RS256", "JWT signing algorithm")
 	claims := fs.String("claims-file", "", "JSON file of extra claims for the signature")
 	keyID := fs.String("signing-key-id", "", "key id (kid) put in the signature")
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if err = fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, bundleUsage, err)
 	}
 	if len(configs) == 0 || (*out == "") == (*dir == "") || fs.NArg() > 0 {
@@ -56,12 +58,15 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	if !*sign && (*key != "" || *claims != "" || *keyID != "") {
 		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--signing-key, --claims-file and --signing-key-id need --sign"))
 	}
+	var sig opabundle.Signing
+	if *sign {
+		var hint string
+		if sig, hint, err = signing(*key, *alg, *claims, *keyID); err != nil {
+			return fail(stderr, err, hint)
+		}
+	}
 	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
 	if err == nil && *sign {
-		sig := opabundle.Signing{KeyFile: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID}
-		if strings.HasPrefix(*key, "-----BEGIN") { // a PEM key on the command line
-			sig.Key, sig.KeyFile = *key, ""
-		}
 		err = opabundle.Sign(files, sig)
 	}
 	if err == nil && *dir != "" {
@@ -73,4 +78,41 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	return 0
+}
+
+// maxKeyFile caps a signing key or claims file: a PEM key is a few KiB.
+const maxKeyFile = 1 << 20
+
+// signing reads what --sign needs: the key — a PEM key given inline, else
+// the file --signing-key names, an operator secret that must be readable
+// and not empty (never the path itself as an HMAC secret, as opa build
+// would take it) — and a claims file only its owner may write. An error
+// comes with a hint.
+func signing(key, alg, claims, keyID string) (opabundle.Signing, string, error) {
+	s := opabundle.Signing{Algorithm: alg, ClaimsFile: claims, KeyID: keyID}
+	hintOf := func(err error) string {
+		var fe *mcpxpolicy.OperatorFileError
+		if errors.As(err, &fe) {
+			return fe.Hint
+		}
+		return "--signing-key names a file holding the key (a PEM private key or an HMAC secret)"
+	}
+	if strings.HasPrefix(key, "-----BEGIN") {
+		s.Key = key
+	} else {
+		b, err := mcpxpolicy.ReadOperatorFile(key, true, maxKeyFile)
+		if err != nil {
+			return s, hintOf(err), fmt.Errorf("signing key: %w", err)
+		}
+		if len(strings.TrimSpace(string(b))) == 0 {
+			return s, "", fmt.Errorf("signing key %s is empty", key)
+		}
+		s.KeyData = b
+	}
+	if claims != "" {
+		if _, err := mcpxpolicy.ReadOperatorFile(claims, false, maxKeyFile); err != nil {
+			return s, hintOf(err), fmt.Errorf("claims file: %w", err)
+		}
+	}
+	return s, "", nil
 }
