@@ -60,9 +60,12 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	}
 	var sig opabundle.Signing
 	if *sign {
-		var hint string
-		if sig, hint, err = signing(*key, *alg, *claims, *keyID); err != nil {
+		var hint, exposed string
+		if sig, exposed, hint, err = signing(*key, *alg, *claims, *keyID); err != nil {
 			return fail(stderr, err, hint)
+		}
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: signing key %s\n", exposed)
 		}
 	}
 	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
@@ -86,10 +89,10 @@ const maxKeyFile = 1 << 20
 // signing reads what --sign needs: the key — a PEM key given inline, else
 // the file --signing-key names, an operator secret that must be readable
 // and not empty (never the path itself as an HMAC secret, as opa build
-// would take it) — and a claims file only its owner may write. An error
-// comes with a hint.
-func signing(key, alg, claims, keyID string) (opabundle.Signing, string, error) {
-	s := opabundle.Signing{Algorithm: alg, ClaimsFile: claims, KeyID: keyID}
+// would take it) — and a claims file only its owner may write. exposed
+// warns of a key file other users may read; an error comes with a hint.
+func signing(key, alg, claims, keyID string) (s opabundle.Signing, exposed, hint string, err error) {
+	s = opabundle.Signing{Algorithm: alg, ClaimsFile: claims, KeyID: keyID}
 	hintOf := func(err error) string {
 		var fe *mcpxpolicy.OperatorFileError
 		if errors.As(err, &fe) {
@@ -100,19 +103,20 @@ func signing(key, alg, claims, keyID string) (opabundle.Signing, string, error) 
 	if strings.HasPrefix(key, "-----BEGIN") {
 		s.Key = key
 	} else {
-		b, err := mcpxpolicy.ReadOperatorFile(key, true, maxKeyFile)
+		var b []byte
+		b, exposed, err = mcpxpolicy.ReadOperatorFile(key, true, maxKeyFile)
 		if err != nil {
-			return s, hintOf(err), fmt.Errorf("signing key: %w", err)
+			return s, "", hintOf(err), fmt.Errorf("signing key: %w", err)
 		}
 		if len(strings.TrimSpace(string(b))) == 0 {
-			return s, "", fmt.Errorf("signing key %s is empty", key)
+			return s, "", "", fmt.Errorf("signing key %s is empty", key)
 		}
 		s.KeyData = b
 	}
 	if claims != "" {
-		if _, err := mcpxpolicy.ReadOperatorFile(claims, false, maxKeyFile); err != nil {
-			return s, hintOf(err), fmt.Errorf("claims file: %w", err)
+		if _, _, err := mcpxpolicy.ReadOperatorFile(claims, false, maxKeyFile); err != nil {
+			return s, "", hintOf(err), fmt.Errorf("claims file: %w", err)
 		}
 	}
-	return s, "", nil
+	return s, exposed, "", nil
 }

@@ -91,11 +91,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	var token string
 	if *tokenFile != "" {
+		var exposed string
 		var err error
-		if token, err = server.ReadToken(*tokenFile); err != nil {
+		if token, exposed, err = server.ReadToken(*tokenFile); err != nil {
 			var te *server.TokenError
 			errors.As(err, &te)
 			return fail(stderr, err, te.Hint)
+		}
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: token file %s\n", exposed)
 		}
 	}
 	var logw io.Writer

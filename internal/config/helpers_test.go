@@ -12,9 +12,8 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/config"
 )
 
-// writeTree writes files (slash paths relative to a new temp folder),
-// each readable by its owner only as an operator's secret files must be,
-// and returns the folder.
+// writeTree writes files (slash paths relative to a new temp folder) and
+// returns the folder.
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -23,7 +22,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -179,6 +179,11 @@ func resolveLedger(out *Compiled, env []string, c *collector) {
 	default:
 		lc.Source = fmt.Sprintf("file %s (%s)", cur.dsnFile, cur.at)
 		f, err := openTrusted(cur.dsnFile, statedir.Secret)
+		if err == nil {
+			if exposed := statedir.Exposed(f); exposed != "" {
+				out.Warnings = append(out.Warnings, Warning{File: cur.at.file, Line: cur.at.line, Path: "ledger.dsnFile", Msg: exposed})
+			}
+		}
 		if err != nil {
 			c.add(cur.at.file, cur.at.line, "ledger.dsnFile", "cannot read the DSN file: %v", err)
 			return

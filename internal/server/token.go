@@ -29,23 +29,24 @@ func (e *TokenError) Unwrap() error { return e.Err }
 // ReadToken reads the bearer token of the operator routes (serve
 // --token-file): a file the operator trusts with a secret, so it is
 // checked as the state dir's files are (mcpxpolicy.ReadOperatorFile, a
-// secret): a regular file, owned by this process's user or by
-// root, that no other user may write or read. Its content, spaces
+// secret): a regular file, owned by this process's user or by root, that
+// no other user may write; exposed is the warning to print
+// when other users may read it ("" otherwise). Its content, spaces
 // trimmed, must be at least MinTokenLength characters. Every refusal is a
 // *TokenError with a hint.
-func ReadToken(path string) (string, error) {
-	b, err := mcpxpolicy.ReadOperatorFile(path, true, maxTokenFile)
+func ReadToken(path string) (token, exposed string, err error) {
+	b, exposed, err := mcpxpolicy.ReadOperatorFile(path, true, maxTokenFile)
 	var se *mcpxpolicy.OperatorFileError
 	switch {
 	case errors.As(err, &se):
-		return "", &TokenError{Err: fmt.Errorf("token file %w", se), Hint: se.Hint}
+		return "", "", &TokenError{Err: fmt.Errorf("token file %w", se), Hint: se.Hint}
 	case err != nil:
-		return "", &TokenError{Err: fmt.Errorf("token file: %w", err)}
+		return "", "", &TokenError{Err: fmt.Errorf("token file: %w", err)}
 	}
-	token := strings.TrimSpace(string(b))
+	token = strings.TrimSpace(string(b))
 	if len(token) < MinTokenLength {
-		return "", &TokenError{Err: fmt.Errorf("%s: the token is shorter than %d characters", path, MinTokenLength),
+		return "", "", &TokenError{Err: fmt.Errorf("%s: the token is shorter than %d characters", path, MinTokenLength),
 			Hint: "generate one with: (umask 077; head -c 32 /dev/urandom | base64 > " + path + ")"}
 	}
-	return token, nil
+	return token, exposed, nil
 }

@@ -23,24 +23,21 @@ const (
 	// config file, an override, a catalog): writable by its owner only.
 	Config Trust = iota
 	// Secret is a file that also holds a secret (a token, a signing key, a
-	// connection string with a password): besides, no other user may read
-	// it — group-readable only when root owns it (0640, as PostgreSQL asks
-	// of its key files, so a service's group can read a root-owned
-	// secret), never readable by others.
+	// connection string with a password): checked as Config, and besides
+	// Exposed says when other users may read it — group-readable is fine
+	// only when root owns it (0640, as PostgreSQL asks of its key files, so
+	// a service's group can read a root-owned secret), others-readable
+	// never. A secret others may read is said, not refused: whoever could
+	// read it may already have, and refusing it would not take it back.
 	Secret
 )
-
-// ErrExposed is matched (errors.Is) by the error about a secret file that
-// other users may read.
-var ErrExposed = errors.New("readable by other users")
 
 // OpenTrusted opens path for reading — links followed (operators link
 // config and secrets into place, as Kubernetes volumes do), without
 // blocking on a FIFO — and checks what it opened with fstat
 // (CheckTrusted). The caller reads the file and closes it. A missing file
 // is an error matched by errors.Is(err, os.ErrNotExist); a file that fails
-// a check is an *Error (ErrUnsafe, ErrExposed or ErrNotRegular) with a
-// hint.
+// a check is an *Error (ErrUnsafe or ErrNotRegular) with a hint.
 func OpenTrusted(path string, trust Trust) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	for errors.Is(err, unix.EINTR) {
@@ -69,24 +66,48 @@ func OpenTrusted(path string, trust Trust) (*os.File, error) {
 }
 
 // ReadTrusted reads a file an operator trusts (OpenTrusted), at most
-// limit bytes: a bigger file is a *TooBigError.
-func ReadTrusted(path string, trust Trust, limit int64) ([]byte, error) {
+// limit bytes: a bigger file is a *TooBigError. For a Secret, exposed is
+// Exposed's warning ("" when only its owner may read it).
+func ReadTrusted(path string, trust Trust, limit int64) (data []byte, exposed string, err error) {
 	f, err := OpenTrusted(path, trust)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return ReadCapped(f, st.Size(), limit)
+	if trust == Secret {
+		exposed = Exposed(f)
+	}
+	data, err = ReadCapped(f, st.Size(), limit)
+	return data, exposed, err
+}
+
+// Exposed says, for an opened file that holds a secret, that other users
+// may read it and what to do: others may read it, or its group may and
+// root does not own it. "" when only its owner (and root's group, for a
+// root-owned file) may read it.
+func Exposed(f *os.File) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return ""
+	}
+	open := uint32(0o044)
+	if st.Uid == 0 {
+		open = 0o004
+	}
+	mode := st.Mode & 0o7777
+	if mode&open == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s holds a secret and other users may read it (mode %04o): make a new secret (the old one may have been read), then run: chmod 600 %s", f.Name(), mode, f.Name())
 }
 
 // CheckTrusted checks the stat of a file an operator trusts: a regular
 // file owned by this process's euid or by root, not writable by group or
-// others; with Secret, not readable by others, nor by the group unless
-// root owns it.
+// others (for a Secret too; who may read it is Exposed's to say).
 func CheckTrusted(path string, st *unix.Stat_t, trust Trust) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return &Error{Path: path, Err: fmt.Errorf("%s is %s, %w", path, kindOf(path, st.Mode), ErrNotRegular),
@@ -99,16 +120,6 @@ func CheckTrusted(path string, st *unix.Stat_t, trust Trust) error {
 	if mode&0o022 != 0 {
 		return &Error{Path: path, Err: fmt.Errorf("%w: %s is writable by group or others (mode %04o): whoever can write it decides what this process does", ErrUnsafe, path, mode),
 			Hint: "check its content, then run: chmod go-w " + path}
-	}
-	if trust == Secret {
-		open := uint32(0o044)
-		if st.Uid == 0 {
-			open = 0o004
-		}
-		if mode&open != 0 {
-			return &Error{Path: path, Err: fmt.Errorf("%w: %s holds a secret (mode %04o)", ErrExposed, path, mode),
-				Hint: "make a new secret (the old one may have been read), then run: chmod 600 " + path}
-		}
 	}
 	return nil
 }

@@ -14,9 +14,9 @@ import (
 
 // TestTrustedFiles: a file an operator trusts is read only when it is a
 // regular file that nobody but its owner — this process's user or root —
-// may write, and, holding a secret, that no other user may read (a
-// root-owned secret may be group-readable); a folder of such files only
-// when nobody else may add to it. Each refusal names the file and says
+// may write; one holding a secret that other users may read is read and
+// said (a root-owned secret may be group-readable); a folder of such files
+// only when nobody else may add to it. Each refusal names the file and says
 // what to do; a FIFO never blocks the read.
 func TestTrustedFiles(t *testing.T) {
 	t.Parallel()
@@ -46,8 +46,7 @@ func TestTrustedFiles(t *testing.T) {
 		{"config world-writable", file("c666", 0o666), statedir.Config, statedir.ErrUnsafe, "chmod go-w", false},
 		{"secret 0600", file("s600", 0o600), statedir.Secret, nil, "", false},
 		{"secret 0400", file("s400", 0o400), statedir.Secret, nil, "", false},
-		{"secret world-readable", file("s644", 0o644), statedir.Secret, statedir.ErrExposed, "holds a secret (mode 0644)", false},
-		{"secret group-readable", file("s640", 0o640), statedir.Secret, statedir.ErrExposed, "chmod 600", true},
+
 		{"secret group-writable", file("s620", 0o620), statedir.Secret, statedir.ErrUnsafe, "writable by group or others", false},
 		{"a directory", dir, statedir.Config, statedir.ErrNotRegular, "is a directory, not a regular file", false},
 		{"missing", filepath.Join(dir, "nope"), statedir.Secret, os.ErrNotExist, "no such file", false},
@@ -65,7 +64,7 @@ func TestTrustedFiles(t *testing.T) {
 		rootOK bool
 	}{"a FIFO", fifo, statedir.Secret, statedir.ErrNotRegular, "is a named pipe", false})
 	for _, c := range cases {
-		b, err := statedir.ReadTrusted(c.path, c.trust, 1<<10)
+		b, _, err := statedir.ReadTrusted(c.path, c.trust, 1<<10)
 		want := c.want
 		if c.rootOK && root {
 			want = nil
@@ -78,6 +77,24 @@ func TestTrustedFiles(t *testing.T) {
 		}
 	}
 
+	// A secret other users may read is read, and said: others-readable
+	// always, group-readable unless root owns it.
+	for _, c := range []struct {
+		mode    os.FileMode
+		exposed bool
+	}{{0o600, false}, {0o400, false}, {0o644, true}, {0o604, true}, {0o640, !root}} {
+		p := file("secret", c.mode)
+		b, exposed, err := statedir.ReadTrusted(p, statedir.Secret, 1<<10)
+		if err != nil || string(b) != "x" || (exposed != "") != c.exposed ||
+			(c.exposed && !strings.Contains(exposed, p+" holds a secret and other users may read it") || c.exposed && !strings.Contains(exposed, "chmod 600 "+p)) {
+			t.Errorf("secret %04o: %q, %q, %v; want it read, exposed %v", c.mode, b, exposed, err, c.exposed)
+		}
+		if _, exposed, _ := statedir.ReadTrusted(p, statedir.Config, 1<<10); exposed != "" {
+			t.Errorf("a config file %04o is said to hold a secret: %s", c.mode, exposed)
+		}
+		os.Remove(p)
+	}
+
 	// Owned by another user: refused; by root: read (the test needs root
 	// to give a file away).
 	if root {
@@ -85,7 +102,7 @@ func TestTrustedFiles(t *testing.T) {
 		if err := os.Chown(other, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := statedir.ReadTrusted(other, statedir.Config, 1<<10); !errors.Is(err, statedir.ErrUnsafe) || !strings.Contains(err.Error(), "owned by uid 65534") {
+		if _, _, err := statedir.ReadTrusted(other, statedir.Config, 1<<10); !errors.Is(err, statedir.ErrUnsafe) || !strings.Contains(err.Error(), "owned by uid 65534") {
 			t.Errorf("a file of another user: %v", err)
 		}
 	}
