@@ -30,14 +30,19 @@ type Commands struct {
 	LedgerInConfig bool
 }
 
-// WritesClear is `mcpx-policy writes clear SERVER [--id ID]` with the
-// ledger's place (--state-dir D, or --config F… with LedgerInConfig); id ""
-// clears every entry of server. Arguments a POSIX shell would split are
-// single-quoted.
-func (c Commands) WritesClear(server, id string) string {
+// WritesClear is `mcpx-policy writes clear SERVER [--id ID | --seen
+// TOKEN]` with the ledger's place (--state-dir D, or --config F… with
+// LedgerInConfig); with neither id nor seen it clears every entry of
+// server, with seen (a listing's token, WritesState.Seen) exactly the
+// entries that listing showed and none recorded since. Arguments a POSIX
+// shell would split are single-quoted.
+func (c Commands) WritesClear(server, id, seen string) string {
 	s := "mcpx-policy writes clear " + shellQuote(server)
-	if id != "" {
+	switch {
+	case id != "":
 		s += " --id " + shellQuote(id)
+	case seen != "":
+		s += " --seen " + shellQuote(seen)
 	}
 	return s + c.ledger()
 }
@@ -88,25 +93,29 @@ func (c Commands) stateDir() string {
 // — with WritesClear, PinsAccept and Writes, in the reasons and in a
 // shadow-mode decision's own. The policy names the bare command (what a
 // stock OPA answers); the answer says where the ledger and the pins are.
-// d is not modified (the engine may share it).
-func (c Commands) spell(d decision.Decision) decision.Decision {
-	d.Reasons = c.spellReasons(d.Call, d.Reasons)
+// seen is the token of the ledger entries the policy was shown
+// (engine.Ledger.Seen): the clear command then clears those and no entry
+// recorded after the decision; "" (a stock OPA's answer, read by
+// ParseDecision) spells the clear of every entry. d is not modified (the
+// engine may share it).
+func (c Commands) spell(d decision.Decision, seen string) decision.Decision {
+	d.Reasons = c.spellReasons(d.Call, d.Reasons, seen)
 	if d.Shadow != nil {
 		sh := *d.Shadow
-		sh.Reasons = c.spellReasons(d.Call, sh.Reasons)
+		sh.Reasons = c.spellReasons(d.Call, sh.Reasons, seen)
 		d.Shadow = &sh
 	}
 	return d
 }
 
 // spellReasons is spell of rs, a copy when anything changes.
-func (c Commands) spellReasons(call decision.CallRef, rs []decision.Reason) []decision.Reason {
+func (c Commands) spellReasons(call decision.CallRef, rs []decision.Reason, seen string) []decision.Reason {
 	copied := false
 	for i, r := range rs {
 		var key, verb, ours string
 		switch r.Code {
 		case decision.UnknownOutcomePending:
-			key, verb, ours = "clear", "mcpx-policy writes clear ", c.WritesClear(call.Server, "")
+			key, verb, ours = "clear", "mcpx-policy writes clear ", c.WritesClear(call.Server, "", seen)
 		case decision.ToolDefinitionChanged:
 			sum, _ := r.Details["sha256"].(string)
 			key, verb, ours = "accept", "mcpx-policy pins accept ", c.PinsAccept(call.Server, call.Tool, sum)

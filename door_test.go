@@ -46,6 +46,7 @@ var adapterHelpers = map[string]bool{
 	module + "/internal/loopback":   true,
 	module + "/internal/strictjson": true,
 	module + "/internal/jsonptr":    true, // RFC 6901 spelling, which strictjson's errors use
+	module + "/internal/trust":      true, // the checks of a file an operator trusts (token, signing key)
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach

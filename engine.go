@@ -284,7 +284,7 @@ func (e *Engine) decide(ctx context.Context, call decision.Call) (decision.Decis
 	rev := e.cur.Load()
 	led, call := e.stateView(rev.compiled, call)
 	d, err := rev.engine.Decide(ctx, call, led)
-	d = e.cmds.spell(d)
+	d = e.cmds.spell(d, led.Seen)
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
 	}

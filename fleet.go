@@ -45,5 +45,5 @@ func (e *Engine) ParseDecision(result []byte) (decision.Decision, error) {
 	if err != nil {
 		return decision.Decision{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	return e.cmds.spell(d), nil
+	return e.cmds.spell(d, ""), nil
 }

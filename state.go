@@ -44,7 +44,7 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 	case err != nil:
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:
-		led.Entries, led.Total = p.Entries, p.Total
+		led.Entries, led.Total, led.Seen = p.Entries, p.Total, p.Seen
 	}
 	return led
 }

@@ -73,7 +73,7 @@ func (w *Writes) List() (WritesState, error) {
 	if err != nil {
 		return WritesState{}, err
 	}
-	out := WritesState{Entries: st.Entries, InFlight: len(st.InFlight), doc: st}
+	out := WritesState{Entries: st.Entries, InFlight: len(st.InFlight), Seen: st.Seen, doc: st}
 	return out, nil
 }
 
@@ -83,6 +83,16 @@ func (w *Writes) List() (WritesState, error) {
 // matches to ErrNotFound.
 func (w *Writes) Clear(server, id, reason string) ([]decision.UnknownWrite, error) {
 	return w.s.Clear(server, id, reason)
+}
+
+// ClearSeen clears a server's unknown-outcome entries when they are
+// exactly those a listing showed (its token, WritesState.Seen, or the
+// --seen of a printed clear command), and otherwise nothing: an error
+// errors.Is matches to ErrMismatch, and a new List shows what is there now.
+// An entry another process recorded after the listing is never cleared
+// with the listed ones.
+func (w *Writes) ClearSeen(server, seen, reason string) ([]decision.UnknownWrite, error) {
+	return w.s.ClearSeen(server, seen, reason)
 }
 
 // Begin makes an in-flight marker for call durable and returns once it
@@ -129,6 +139,9 @@ type WritesState struct {
 	Entries []decision.UnknownWrite
 	// InFlight counts the writes of live processes awaiting their answer.
 	InFlight int
+	// Seen is, for each server with entries, the token of those listed
+	// here: ClearSeen with it clears exactly them.
+	Seen map[string]string
 	doc      ledger.State
 }
 

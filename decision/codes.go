@@ -22,6 +22,7 @@ const (
 	ConfirmationUnavailable      Code = "ConfirmationUnavailable"
 	ConfirmationDeclined         Code = "ConfirmationDeclined"
 	ToolDefinitionChanged        Code = "ToolDefinitionChanged"
+	ConfigLoosened               Code = "ConfigLoosened"
 )
 
 // CodeInfo is the one place a code's title, step, effect and doc page are
@@ -50,6 +51,7 @@ var Codes = []CodeInfo{
 	{OverrideAsk, "An operator override asks for confirmation", StepOverrides, Ask, ""},
 	{InvalidInput, "The call is malformed", StepInput, Deny, ""},
 	{PolicyError, "The policy could not decide", StepInput, Deny, ""},
+	{ConfigLoosened, "A later config layer loosened a setting", StepInput, "", ""},
 	{ConfirmationUnavailable, "Confirmation was needed but this surface cannot ask", StepConfirmation, Deny, ""},
 	{ConfirmationDeclined, "Confirmation was declined", StepConfirmation, Deny, ""},
 }

@@ -36,7 +36,7 @@ func UnknownTool(name string) (code int64, message string) {
 // blocked, the command that clears it (spelled by cmds) and not to retry;
 // _meta["mcpx-policy/unknown_outcome"] holds the facts.
 func UnknownOutcome(server, tool, ledgerID, cause string, cmds mcpxpolicy.Commands) json.RawMessage {
-	b, _ := json.Marshal(render.UnknownOutcome(server, tool, ledgerID, cause, cmds.WritesClear(server, ledgerID)))
+	b, _ := json.Marshal(render.UnknownOutcome(server, tool, ledgerID, cause, cmds.WritesClear(server, ledgerID, "")))
 	return b
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -177,7 +178,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			if code != 2 || !ok {
 				t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
 			}
-			if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
+			if want := "mcpx-policy writes clear fs --seen <seen> --state-dir '" + state + "'"; seenRE.ReplaceAllString(clear, "--seen <seen>") != want {
 				t.Errorf("eval prints %q; want %q", clear, want)
 			}
 			cleared(t, state, paste(t, clear+" --reason pasted"))
@@ -247,6 +248,10 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		})
 	}
 }
+
+// seenRE is the --seen of a printed clear command: the token of the
+// entries the deny showed (a hash of their ids).
+var seenRE = regexp.MustCompile(`--seen [0-9a-f]{16}`)
 
 // lineAfter is the rest of the line of out that follows prefix (a printed
 // command after its label), and whether prefix is there.

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -93,13 +92,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	var token string
 	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fail(stderr, err, "")
+		var exposed string
+		var err error
+		if token, exposed, err = server.ReadToken(*tokenFile); err != nil {
+			var te *server.TokenError
+			errors.As(err, &te)
+			return fail(stderr, err, te.Hint)
 		}
-		token = strings.TrimSpace(string(b))
-		if len(token) < 16 {
-			return fail(stderr, fmt.Errorf("%s: the token is shorter than 16 characters", *tokenFile), "generate one with: head -c 32 /dev/urandom | base64 > "+*tokenFile)
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: token file %s\n", exposed)
 		}
 	}
 	var logw io.Writer

@@ -11,15 +11,22 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"gopkg.in/yaml.v3"
 )
 
+// Every field of the structs a layer is made of declares, in its dir tag,
+// how a change a later layer makes to it moves strictness (direction.go):
+// the loosening warnings are made from these declarations, and
+// TestEveryFieldDeclaresADirection fails on a field that declares none.
+
 // origin is where something was written: file, line and config path.
 type origin struct {
-	file string
-	line int
-	path string
+	file string `dir:"meta"`
+	line int    `dir:"meta"`
+	path string `dir:"meta"`
 }
 
 func (o origin) String() string {
@@ -31,59 +38,69 @@ func (o origin) String() string {
 
 // setting is one scalar mode as a layer set it, already normalized.
 type setting struct {
-	value string
-	at    origin
+	value string `dir:"part"`
+	at    origin `dir:"meta"`
 }
 
 type patRef struct {
-	pat Pattern
-	at  origin
+	pat Pattern `dir:"part"`
+	at  origin  `dir:"meta"`
+}
+
+// argRef is one argument name of an exemptArgs list.
+type argRef struct {
+	name string `dir:"part"`
+	at   origin `dir:"meta"`
 }
 
 type unknownArgsRef struct {
-	pat  Pattern
-	mode string
-	at   origin
+	pat  Pattern `dir:"part"`
+	mode string  `dir:"part"`
+	at   origin  `dir:"meta"`
 }
 
 type overrideRef struct {
-	path string // resolved against the declaring file's folder
-	at   origin
+	path string `dir:"part"` // resolved against the declaring file's folder
+	at   origin `dir:"meta"`
 }
 
-// ruleDef is one argument rule as written.
+// ruleDef is one argument rule as written. A rule is added whole by one
+// layer (its id is unique across the whole config), so a later layer
+// changes none of its fields: each is part of the rule, and the rule list
+// (scope.rules) declares the direction.
 type ruleDef struct {
-	id          string
-	description string
-	server      string // "" for a pool rule
-	at          origin // the rule's mapping
-	tools       []patRef
-	argument    []string
-	required    bool
-	schema      any
-	schemaAt    origin     // the rule's schema: key
-	schemaNode  *yaml.Node // the schema's value, to place errors inside it
-	examples    []ruleExample
+	id          string        `dir:"part"`
+	description string        `dir:"part"`
+	server      string        `dir:"meta"` // "" for a pool rule
+	at          origin        `dir:"meta"` // the rule's mapping
+	tools       []patRef      `dir:"part"`
+	argument    []string      `dir:"part"`
+	required    bool          `dir:"part"`
+	schema      any           `dir:"part"`
+	schemaAt    origin        `dir:"meta"` // the rule's schema: key
+	schemaNode  *yaml.Node    `dir:"meta"` // the schema's value, to place errors inside it
+	examples    []ruleExample `dir:"part"`
 }
 
 // ruleExample is one of a rule's examples: a value the rule must accept
 // (valid) or refuse, an argument's value for a per-argument rule, else a
 // whole arguments object.
 type ruleExample struct {
-	valid bool
-	value any
-	at    origin
+	valid bool   `dir:"part"`
+	value any    `dir:"part"`
+	at    origin `dir:"meta"`
 }
 
 // scope is what the pool or one server holds in one layer (and, merged, in
-// all layers).
+// all layers). Its settings are checked in field order: the pinTools mode
+// before the unknownArgsTools entries.
 type scope struct {
-	hidden     []patRef
-	writeTools []patRef
-	rules      []*ruleDef
-	ua         []unknownArgsRef
-	exemptArgs []string
-	pinTools   *setting // the pinTools mode, nil when unset
+	pinTools   *setting         `dir:"ordered" key:"pinTools"` // the pinTools mode, nil when unset
+	hidden     []patRef         `dir:"tightens" key:"hiddenTools"`
+	writeTools []patRef         `dir:"tightens" key:"writeTools"`
+	rules      []*ruleDef       `dir:"tightens" key:"argumentRules"`
+	ua         []unknownArgsRef `dir:"entries" key:"unknownArgsTools"`
+	exemptArgs []argRef         `dir:"loosens" key:"exemptArgs" falls:"exemptArgs"`
 }
 
 // add appends o's lists to s; the pinTools mode is merged with the
@@ -97,25 +114,25 @@ func (s *scope) add(o scope) {
 }
 
 type serverLayer struct {
-	name        string
-	writePolicy *setting
-	unknownArgs *setting
-	enforce     *setting
-	scope
+	name        string   `dir:"meta"`
+	writePolicy *setting `dir:"ordered" key:"writePolicy"`
+	unknownArgs *setting `dir:"ordered" key:"unknownArgs"`
+	enforce     *setting `dir:"ordered" key:"enforce"`
+	scope       `dir:"scope"`
 }
 
 // layer is one configuration source: a file, the environment or the flags.
 type layer struct {
-	source             string
-	write              *setting
-	confirmDestructive *setting
-	unknownArgs        *setting
-	enforce            *setting
-	exemptArgs         []string
-	overrides          []overrideRef
-	pool               scope
-	servers            []*serverLayer
-	ledger             *ledgerDef // the ledger section, nil when absent
+	source             string         `dir:"meta"`
+	write              *setting       `dir:"ordered" key:"policy.write"`
+	confirmDestructive *setting       `dir:"ordered" key:"policy.confirmDestructive"`
+	unknownArgs        *setting       `dir:"ordered" key:"policy.unknownArgs"`
+	enforce            *setting       `dir:"ordered" key:"policy.enforce"`
+	exemptArgs         []argRef       `dir:"loosens" key:"policy.exemptArgs"`
+	overrides          []overrideRef  `dir:"tightens" key:"policy.overrides"`
+	pool               scope          `dir:"scope" key:"pool"`
+	servers            []*serverLayer `dir:"each" key:"servers"`
+	ledger             *ledgerDef     `dir:"any" key:"ledger"` // the ledger section, nil when absent
 }
 
 // find is the layer's server name; nil when the layer has none.
@@ -180,7 +197,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func parseFile(file string, c *collector) *layer {
 	l := &layer{source: file}
 	p := &fileParser{file: file, c: c}
-	f, err := os.Open(file)
+	f, err := openTrusted(file, trust.Config)
 	if err != nil {
 		c.add(file, 0, "", "cannot read config file: %v", unwrapPathError(err))
 		return l
@@ -197,14 +214,14 @@ func parseFile(file string, c *collector) *layer {
 			c.add(file, 0, "", "config file holds no settings (want at least version: 1; an empty or cut-off file is never loaded)")
 			return l
 		}
-		p.yamlError(err)
+		p.yamlError(err, b)
 		return l
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		p.errAt(&extra, "", "a config file holds one YAML document, found another")
 	} else if !errors.Is(err, io.EOF) {
-		p.yamlError(err)
+		p.yamlError(err, b)
 	}
 	shape, ok := p.checkShape(&doc)
 	if !ok {
@@ -253,14 +270,46 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-func (p *fileParser) yamlError(err error) {
+// yamlError reports a YAML parse error at its line: the one the parser
+// names, else (a character it refuses, which it names without a line) the
+// line of the first character YAML does not allow in b, else the last.
+func (p *fileParser) yamlError(err error, b []byte) {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		p.c.add(p.file, line, "", "invalid YAML: %s", m[2])
 		return
 	}
-	p.c.add(p.file, 0, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+	line := badCharLine(b)
+	if line == 0 {
+		line = 1 + bytes.Count(bytes.TrimRight(b, "\n"), []byte("\n"))
+	}
+	p.c.add(p.file, line, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// badCharLine is the 1-based line of the first character of b that YAML
+// does not allow (invalid UTF-8, a control character other than tab, line
+// feed and carriage return, a surrogate, U+FFFE, U+FFFF, a byte order mark
+// after the start); 0 when there is none.
+func badCharLine(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		ok := r != utf8.RuneError || n > 1
+		switch {
+		case r == '\t', r == '\n', r == '\r', r == 0x85:
+		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+			ok = false
+		case r >= 0xd800 && r <= 0xdfff, r == 0xfffe, r == 0xffff:
+			ok = false
+		case r == 0xfeff && i > 0:
+			ok = false
+		}
+		if !ok {
+			return 1 + bytes.Count(b[:i], []byte("\n"))
+		}
+		i += n
+	}
+	return 0
 }
 
 func scalarText(n *yaml.Node) string {
@@ -307,8 +356,8 @@ func (p *fileParser) policy(n *yaml.Node, l *layer) {
 		}
 		switch e.key {
 		case "exemptArgs":
-			for _, s := range p.strings(e.value, path, "argument names") {
-				l.exemptArgs = append(l.exemptArgs, s.Value)
+			for i, s := range p.strings(e.value, path, "argument names") {
+				l.exemptArgs = append(l.exemptArgs, argRef{name: s.Value, at: p.at(s, index(path, i))})
 			}
 		case "overrides":
 			for i, s := range p.strings(e.value, path, "Rego files or folders") {
@@ -352,8 +401,8 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, s
 		}
 		switch e.key {
 		case "exemptArgs":
-			for _, s := range p.strings(e.value, kp, "argument names") {
-				sc.exemptArgs = append(sc.exemptArgs, s.Value)
+			for i, s := range p.strings(e.value, kp, "argument names") {
+				sc.exemptArgs = append(sc.exemptArgs, argRef{name: s.Value, at: p.at(s, index(kp, i))})
 			}
 		case "hiddenTools":
 			sc.hidden = append(sc.hidden, p.patterns(e.value, kp)...)

@@ -286,6 +286,10 @@ type Ledger struct {
 	Entries    []decision.LedgerEntry
 	Total      int // all of the server's entries; below len(Entries) counts as len(Entries)
 	Unreadable string
+	// Seen is the token of all of the server's entries (ledger.Seen): not
+	// part of the input, it lets the answer spell a clear command that
+	// clears exactly what the decision was shown.
+	Seen string
 	// Pin is input.tool.pin; nil leaves it out (pinning off).
 	Pin *Pin
 }

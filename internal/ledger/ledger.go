@@ -140,6 +140,9 @@ type State struct {
 	InFlight []Marker `json:"in_flight"`
 	// Cleared are the entries operators cleared, in clear order.
 	Cleared []Cleared `json:"cleared"`
+	// Seen is, for each server with entries, the token of its entries as
+	// listed here (Seen): ClearSeen with it clears exactly those.
+	Seen map[string]string `json:"seen"`
 }
 
 // Pending is what the policy sees of one server's unknown-outcome entries.
@@ -149,6 +152,9 @@ type Pending struct {
 	Entries []decision.LedgerEntry
 	// Total counts them all.
 	Total int
+	// Seen is the token of all of them (Seen): ClearSeen with it clears
+	// exactly these. "" when there are none.
+	Seen string
 }
 
 // Listed is how many entries a decision lists (Pending's limit in the
@@ -159,7 +165,7 @@ const Listed = 10
 // whole). A missing file is an empty State; any other read problem is an
 // *UnreadableError. Safe for concurrent use; it does not write.
 func (l *Ledger) List() (State, error) {
-	empty := State{Entries: []Entry{}, InFlight: []Marker{}, Cleared: []Cleared{}}
+	empty := State{Entries: []Entry{}, InFlight: []Marker{}, Cleared: []Cleared{}, Seen: map[string]string{}}
 	var s State
 	err := l.view(func(p *parsed, t *slotTester, last bool) (bool, error) {
 		s = State{Entries: slices.Clone(p.st.Entries), Cleared: slices.Clone(nonNil(p.st.Cleared)), InFlight: []Marker{}}
@@ -186,6 +192,7 @@ func (l *Ledger) List() (State, error) {
 	}
 	slices.SortStableFunc(s.Entries, func(a, b Entry) int { return cmpTime(a.Time, b.Time) })
 	s.Entries = nonNil(s.Entries)
+	s.Seen = SeenOf(s.Entries)
 	return s, nil
 }
 
@@ -240,6 +247,16 @@ func (l *Ledger) Pending(server string, limit int) (Pending, error) {
 			file = srv.entries
 		}
 		out = Pending{Total: len(file) + len(more)}
+		if out.Total > 0 {
+			ids := make([]string, 0, out.Total)
+			for _, i := range file {
+				ids = append(ids, p.st.Entries[i].ID)
+			}
+			for _, e := range more {
+				ids = append(ids, e.ID)
+			}
+			out.Seen = seenIDs(ids)
+		}
 		n := out.Total
 		if limit >= 0 && limit < n {
 			n = limit

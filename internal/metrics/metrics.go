@@ -67,6 +67,9 @@ type Metrics struct {
 
 	upstream [3]prometheus.Observer // result, error, lost
 	inflight prometheus.Gauge
+
+	logErrs     prometheus.Counter
+	logWritable prometheus.Gauge
 }
 
 // codeIndex maps each reason code to its column in decisions; column 0 is
@@ -142,7 +145,16 @@ func New(opts Options) *Metrics {
 		Namespace: Namespace, Name: "upstream_calls_in_flight",
 		Help: "tools/call requests sent to the MCP server and not answered yet.",
 	})
-	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight)
+	m.logErrs = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "decision_log_errors_total",
+		Help: "Decision log lines that could not be written (a full disk, a closed pipe); each such decision was refused, not answered.",
+	})
+	m.logWritable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "decision_log_writable",
+		Help: "1 when the last decision log line was written (or none was tried, or there is no decision log), 0 when it failed: decisions are refused until a line is written again.",
+	})
+	m.logWritable.Set(1)
+	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable)
 	if opts.Revision != nil {
 		m.reg.MustRegister(revisionCollector{desc: prometheus.NewDesc(Namespace+"_config_revision_info",
 			"The config revision in use (a hex SHA-256 of the compiled policy), as a label; the value is always 1.",
@@ -212,6 +224,17 @@ func (m *Metrics) Reloaded(err error) {
 	m.reloads[0].Inc()
 	m.lastOK.Set(1)
 	m.lastOKAt.SetToCurrentTime()
+}
+
+// DecisionLogged counts one decision log line: err nil when it was
+// written.
+func (m *Metrics) DecisionLogged(err error) {
+	if err != nil {
+		m.logErrs.Inc()
+		m.logWritable.Set(0)
+		return
+	}
+	m.logWritable.Set(1)
 }
 
 // Upstream results, for UpstreamDone.

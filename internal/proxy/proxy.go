@@ -555,7 +555,7 @@ func (s *session) recordUnknown(p *pending, cause string) string {
 		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID, "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID))
+		"tool", p.call, "id", p.dispatch.ID, "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID, ""))
 	return p.dispatch.ID
 }
 

@@ -189,7 +189,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	// The clear command, in the answer and in the log, runs as printed: it
 	// names the proxy's state dir.
 	id := res.Meta["mcpx-policy/unknown_outcome"].(map[string]any)["ledger_id"].(string)
-	clear := cmds.WritesClear("s", id)
+	clear := cmds.WritesClear("s", id, "")
 	if !strings.Contains(resultText(res), "(`"+clear+"`)") {
 		t.Errorf("the answer does not name %q: %s", clear, resultText(res))
 	}

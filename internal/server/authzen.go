@@ -152,7 +152,12 @@ func (h *Handler) evaluation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, h.evaluate(r, req))
+	resp, err := h.evaluate(r, req)
+	if err != nil {
+		logUnwritable(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +191,12 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, h.evaluate(r, defaults))
+		resp, err := h.evaluate(r, defaults)
+		if err != nil {
+			logUnwritable(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
 		return
 	}
 	if len(req.Evaluations) > MaxEvaluations {
@@ -204,7 +214,12 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 			resp = answer(ans.Decision)
 			resp.Context.Error = &AZError{Status: http.StatusBadRequest, Message: ans.Decision.Decision().Reasons[0].Message}
 		} else {
-			resp = h.evaluate(r, ev)
+			var err error
+			if resp, err = h.evaluate(r, ev); err != nil {
+				// no answer of the batch goes out unlogged
+				logUnwritable(w, err)
+				return
+			}
 		}
 		out.Evaluations = append(out.Evaluations, resp)
 		if (semantic == DenyOnFirstDeny && !resp.Decision) || (semantic == PermitOnFirstPermit && resp.Decision) {
@@ -215,8 +230,10 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 }
 
 // evaluate decides one complete evaluation: it maps the 4-tuple to a call
-// document (azDocument) and has the Engine answer it.
-func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResponse {
+// document (azDocument) and has the Engine answer it. An error is a
+// decision the decision log could not take (a *LogUnwritableError): it is
+// not answered.
+func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) (EvaluationResponse, error) {
 	start := time.Now()
 	doc, err := h.azDocument(ev)
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
@@ -226,8 +243,10 @@ func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResp
 	if ans.Err != nil && ans.Unread == nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", ans.Call.Server, "tool", ans.Call.Tool.Name, "err", ans.Err)
 	}
-	h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start))
-	return answer(ans.Decision)
+	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
+		return EvaluationResponse{}, err
+	}
+	return answer(ans.Decision), nil
 }
 
 // answer renders a decision as AuthZEN does: true for an allow; false with

@@ -90,7 +90,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	}
 	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token))}
 	if opts.DecisionLog != nil {
-		h.log = newDecisionLog(opts.DecisionLog, opts.Now)
+		h.log = newDecisionLog(opts.DecisionLog, opts.Now, opts.Logger, opts.Metrics)
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
@@ -100,7 +100,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
 	h.approvalRoutes()
 	h.pinRoutes()
-	addProbes(h.mux, eng, opts.Metrics)
+	addProbes(h.mux, eng, opts.Metrics, readiness{"decision_log", h.log.check})
 	return h
 }
 
@@ -189,7 +189,10 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, Hold: true,
 		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
-	h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start))
+	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
+		logUnwritable(w, err)
+		return
+	}
 	status := http.StatusOK
 	switch {
 	case ans.Unread != nil:
@@ -207,6 +210,17 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	// The answer carries the decision redacted, like every rendering and
 	// the log: the raw one stays in the process.
 	writeJSON(w, status, ans)
+}
+
+// LogUnavailable is the code of the 503 a decision gets when its decision
+// log line cannot be written: the decision was made and is not answered.
+const LogUnavailable = "DecisionLogUnavailable"
+
+// logUnwritable answers a decision that could not be logged: 503, with
+// Retry-After (the next decision tries the log again).
+func logUnwritable(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, LogUnavailable, err.Error())
 }
 
 // logAnswer logs what an answer says beside its decision: a failure of
@@ -228,9 +242,22 @@ func (h *Handler) logAnswer(ans mcpxpolicy.Answer) {
 	}
 }
 
-// WritesResponse is the body of GET /v1/writes.
+// WritesResponse is the body of GET /v1/writes: the entries, and for each
+// server that has some the token of those listed ("seen"), which POST
+// /v1/writes/clear takes to clear exactly them.
 type WritesResponse struct {
 	Entries []decision.UnknownWrite `json:"entries"`
+	Seen    map[string]string         `json:"seen"`
+}
+
+// ChangedResponse is the body of a 409 from POST /v1/writes/clear with
+// "seen": the server's entries are not the ones listed, and nothing was
+// cleared; the entries there are now and their token.
+type ChangedResponse struct {
+	Error   string                    `json:"error"`
+	Code    string                    `json:"code"`
+	Entries []decision.UnknownWrite `json:"entries"`
+	Seen    string                    `json:"seen"`
 }
 
 // ClearResponse is the body of POST /v1/writes/clear: the entries cleared
@@ -249,7 +276,7 @@ func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
 	if es == nil {
 		es = []decision.UnknownWrite{}
 	}
-	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
+	writeJSON(w, http.StatusOK, WritesResponse{Entries: es, Seen: st.Seen})
 }
 
 // operatorRequest admits an operator's POST to route and reads its JSON
@@ -287,28 +314,53 @@ func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabl
 	return true
 }
 
-// ClearRequest is the body of POST /v1/writes/clear.
+// ClearRequest is the body of POST /v1/writes/clear: the server, and the
+// one entry (id) or the entries a listing showed (seen, GET /v1/writes'
+// token); with neither, every entry the server has when the clear runs.
 type ClearRequest struct {
 	Server string `json:"server"`
 	ID     string `json:"id,omitempty"`
+	Seen   string `json:"seen,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
 func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	var req ClearRequest
 	if !h.operatorRequest(w, r, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file",
-		"/v1/writes/clear", `{"server", "id"?, "reason"?}`, &req) {
+		"/v1/writes/clear", `{"server", "id"?, "seen"?, "reason"?}`, &req) {
 		return
 	}
 	if req.Server == "" {
 		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `"server" is required`)
 		return
 	}
+	if req.ID != "" && req.Seen != "" {
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `give "id" or "seen", not both`)
+		return
+	}
 	if req.Reason == "" {
 		req.Reason = "cleared over HTTP"
 	}
-	cleared, err := h.eng.Writes().Clear(req.Server, req.ID, req.Reason)
+	var cleared []decision.UnknownWrite
+	var err error
+	if req.Seen != "" {
+		cleared, err = h.eng.Writes().ClearSeen(req.Server, req.Seen, req.Reason)
+	} else {
+		cleared, err = h.eng.Writes().Clear(req.Server, req.ID, req.Reason)
+	}
 	switch {
+	case errors.Is(err, mcpxpolicy.ErrMismatch):
+		resp := ChangedResponse{Error: err.Error(), Code: "WritesChanged", Entries: []decision.UnknownWrite{}}
+		if st, lerr := h.eng.Writes().List(); lerr == nil {
+			for _, e := range st.Entries {
+				if e.Server == req.Server {
+					resp.Entries = append(resp.Entries, e)
+				}
+			}
+			resp.Seen = st.Seen[req.Server]
+		}
+		writeJSON(w, http.StatusConflict, resp)
+		return
 	case errors.Is(err, mcpxpolicy.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return

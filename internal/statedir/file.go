@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,8 +118,8 @@ func (f *File[S]) Read() (S, error) {
 		return f.fail(err)
 	}
 	var zero S
-	b, err := ReadCapped(fh, fst.Size, f.Max)
-	var big *TooBigError
+	b, err := trust.ReadCapped(fh, fst.Size, f.Max)
+	var big *trust.TooBigError
 	if errors.As(err, &big) {
 		fh.Close()
 		return zero, f.unreadable(big, f.Aside)

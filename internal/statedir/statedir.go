@@ -24,51 +24,28 @@
 package statedir
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/google/renameio/v2"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"golang.org/x/sys/unix"
 )
 
-// ErrUnsafe is matched (errors.Is) by the error about a state dir or file
-// that other users may write: group- or world-writable, or owned by
-// another user than the process's effective uid.
-var ErrUnsafe = errors.New("writable by other users")
+// The trust checks of a file are package trust's; the state dir's
+// errors are its errors.
+var (
+	// ErrUnsafe: see trust.ErrUnsafe.
+	ErrUnsafe = trust.ErrUnsafe
+	// ErrNotRegular: see trust.ErrNotRegular.
+	ErrNotRegular = trust.ErrNotRegular
+)
 
-// ErrNotRegular is matched (errors.Is) by the error about a file of the
-// state dir that is a link, a FIFO, a directory, a device or a socket.
-var ErrNotRegular = errors.New("not a regular file")
-
-// Error is a problem with the state dir or one of its files: Err names the
-// file and the cause, Hint (possibly empty) says what an operator does.
-type Error struct {
-	// Path is the file or directory at fault.
-	Path string
-	Err  error
-	Hint string
-}
-
-// Error returns Err's text.
-func (e *Error) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *Error) Unwrap() error { return e.Err }
-
-// TooBigError is returned by ReadCapped for a file above the cap.
-type TooBigError struct {
-	Size, Max int64
-}
-
-// Error says how big the file is.
-func (e *TooBigError) Error() string {
-	return fmt.Sprintf("the file is %d bytes, above the cap of %d MiB", e.Size, e.Max>>20)
-}
+// Error is trust.Error: a problem with the state dir or one of its files.
+type Error = trust.Error
 
 // Dir is a state directory. The zero value is not usable; use New. A Dir
 // is a path and nothing else: safe to copy and for concurrent use.
@@ -204,24 +181,6 @@ func (d Dir) Open(name string, flag int) (*os.File, *unix.Stat_t, error) {
 		return nil, nil, err
 	}
 	return f, &st, nil
-}
-
-// ReadCapped reads an opened, checked file of size bytes, at most limit: a
-// bigger file is a *TooBigError, and so is a file that grows past the cap
-// while it is read (it is cut there). A read error is an *Error.
-func ReadCapped(f *os.File, size, limit int64) ([]byte, error) {
-	if size > limit {
-		return nil, &TooBigError{Size: size, Max: limit}
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(size) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, &Error{Path: f.Name(), Err: fmt.Errorf("read: %w", err)}
-	}
-	if int64(buf.Len()) > limit {
-		return nil, &TooBigError{Size: int64(buf.Len()), Max: limit}
-	}
-	return buf.Bytes(), nil
 }
 
 // MakeAndLock makes the state dir (Make) and takes the exclusive lock
