@@ -26,7 +26,8 @@ import (
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
                          [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
                          [--publish-rules]
-                         [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--call-timeout 10m] [--task-timeout 1h] [--decide-timeout 5s]
+                         [--approval-ttl 5m]
                          [--log-level info]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]] -- CMD ARGS…
@@ -46,7 +47,9 @@ and refused with ConfirmationUnavailable when the client can do neither;
 a warn adds the _ignored_options rider. A write whose answer is lost (the server exits,
 the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
-'mcpx-policy writes clear NAME'. A decision that takes longer than
+'mcpx-policy writes clear NAME'. A write the server runs as an MCP task
+stays in flight until the task's terminal status: anything but completed,
+or none within the task's ttl or --task-timeout, is an unknown outcome. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
 stderr; stdout is the client's. --record DIR writes every tools/call with
 the policy's decision to DIR for 'mcpx-policy replay', as serve --record
@@ -76,6 +79,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	closed := fs.Bool("publish-closed-schemas", false, "stamp additionalProperties: false into tools/list schemas that take no position")
 	publishRules := fs.Bool("publish-rules", false, "add the argument rules that apply to each tool to the inputSchema tools/list returns")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
+	taskTimeout := fs.Duration("task-timeout", proxy.DefaultTaskTimeout, "how long a write the server runs as a task may take to end before its outcome is unknown")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
@@ -94,6 +98,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
 	case *approvalTTL <= 0:
 		return usageError(stdout, stderr, proxyUsage, errApprovalTTL)
+	case *taskTimeout <= 0:
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--task-timeout must be more than 0"))
 	case *idle <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
 	}
@@ -138,7 +144,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)

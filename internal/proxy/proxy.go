@@ -57,6 +57,11 @@ type Options struct {
 	// CallTimeout bounds how long a write waits for the server's answer;
 	// past it the write's outcome is unknown. 0 means no bound.
 	CallTimeout time.Duration
+	// TaskTimeout bounds how long a write the server runs as a task may
+	// take to reach its terminal status (the task's own ttl, when
+	// shorter, bounds it too); past it the write's outcome is unknown. 0
+	// means DefaultTaskTimeout.
+	TaskTimeout time.Duration
 	// Commands spells the mcpx-policy commands the proxy's answers and log
 	// lines name (clearing an unknown outcome) with the state dir and
 	// config the process was given, so that they run as printed.
@@ -87,12 +92,19 @@ type session struct {
 	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
 	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
 	held      map[string]*heldAsk               // asks answered with input_required, by requestState
+	tasks     map[string]*sessionTask           // tasks this session's requests created, by task id
 	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
 	elicit    bool                              // the client declared form elicitation
 	ready     bool                              // the client sent notifications/initialized
 	serverErr error                             // set once the server's connection ended
 
 	cat catalog
+
+	// calls are the tools/call being decided, and ledgerOps the ledger
+	// writes running off the readers' goroutines; Run waits for both
+	// before it returns.
+	calls     sync.WaitGroup
+	ledgerOps sync.WaitGroup
 }
 
 // pending is a client request the server has not answered yet.
@@ -109,6 +121,7 @@ type pending struct {
 	// rider goes into structuredContent only where it admits it.
 	outputSchema json.RawMessage
 	timer        *time.Timer
+	task         string // tasks/get, tasks/result, tasks/cancel, tasks/update: the task, one of this session's
 }
 
 // Run proxies between client and server until either side's connection
@@ -137,6 +150,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
 		held:     map[string]*heldAsk{},
+		tasks:    map[string]*sessionTask{},
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
@@ -160,6 +174,11 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		client.Close()
 		<-clientDone
 	}
+	// Calls still being decided stop; a write among them that was not
+	// sent yet is aborted, as the server is gone.
+	cancel()
+	s.calls.Wait()
+	s.ledgerOps.Wait()
 	return err
 }
 
@@ -189,7 +208,11 @@ func (s *session) clientLoop() error {
 				s.mu.Lock()
 				s.deciding[m.ID] = cancel
 				s.mu.Unlock()
-				go s.toolsCall(ctx, m)
+				s.calls.Add(1)
+				go func() {
+					defer s.calls.Done()
+					s.toolsCall(ctx, m)
+				}()
 			default:
 				p := &pending{method: m.Method}
 				switch m.Method {
@@ -212,6 +235,10 @@ func (s *session) clientLoop() error {
 						continue
 					}
 					p.complete = !cursor
+				default:
+					if isTasksMethod(m.Method) && !s.taskRequest(m, p) {
+						continue
+					}
 				}
 				s.forward(m, p)
 			}
@@ -282,6 +309,9 @@ func (s *session) serverLoop() error {
 					Message: "mcpx-policy: refused: request ids starting with " + ownIDPrefix + " are reserved for the proxy's own requests"}})
 				continue
 			}
+			if isTaskNotification(m.Method) && !s.taskNotification(m) {
+				continue
+			}
 			if m.Method == "notifications/tools/list_changed" {
 				s.cat.invalidate()
 				s.mu.Lock()
@@ -317,9 +347,18 @@ func (s *session) settle(m *jsonrpc.Response) {
 		s.log.Debug("dropping an answer to a request no longer pending", "id", m.ID.Raw())
 		return
 	}
+	// A task handle is taken here, on the server's reader, so that the
+	// task is known before any later frame speaks of it.
+	if p.method == "tools/call" && m.Error == nil && s.taskCreated(p, m) {
+		return
+	}
 	if p.dispatch != nil {
 		// Settling is durable (an fsync): do not hold up other answers.
-		go s.answer(p, m)
+		s.ledgerOps.Add(1)
+		go func() {
+			defer s.ledgerOps.Done()
+			s.answer(p, m)
+		}()
 	} else {
 		s.answer(p, m)
 	}
@@ -379,6 +418,9 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				s.log.Error("settling a write in the ledger failed (it is retried)", "tool", p.call, "err", err)
 			}
 		}()
+	}
+	if p.task != "" || p.method == "tasks/list" {
+		m = s.taskAnswer(p, m)
 	}
 	if m.Error == nil {
 		switch {
@@ -534,12 +576,17 @@ func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage
 }
 
 func (s *session) recordUnknown(p *pending, cause string) string {
-	if err := p.dispatch.Unknown(cause); err != nil {
-		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
+	return s.lost(p.dispatch, p.call, cause)
+}
+
+// lost records a write's lost outcome and returns its ledger id.
+func (s *session) lost(d *mcpxpolicy.Dispatch, tool, cause string) string {
+	if err := d.Unknown(cause); err != nil {
+		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", tool, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID()))
-	return p.dispatch.ID()
+		"tool", tool, "id", d.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, d.ID()))
+	return d.ID()
 }
 
 // serverGone answers everything still at the server once its connection
@@ -566,6 +613,7 @@ func (s *session) serverGone(err error) {
 		}
 		s.replyError(id, jsonrpc.CodeInternalError, "the MCP server's connection closed before it answered: "+err.Error())
 	}
+	s.tasksGone(err)
 }
 
 func (s *session) reply(m *jsonrpc.Response) {
