@@ -87,16 +87,19 @@ type session struct {
 	server Conn
 	ctx    context.Context
 
-	mu        sync.Mutex
-	pending   map[jsonrpc.ID]*pending           // client requests at the server
-	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
-	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
-	held      map[string]*heldAsk               // asks answered with input_required, by requestState
-	tasks     map[string]*sessionTask           // tasks this session's requests created, by task id
-	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
-	elicit    bool                              // the client declared form elicitation
-	ready     bool                              // the client sent notifications/initialized
-	serverErr error                             // set once the server's connection ended
+	mu       sync.Mutex
+	pending  map[jsonrpc.ID]*pending           // client requests at the server
+	deciding map[jsonrpc.ID]context.CancelFunc // tools/call being decided
+	own      map[jsonrpc.ID]*ownRequest        // the proxy's own requests
+	held     map[string]*heldAsk               // asks answered with input_required, by requestState
+	tasks    map[string]*sessionTask           // tasks this session's requests created, by task id
+	meta     map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
+	elicit   bool                              // the client declared form elicitation
+	ready    bool                              // the client sent notifications/initialized
+	// relisting: a tools/list after list_changed is under way;
+	// relistAgain: another notification came meanwhile (relist).
+	relisting, relistAgain bool
+	serverErr              error // set once the server's connection ended
 
 	cat catalog
 
@@ -203,6 +206,9 @@ func (s *session) clientLoop() error {
 				s.refuse(m.ID, "request ids starting with "+ownIDPrefix+" are reserved for the proxy's own requests")
 			case s.inFlight(m.ID):
 				s.refuse(m.ID, fmt.Sprintf("request id %v is already in use by a request in flight", m.ID.Raw()))
+			case m.Method == "tools/call" && s.deciders() >= maxDeciding:
+				s.log.Warn("refused a tools/call: too many being decided", "id", m.ID.Raw())
+				s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("calls being decided", maxDeciding))
 			case m.Method == "tools/call":
 				ctx, cancel := context.WithCancel(s.ctx)
 				s.mu.Lock()
@@ -253,6 +259,14 @@ func (s *session) clientLoop() error {
 			}
 		}
 	}
+}
+
+// deciders counts the tools/call being decided (only the client's reader
+// adds to them).
+func (s *session) deciders() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.deciding)
 }
 
 // inFlight reports whether a client request with this id is being decided
@@ -321,7 +335,7 @@ func (s *session) serverLoop() error {
 				if ready {
 					// Before the session is initialized the list is fetched
 					// when the first call needs it.
-					go s.recheck()
+					s.relist()
 				}
 			}
 			if err := s.client.Write(s.ctx, m); err != nil {
@@ -458,6 +472,15 @@ func (s *session) forward(m *jsonrpc.Request, p *pending) {
 			p.dispatch.Abort()
 		}
 		s.replyError(m.ID, jsonrpc.CodeInternalError, "the MCP server is gone: "+err.Error())
+		return
+	}
+	if len(s.pending) >= maxPending {
+		s.mu.Unlock()
+		if p.dispatch != nil {
+			p.dispatch.Abort()
+		}
+		s.log.Warn("refused a request: too many wait for the server", "method", m.Method, "id", m.ID.Raw())
+		s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("requests waiting for the server", maxPending))
 		return
 	}
 	if p.dispatch != nil && s.opts.CallTimeout > 0 {
