@@ -20,10 +20,12 @@ import (
 // The hostile rig joins the kit's client and server (internal/hostile) to
 // one proxy session in process.
 
-// taskTools are the tools of the hostile rig's server: a write and a read.
+// taskTools are the tools of the hostile rig's server: a write and a read
+// that may run as tasks, and a write that never does.
 var taskTools = []json.RawMessage{
 	json.RawMessage(`{"name":"deploy","annotations":{"readOnlyHint":false},"inputSchema":{"type":"object","properties":{"n":{"type":"number"}}},"execution":{"taskSupport":"optional"}}`),
 	json.RawMessage(`{"name":"report","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"n":{"type":"number"}}},"execution":{"taskSupport":"optional"}}`),
+	json.RawMessage(`{"name":"note","annotations":{"readOnlyHint":false},"inputSchema":{"type":"object","properties":{"n":{"type":"number"}}}}`),
 }
 
 const allowWrites = "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n"

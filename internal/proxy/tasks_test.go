@@ -17,7 +17,7 @@ import (
 var generations = []string{"2025-11-25", "2026-07-28"}
 
 func taskScript(gen string, steps ...hostile.Step) hostile.Script {
-	return hostile.Script{Tools: taskTools, Tasks: &hostile.TaskScript{Generation: gen, Steps: steps}}
+	return hostile.Script{Tools: taskTools, Tasks: &hostile.TaskScript{Generation: gen, Tools: []string{"deploy", "report"}, Steps: steps}}
 }
 
 // taskCall calls tool as a task and returns the task's id.
@@ -61,6 +61,19 @@ func TestTaskWriteSettlesAtItsEnd(t *testing.T) {
 			r := newHostileRig(t, eng, proxy.Options{}, taskScript(gen, hostile.Step{Status: "completed", Gate: true}))
 			r.client.Initialize(t, gen, `{}`)
 			task := r.taskCall(t, "w", "deploy", 1)
+			// A plain write after it, answered and settled: the ledger has
+			// taken every change the task handle could have made.
+			if a := r.call(t, "n", "note", 2, false); !strings.HasPrefix(hostile.Text(a), "ran note") {
+				t.Fatalf("a plain write: %v", a)
+			}
+			until(t, "the plain write settles", func() bool {
+				for _, m := range readLedgerFile(t, state).InFlight {
+					if m.Tool == "note" {
+						return false
+					}
+				}
+				return true
+			})
 			if l := readLedgerFile(t, state); len(l.InFlight) != 1 || l.InFlight[0].Tool != "deploy" || len(l.Entries) != 0 {
 				t.Fatalf("after the task handle, the ledger holds %+v; want deploy in flight", l)
 			}
