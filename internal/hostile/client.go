@@ -24,15 +24,14 @@ type Client struct {
 	wmu sync.Mutex
 
 	mu       sync.Mutex
-	frames   []map[string]any
-	taken    map[int]bool
+	frames   []map[string]any // nil once Next returned it
 	changed  chan struct{}
 	finished bool
 }
 
 // NewClient returns a client writing to w and reading r (until r ends).
 func NewClient(r io.Reader, w io.Writer) *Client {
-	c := &Client{w: w, taken: map[int]bool{}, changed: make(chan struct{}, 1)}
+	c := &Client{w: w, changed: make(chan struct{}, 1)}
 	go c.read(r)
 	return c
 }
@@ -123,8 +122,8 @@ func (c *Client) next(what string, ok func(map[string]any) bool, wait time.Durat
 	for {
 		c.mu.Lock()
 		for i, m := range c.frames {
-			if !c.taken[i] && ok(m) {
-				c.taken[i] = true
+			if m != nil && ok(m) {
+				c.frames[i] = nil // returned once; the client keeps it no more
 				c.mu.Unlock()
 				return m, nil
 			}

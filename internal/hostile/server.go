@@ -71,7 +71,7 @@ type Server struct {
 
 	wmu sync.Mutex
 
-	advance chan struct{}
+	parked []parked // tasks waiting at a Gate step
 
 	mu       sync.Mutex
 	received [][]byte
@@ -99,7 +99,7 @@ func WithEvents(w io.Writer) ServerOption { return func(s *Server) { s.events = 
 // NewServer returns a server that plays sc on w once Serve reads its
 // input.
 func NewServer(sc Script, w io.Writer, opts ...ServerOption) *Server {
-	s := &Server{script: sc, w: w, counts: map[string]int{}, changed: make(chan struct{}, 1), stopped: make(chan struct{}), advance: make(chan struct{})}
+	s := &Server{script: sc, w: w, counts: map[string]int{}, changed: make(chan struct{}, 1), stopped: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -146,12 +146,24 @@ func (s *Server) record(line []byte) {
 	}
 }
 
-// Advance lets one task waiting at a Gate step go on; it waits until one
-// does.
+// Advance lets the task that has waited longest at a Gate step go on; it
+// waits until one is waiting (or the server stops).
 func (s *Server) Advance() {
-	select {
-	case s.advance <- struct{}{}:
-	case <-s.stopped:
+	for {
+		s.mu.Lock()
+		if len(s.parked) > 0 {
+			p := s.parked[0]
+			s.parked = s.parked[1:]
+			s.mu.Unlock()
+			go s.run(p.t, p.step, true)
+			return
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.stopped:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 
@@ -219,6 +231,9 @@ func (s *Server) handle(line []byte) {
 		}
 		return
 	}
+	if s.script.DelayMs[method] < 0 {
+		return // held: never answered, and nothing kept running for it
+	}
 	go s.request(id, method, m["params"])
 }
 
@@ -246,11 +261,7 @@ func (s *Server) startStorm() {
 
 // request answers one request, after its delay.
 func (s *Server) request(id json.RawMessage, method string, params json.RawMessage) {
-	if d, ok := s.script.DelayMs[method]; ok {
-		if d < 0 {
-			<-s.stopped
-			return
-		}
+	if d := s.script.DelayMs[method]; d > 0 {
 		time.Sleep(time.Duration(d) * time.Millisecond)
 	}
 	answer := func(result any) {

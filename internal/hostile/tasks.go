@@ -191,23 +191,43 @@ func (s *Server) createTask(id json.RawMessage, tool string, args json.RawMessag
 	} else {
 		answer(map[string]any{"task": s.wire(t, false)})
 	}
-	go s.run(t)
+	s.run(t, 0, false)
 }
 
-func (s *Server) run(t *task) {
+// parked is a task waiting at step, a Gate, for Advance: no goroutine
+// waits for it.
+type parked struct {
+	t    *task
+	step int
+}
+
+// run goes through the task's steps from step on its own goroutine,
+// parking it at a Gate (passed is true when Advance let it through the
+// first).
+func (s *Server) run(t *task, step int, passed bool) {
 	steps := s.script.Tasks.Steps
 	if len(steps) == 0 {
 		steps = []Step{{Status: "completed"}}
 	}
-	for _, st := range steps {
-		if st.Gate {
-			select {
-			case <-s.advance:
-			case <-t.done:
-				return
-			case <-s.stopped:
-				return
-			}
+	if step < len(steps) && steps[step].Gate && !passed {
+		s.mu.Lock()
+		s.parked = append(s.parked, parked{t, step})
+		s.mu.Unlock()
+		return
+	}
+	if step == 0 && !passed {
+		go s.steps(t, steps, 0)
+		return
+	}
+	s.steps(t, steps, step)
+}
+
+func (s *Server) steps(t *task, steps []Step, from int) {
+	for i := from; i < len(steps); i++ {
+		st := steps[i]
+		if st.Gate && i > from {
+			s.run(t, i, false)
+			return
 		}
 		d := st.Ms
 		if st.JitterMs > 0 {
