@@ -64,3 +64,25 @@ func TestInFlightBounded(t *testing.T) {
 		t.Fatalf("/healthz at the cap: %d", resp.StatusCode)
 	}
 }
+
+// TestAuthZENBatchBounded: a batch of more than MaxEvaluations
+// evaluations is refused whole (400), none of them decided.
+func TestAuthZENBatchBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "")
+	one := `{"subject":{"type":"user","id":"a"},"action":{"name":"tools/call"},"resource":{"type":"mcp_tool","id":"fs/read_file"}}`
+	batch := `{"evaluations":[` + strings.Repeat(one+",", server.MaxEvaluations) + one + `]}`
+	// The fixture caps bodies at 4 KiB; this one needs more.
+	h := server.New(f.eng, server.Options{MaxBody: 1 << 20})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+server.EvaluationsPath, "application/json", strings.NewReader(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), fmt.Sprint(server.MaxEvaluations)) {
+		t.Fatalf("a batch of %d evaluations: %d %s; want 400 naming the cap", server.MaxEvaluations+1, resp.StatusCode, raw)
+	}
+}
