@@ -54,13 +54,6 @@ func BodyBudget(n int64) HTTPOption {
 	return func(h *HTTPHandler) { h.bodies = &budget{max: n} }
 }
 
-// Sessions is how many sessions are open or being started.
-func (h *HTTPHandler) Sessions() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions) + h.starting
-}
-
 // reserve counts a session in before its server is started; it says why
 // when a cap is reached.
 func (h *HTTPHandler) reserve() string {

@@ -13,7 +13,10 @@
 //     client (or ConfirmationUnavailable), a warn adds the rider to the
 //     result;
 //   - puts every allowed write through the unknown-outcome ledger's
-//     dispatch lifecycle.
+//     dispatch lifecycle, and keeps one the server runs as an MCP task in
+//     flight until the task ends (tasks.go);
+//   - holds what each peer can make it hold within bounds (bounds.go,
+//     http_bounds.go).
 //
 // Every frame from either side is checked strictly before anything reads
 // it (Conn, decodeFrame), a tools/call is forwarded with exactly the params
