@@ -74,8 +74,9 @@ func FuzzServerFrames(f *testing.F) {
 		// What the client got for its requests, once they are answered
 		// (or after a moment, for those that never are).
 		got := map[string]map[string]any{}
+		deadline := time.Now().Add(150 * time.Millisecond)
 		for _, id := range []string{"w1", "w2", "l"} {
-			got[id] = c.Try(hostile.IsAnswer(id), 300*time.Millisecond)
+			got[id] = c.Try(hostile.IsAnswer(id), max(0, time.Until(deadline)))
 		}
 		clientEnd.Close()
 		select {
@@ -180,7 +181,7 @@ func newFuzzServer(conn net.Conn) *fuzzServer {
 // next takes the oldest waiting request of method ("*": any), waiting
 // briefly for one.
 func (s *fuzzServer) next(method string) (string, bool) {
-	deadline := time.After(200 * time.Millisecond)
+	deadline := time.After(100 * time.Millisecond)
 	for {
 		s.mu.Lock()
 		for i, r := range s.waiting {
