@@ -274,17 +274,17 @@ func (h *Handler) logAnswer(ans mcpxpolicy.Answer) {
 // /v1/writes/clear takes to clear exactly them.
 type WritesResponse struct {
 	Entries []decision.UnknownWrite `json:"entries"`
-	Seen    map[string]string         `json:"seen"`
+	Seen    map[string]string       `json:"seen"`
 }
 
 // ChangedResponse is the body of a 409 from POST /v1/writes/clear with
 // "seen": the server's entries are not the ones listed, and nothing was
 // cleared; the entries there are now and their token.
 type ChangedResponse struct {
-	Error   string                    `json:"error"`
-	Code    string                    `json:"code"`
+	Error   string                  `json:"error"`
+	Code    string                  `json:"code"`
 	Entries []decision.UnknownWrite `json:"entries"`
-	Seen    string                    `json:"seen"`
+	Seen    string                  `json:"seen"`
 }
 
 // ClearResponse is the body of POST /v1/writes/clear: the entries cleared
