@@ -97,13 +97,14 @@ type Compiled struct {
 	// list them (all of them: one that is not is a load error).
 	Examples int
 
+	names   map[string]string       // each file as the policy names it (originNames)
 	sum     *layer                  // every layer merged (merge)
 	servers map[string]*serverLayer // sum's servers by name
 }
 
 // compile merges the layers and builds the compiled policy; problems go to c.
-func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
-	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*serverLayer{}}
+func compile(layers []*layer, names map[string]string, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
+	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*serverLayer{}, names: names}
 	sum, loose := merge(layers)
 	out.sum = sum
 	for _, s := range sum.servers {
@@ -352,7 +353,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 		}
 		rules[r.id] = map[string]any{
 			"id":          r.id,
-			"origin":      r.at.String(),
+			"origin":      out.origin(r.at),
 			"description": r.description,
 			"argument":    argument,
 			"paths":       readings(r.argument),
@@ -422,11 +423,21 @@ func oneLine(s string) string {
 	return strings.Join(parts, "; ")
 }
 
+// origin is o as the compiled policy shows it: "file:line" with the file
+// named by originNames, so that no path spelling reaches the data.
+func (c *Compiled) origin(o origin) string {
+	if n, ok := c.names[o.file]; ok {
+		o.file = n
+	}
+	return o.String()
+}
+
 // RuleInfo is one argument rule as the config wrote it, for publishing it
 // to clients (proxy --publish-rules).
 type RuleInfo struct {
 	ID, Description string
-	// Origin is the rule's file:line.
+	// Origin is the rule's file:line, the file named as in the policy's
+	// data (its path from the first config file's folder).
 	Origin string
 	// Argument is the key path of a per-argument rule (a name, or a JSON
 	// Pointer's unescaped tokens); nil for a rule on the whole arguments.
@@ -460,7 +471,7 @@ func (c *Compiled) RulesFor(server, tool string) []RuleInfo {
 					if len(r.argument) > 0 {
 						arg = r.argument
 					}
-					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: r.at.String(),
+					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: c.origin(r.at),
 						Argument: arg, Required: r.required, Schema: r.schema})
 					break
 				}
