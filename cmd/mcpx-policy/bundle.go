@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/opabundle"
@@ -27,6 +29,13 @@ file holding it; --signing-alg defaults to RS256); stock OPA verifies it:
 
   mcpx-policy bundle --config mcpx-policy.yaml -o bundle.tar.gz --sign --signing-key private.pem
   opa run --server --bundle bundle.tar.gz --verification-key public.pem
+
+It says on stderr what it wrote: the file or folder, the bundle's files
+and the revision (the same for the same config wherever it is loaded
+from).
+
+Exit status: 0 written, 1 error (usage, a config that does not load, a
+signing key or an output that cannot be used).
 `
 
 func runBundle(args []string, stdout, stderr io.Writer) int {
@@ -57,13 +66,36 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	if err == nil && *sign {
 		err = opabundle.Sign(files, opabundle.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID})
 	}
+	where := *out
 	if err == nil && *dir != "" {
 		err = opabundle.WriteDir(files, *dir)
+		where = strings.TrimSuffix(*dir, "/") + "/"
 	} else if err == nil {
 		err = opabundle.WriteArchive(files, *out)
 	}
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	fmt.Fprintf(stderr, "wrote %s\n", bundleSummary(where, files, *sign))
 	return 0
+}
+
+// bundleSummary says what bundle wrote: where, how many files of which
+// kind, and the revision from the manifest.
+func bundleSummary(where string, files map[string][]byte, signed bool) string {
+	rego := 0
+	for name := range files {
+		if strings.HasSuffix(name, ".rego") {
+			rego++
+		}
+	}
+	var manifest struct {
+		Revision string `json:"revision"`
+	}
+	_ = json.Unmarshal(files[".manifest"], &manifest)
+	s := fmt.Sprintf("%s: %d files (%d Rego modules, data.json, .manifest", where, len(files), rego)
+	if signed {
+		s += ", .signatures.json"
+	}
+	return s + "), revision " + manifest.Revision
 }
