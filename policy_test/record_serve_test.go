@@ -146,13 +146,13 @@ func TestServeRecordsCallsForReplay(t *testing.T) {
 			}
 
 			// What was recorded replays with the decisions it was recorded
-			// with; a loosened config shows each change (exit 1).
+			// with; a loosened config shows each change (exit 2).
 			out, code := runBin(t, "replay", "--config", config, rec)
 			if code != 0 || !strings.Contains(out, fmt.Sprintf("replayed %d calls: 0 decided differently (its recorded decision), 0 not comparable", len(names))) {
 				t.Errorf("replay under the recording config: exit %d\n%s", code, out)
 			}
 			out, code = runBin(t, "replay", "--config", filepath.Join(dir, "pr.yaml"), rec)
-			if code != 1 || !strings.Contains(out, "fs.write_file: ask (write_mode WriteNeedsConfirmation) -> allow") || !strings.Contains(out, "fs.move_file: deny (hidden HiddenTool) -> allow") {
+			if code != 2 || !strings.Contains(out, "fs.write_file: ask (write_mode WriteNeedsConfirmation) -> allow") || !strings.Contains(out, "fs.move_file: deny (hidden HiddenTool) -> allow") {
 				t.Errorf("replay under a loosened config: exit %d\n%s", code, out)
 			}
 

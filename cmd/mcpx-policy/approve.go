@@ -34,6 +34,10 @@ with the approval (eval --approval ID, or "approval" in serve's
 
 The state dir defaults to $MCPX_POLICY_STATE_DIR, else
 $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+
+Exit status: 0 listed, approved or declined; 1 error (usage, an ID that is
+unknown, expired or already answered, a sha256 that is not the call's, a
+state dir that cannot be used).
 `
 
 // runApprovals runs `mcpx-policy approvals …`: 0 listed, 1 error.

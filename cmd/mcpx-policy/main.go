@@ -37,9 +37,12 @@ Commands:
   proxy    gate an MCP server:      mcpx-policy proxy --config F --server NAME -- CMD ARGS…
   version  the build: module version, VCS revision, Go (also --version)
 
-Run 'mcpx-policy <command> -h' for a command's flags and examples, and
-the exit statuses of each: 0 success (eval: allow), 1 error; eval also
-2 deny and 3 ask.
+Run 'mcpx-policy <command> -h' for a command's flags and examples.
+
+Exit status: 0 success, 1 error (usage, config, input, a ledger or state
+that cannot be used) for every command; 2 and up say what a command found:
+eval 2 deny and 3 ask, diff 2 the configs differ, replay 2 some decisions
+change. Each command's -h states its own.
 `
 
 func main() {
@@ -98,7 +101,7 @@ GET /healthz ("build") and the metric mcpx_policy_build_info say the same.
   mcpx-policy version
   mcpx-policy version --format json
 
-Exit status: 0, or 1 for a usage error.
+Exit status: 0 printed, 1 error (usage).
 `
 
 func runVersion(args []string, stdout, stderr io.Writer) int {

@@ -61,6 +61,10 @@ one anyway, with the pool's settings alone.
   mcpx-policy proxy --config policy.yaml --server fs --listen 127.0.0.1:8282 -- mcp-server-filesystem /workspace
 
 See docs/proxy.md for Claude Desktop, Claude Code and Codex configs.
+
+Exit status: 0 when the client ends the session (stdin closes) or after
+SIGINT or SIGTERM; 1 error (usage, a config that does not load, a server
+command that cannot start or that exits).
 `
 
 func runProxy(args []string, stdout, stderr io.Writer) int {

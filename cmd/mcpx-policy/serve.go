@@ -61,6 +61,10 @@ the oldest records are removed (docs/rollout.md).
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
   curl -s -H 'Content-Type: application/json' localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
   mcpx-policy serve --config mcpx-policy.yaml --record /var/lib/mcpx-policy/record --record-redact @secrets --record-redact /content
+
+Exit status: 0 after SIGINT or SIGTERM, once in-flight requests are done;
+1 error (usage, a config that does not load, an address that cannot be
+listened on).
 `
 
 func runServe(args []string, stdout, stderr io.Writer) int {

@@ -27,6 +27,9 @@ The ledger is the one the gateway uses: with --config, the one its ledger
 section names (a PostgreSQL database a fleet shares, docs/ledger.md); else
 ledger.json in the state dir, which defaults to $MCPX_POLICY_STATE_DIR,
 else $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+
+Exit status: 0 listed or cleared (nothing to clear included), 1 error
+(usage, an --id that is not pending, a ledger that cannot be read).
 `
 
 // runWrites runs `mcpx-policy writes …` (args exclude "writes") and returns
