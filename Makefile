@@ -4,24 +4,36 @@ OPA       := $(GO) tool opa
 COVERAGE  ?= 90
 BIN       := bin/mcpx-policy
 
-.PHONY: all build install test test-go test-rego lint lint-rego demo bench fuzz clean
+.PHONY: all build install prereqs test test-full test-go test-go-full test-rego lint lint-rego demo bench fuzz clean
 
 all: build
 
 # The first build downloads the modules and compiles OPA: minutes, not
-# seconds (README.md); -v lists each package as it compiles.
+# seconds (README.md); -v lists each package as it compiles;
+# -buildvcs=auto stamps the git revision `mcpx-policy version` prints even
+# where GOFLAGS says -buildvcs=false.
 build:
 	@echo "== go build -o $(BIN) (the first build compiles OPA and takes minutes; -v lists the packages)"
-	$(GO) build -v -o $(BIN) ./cmd/mcpx-policy
+	$(GO) build -v -buildvcs=auto -o $(BIN) ./cmd/mcpx-policy
 
 ## install: mcpx-policy into $(go env GOBIN), else $(go env GOPATH)/bin
 install:
 	@echo "== go install ./cmd/mcpx-policy (the first build compiles OPA and takes minutes; -v lists the packages)"
-	$(GO) install -v ./cmd/mcpx-policy
+	$(GO) install -v -buildvcs=auto ./cmd/mcpx-policy
 	@echo "installed $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})/mcpx-policy"
 
-## test: every test — Rego (coverage gate, fmt, strict check) and Go
-test: test-rego test-go
+## test: every test — Rego (coverage gate, fmt, strict check) and Go; the
+## long Go-against-Rego sweeps decide a sample of their cases
+## (internal/sweep); minutes (README.md says how many)
+test: prereqs test-rego test-go
+
+## test-full: every test with every case of the sweeps (.ci/run runs it)
+test-full: prereqs test-rego test-go-full
+
+## prereqs: what the tests need beyond Go, each with the command that
+## installs it; fails at once when one is missing (.ci/prereqs.sh)
+prereqs:
+	@.ci/prereqs.sh
 
 test-rego:
 	@echo "== go tool opa (its first use compiles OPA and takes minutes)"; $(OPA) version > /dev/null
@@ -37,16 +49,17 @@ e2e/node_modules: e2e/package.json e2e/package-lock.json
 	@touch $@
 
 # The PostgreSQL ledger tests need a server (internal/ledger/pgledger/pgtest):
-# with MCPX_POLICY_TEST_PG_DSN unset, a throwaway cluster runs for the tests
-# (.ci/postgres.sh; apt-get install postgresql provides it). Outside CI,
-# MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
+# .ci/postgres.sh runs a throwaway cluster for the tests (apt-get install
+# postgresql provides it), or uses the one MCPX_POLICY_TEST_PG_DSN names.
+# Outside CI, MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
 test-go: e2e/node_modules
 	$(GO) vet ./...
-	@if [ -n "$$MCPX_POLICY_TEST_PG_DSN" ]; then \
-	  echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
-	else \
-	  .ci/postgres.sh run -- $(GO) test -count=1 ./...; \
-	fi
+	@.ci/postgres.sh run -- $(GO) test -count=1 ./...
+
+# MCPX_POLICY_TEST_FULL=1: the sweeps decide every case (internal/sweep).
+test-go-full: e2e/node_modules
+	$(GO) vet ./...
+	@MCPX_POLICY_TEST_FULL=1 .ci/postgres.sh run -- $(GO) test -count=1 -timeout 40m ./...
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
