@@ -239,7 +239,7 @@ func (h *held) text() string {
 	r := *h.req
 	return fmt.Sprintf("approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
 		r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
-		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(absPath(h.path)))
+		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+printedCallPath(h.path))
 }
 
 // evalAgain is the eval command line, up to --approval, that decides a

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
@@ -16,6 +15,7 @@ const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog
                         [--surface daemon|mcp|cli] [--format text|json]
                         [--decide-timeout 5s] [--approval-ttl 5m] CALL.json…
        mcpx-policy eval --config F… [flags] --approval ID CALL.json
+       mcpx-policy eval --config F… [flags] - < CALL.json
 
 Decides each call and prints the decision. A call file is
 {"server", "tool", "args", "surface"?, "principal"?, "mode"?} where "tool" is
@@ -27,6 +27,9 @@ and "redacted" are left aside (mcpx-policy replay compares with them).
 
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json
+  some-agent --dump-call | mcpx-policy eval --config mcpx-policy.yaml -
+
+A CALL.json of - is the call read from stdin (once).
 
 An ask is put on hold as an approval request in the state dir (it expires
 after --approval-ttl): eval prints its ID and the commands that approve it
@@ -83,6 +86,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, errApprovalTTL)
 	case *approvalID != "" && fs.NArg() != 1:
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("--approval takes exactly one CALL.json, the call that was approved"))
+	case stdinArgs(fs.Args()) > 1:
+		return usageError(stdout, stderr, evalUsage, fmt.Errorf("- (the call on stdin) may be given once"))
 	}
 	ctx := context.Background()
 	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir,
@@ -161,7 +166,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 // one the call is decided with: --approval (flag), else the file's own
 // "approval"; both, and different, is an error.
 func readCall(eng *mcpxpolicy.Engine, path, flag string) (call mcpxpolicy.Call, approval string, err error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readCallFile(path)
 	if err != nil {
 		return mcpxpolicy.Call{}, "", err
 	}
