@@ -27,7 +27,7 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server
                          [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
                          [--publish-rules]
                          [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
-                         [--log-level info]
+                         [--log-level info] [--decision-log PATH]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]] -- CMD ARGS…
 
@@ -51,6 +51,11 @@ unknown outcome and blocks further writes to NAME until
 stderr; stdout is the client's. --record DIR writes every tools/call with
 the policy's decision to DIR for 'mcpx-policy replay', as serve --record
 does (mcpx-policy serve -h).
+
+--decision-log PATH appends one JSON line per decided tools/call to PATH
+(made 0600), as serve's decision log (docs/service.md#decision-log):
+OPA's decision-log shape, the arguments as a hash only, requested_by
+"proxy:NAME". stdout is the client's, so the log is always a file.
 
 NAME must be a server of the config (servers.NAME): a proxy for a server
 the config does not name would apply none of its rules. --pool-only runs
@@ -81,6 +86,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	publishRules := fs.Bool("publish-rules", false, "add the argument rules that apply to each tool to the inputSchema tools/list returns")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
+	decisionLog := fs.String("decision-log", "off", "append one JSON line per decided tools/call to this file, or off")
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
 	record := addRecordFlags(fs)
@@ -100,6 +106,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, errApprovalTTL)
 	case *idle <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
+	case *decisionLog == "" || *decisionLog == "-":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--decision-log takes a file (or off): stdout is the MCP client's"))
 	}
 	cmds := commandsFor(configs, *stateDir)
 	var lv slog.Level
@@ -142,6 +150,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	if *decisionLog != "off" {
+		f, err := os.OpenFile(*decisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(stderr, err, "")
+		}
+		defer f.Close()
+		onDecision = logDecisions(server.NewDecisionLogger(f), "proxy:"+*name, eng, onDecision)
+	}
 	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
@@ -172,6 +188,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, fmt.Errorf("%s exited: %v", command[0], err), "")
 	default:
 		return fail(stderr, err, "")
+	}
+}
+
+// logDecisions is an OnDecision callback that writes each decision to dl
+// (as requestedBy, with the engine's revision) and then calls next, when
+// set.
+func logDecisions(dl *server.DecisionLogger, requestedBy string, eng *mcpxpolicy.Engine, next func(mcpxpolicy.Call, mcpxpolicy.Decision)) func(mcpxpolicy.Call, mcpxpolicy.Decision) {
+	return func(call mcpxpolicy.Call, d mcpxpolicy.Decision) {
+		dl.Log(requestedBy, eng.Revision(), call, d, 0)
+		if next != nil {
+			next(call, d)
+		}
 	}
 }
 

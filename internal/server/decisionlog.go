@@ -111,6 +111,28 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 	if l == nil {
 		return
 	}
+	l.log(r.RemoteAddr, rev, call, d, took)
+}
+
+// DecisionLogger writes the decision log of a process that is not serve's
+// handler — the proxy's --decision-log —: one LogEntry per line, as serve
+// writes them. Safe for concurrent use.
+type DecisionLogger struct{ l *decisionLog }
+
+// NewDecisionLogger returns a DecisionLogger writing to w.
+func NewDecisionLogger(w io.Writer) *DecisionLogger {
+	return &DecisionLogger{l: newDecisionLog(w, time.Now)}
+}
+
+// Log writes the line of one decision: requestedBy says who asked (the
+// proxy names its server, "proxy:fs"), revision is the config revision the
+// decision was made with, took how long it took (0 when not measured: the
+// metrics are then left empty).
+func (dl *DecisionLogger) Log(requestedBy, revision string, call mcpxpolicy.Call, d mcpxpolicy.Decision, took time.Duration) {
+	dl.l.log(requestedBy, revision, call, d, took)
+}
+
+func (l *decisionLog) log(requestedBy, rev string, call mcpxpolicy.Call, d mcpxpolicy.Decision, took time.Duration) {
 	sum, err := mcpxpolicy.ArgsSHA256(call.Args)
 	if err != nil {
 		sum = ""
@@ -130,10 +152,13 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 			Reasons: logReasons(d.Reasons), Warnings: logReasons(d.Warnings),
 		},
 		Erased:      erased,
-		RequestedBy: r.RemoteAddr,
+		RequestedBy: requestedBy,
 		Timestamp:   l.now().UTC().Format(time.RFC3339Nano),
-		Metrics:     map[string]int64{"timer_server_handler_ns": took.Nanoseconds()},
+		Metrics:     map[string]int64{},
 		Bundles:     map[string]map[string]any{"mcpx": {"revision": rev}},
+	}
+	if took > 0 {
+		e.Metrics["timer_server_handler_ns"] = took.Nanoseconds()
 	}
 	if d.Shadow != nil {
 		e.Result.Shadow = &LogShadow{Outcome: d.Shadow.Outcome, Step: d.Shadow.Step, Reasons: logReasons(d.Shadow.Reasons)}
