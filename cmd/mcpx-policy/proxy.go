@@ -48,7 +48,8 @@ the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
 'mcpx-policy writes clear NAME'. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
-stderr; stdout is the client's. --record DIR writes every tools/call with
+stderr (an unknown-outcome ledger that stops reading, and reads again, is
+logged once each time); stdout is the client's. --record DIR writes every tools/call with
 the policy's decision to DIR for 'mcpx-policy replay', as serve --record
 does (mcpx-policy serve -h).
 
@@ -146,6 +147,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
 	}
 	reloadOnChange(ctx, eng, configs, logger)
+	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	onDecision, err := record.open(eng, logger)
 	if err != nil {
 		return fail(stderr, err, "")

@@ -45,6 +45,8 @@ A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
 Config files (and conf.d/*.yaml) are watched and reloaded on change and on
 SIGHUP; a config that fails to load is logged and the old policy stays.
+An unknown-outcome ledger that stops reading (a PostgreSQL database down)
+is logged on stderr once, and again once when it reads again.
 SIGINT or SIGTERM drains in-flight requests and exits. POST bodies need
 Content-Type: application/json; a browser request from another origin is
 refused.
@@ -157,6 +159,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		watchPaths = append(watchPaths, *catalog)
 	}
 	reloadOnChange(ctx, eng, watchPaths, logger)
+	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
