@@ -77,8 +77,9 @@ type Compiled struct {
 	Modules map[string]string
 	// Warnings are findings that do not stop the load, with file and line:
 	// every setting a later layer loosened (see Load), an overrides folder
-	// without policy files, and with a catalog the rules and patterns that
-	// match no tool.
+	// without policy files, each format keyword of a rule's schema (an
+	// annotation, never checked), and with a catalog the rules and patterns
+	// that match no tool.
 	Warnings []Warning
 	// Schemas maps each generated package's name to the argument-rule
 	// schema it was compiled from (decoded JSON, as written), for the
@@ -347,6 +348,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 		}
 		pkgs[r.id] = pkg
 		checked = append(checked, r)
+		out.Warnings = append(out.Warnings, formatWarnings(r)...)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a
