@@ -11,7 +11,7 @@ import (
 	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
-const bundleUsage = `usage: mcpx-policy bundle --config F [--config F…] (-o bundle.tar.gz | --dir D)
+const bundleUsage = `usage: mcpx-policy bundle --config F [--config F…] [--set PATH=VALUE…] (-o bundle.tar.gz | --dir D)
                           [--sign --signing-key K [--signing-alg RS256] [--claims-file F] [--signing-key-id ID]]
 
 Writes the whole policy for a config — the static Rego, one generated
@@ -43,6 +43,7 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
+	set := addSetFlag(fs)
 	out := fs.String("o", "", "write a gzipped tarball here")
 	dir := fs.String("dir", "", "write the bundle's files into this folder")
 	sign := fs.Bool("sign", false, "sign the bundle (.signatures.json)")
@@ -62,7 +63,7 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	if !*sign && (*key != "" || *claims != "" || *keyID != "") {
 		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--signing-key, --claims-file and --signing-key-id need --sign"))
 	}
-	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
+	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs, Set: set.options()})
 	if err == nil && *sign {
 		err = opabundle.Sign(files, opabundle.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID})
 	}

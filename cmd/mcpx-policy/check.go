@@ -9,7 +9,8 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
 
-const checkUsage = `usage: mcpx-policy check --config F [--config F…] [--catalog F] [--format text|json]
+const checkUsage = `usage: mcpx-policy check --config F [--config F…] [--catalog F] [--set PATH=VALUE…]
+                         [--format text|json]
 
 Loads and validates the config (every layer, every argument rule) and
 prints its warnings. Every rule example (examples: {valid, invalid}) is
@@ -20,6 +21,12 @@ and rule properties a tool does not declare, are warnings.
   mcpx-policy check --config /etc/mcpx-policy/config.yaml
   mcpx-policy check --config mcpx-policy.yaml --catalog tools.json
   mcpx-policy check --config mcpx-policy.yaml --format json
+  mcpx-policy check --config mcpx-policy.yaml --set policy.write=deny --set servers.fs.writePolicy=ask
+
+--set PATH=VALUE (repeatable, also on eval, bundle, replay, serve and the
+proxy) overrides a mode: the highest layer, above the MCPX_POLICY_*
+environment; a value that loosens is a warning like any later layer's
+(docs/configuration.md#layering).
 
 --format json prints one object on stdout instead of the summary line
 and the warnings on stderr: {"servers", "rules", "examples", "warnings",
@@ -35,6 +42,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file")
+	set := addSetFlag(fs)
 	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, checkUsage, err)
@@ -45,7 +53,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := format.check(); err != nil {
 		return usageError(stdout, stderr, checkUsage, err)
 	}
-	sum, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog})
+	sum, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, Set: set.options()})
 	if err != nil {
 		return fail(stderr, err, "")
 	}

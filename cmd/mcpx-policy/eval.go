@@ -11,7 +11,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
 
-const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--state-dir D]
+const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--set PATH=VALUE…] [--state-dir D]
                         [--surface daemon|mcp|cli] [--format text|json]
                         [--decide-timeout 5s] [--approval-ttl 5m] CALL.json…
        mcpx-policy eval --config F… [flags] --approval ID CALL.json
@@ -62,6 +62,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file")
+	set := addSetFlag(fs)
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	surface := fs.String("surface", "", "surface to render for: daemon, mcp or cli (default: the call's, else cli)")
 	format := formatFlag(fs)
@@ -90,7 +91,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("- (the call on stdin) may be given once"))
 	}
 	ctx := context.Background()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir,
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, Set: set.options(),
 		DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")

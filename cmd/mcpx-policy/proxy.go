@@ -23,7 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
+const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set PATH=VALUE…] --server NAME [--pool-only] [--state-dir D]
                          [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
                          [--publish-rules]
                          [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
@@ -79,6 +79,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	name := fs.String("server", "", "the server's name in the config")
+	set := addSetFlag(fs)
 	poolOnly := fs.Bool("pool-only", false, "accept a --server the config does not configure: only the pool's settings apply")
 	idle := fs.Duration("idle-timeout", 30*time.Minute, "with --listen: end a session whose client sent nothing and held no stream open this long")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
@@ -125,7 +126,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		met = newMetrics(&eng, false)
 		observer = met
 	}
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
 	if err != nil {
 		return fail(stderr, err, "run '"+cmds.Check()+"' to see every config problem")
 	}

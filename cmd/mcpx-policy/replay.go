@@ -15,7 +15,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
 
-const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F]
+const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F] [--set PATH=VALUE…]
                           [--format text|json] CALL.json|DIR…
 
 Decides recorded calls again and prints the ones whose decision changes
@@ -78,6 +78,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var configs, against stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
+	set := addSetFlag(fs)
 	fs.Var(&against, "against", "the config to compare with (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file (for call files that name their tool)")
 	format := formatFlag(fs)
@@ -109,7 +110,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(state)
 	ctx := context.Background()
 	open := func(paths []string, which string) (*mcpxpolicy.Engine, bool) {
-		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
+		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Catalog: *catalog, Set: set.options(), StateDir: state, DecideTimeout: *decideTimeout})
 		if err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", which, err), "run 'mcpx-policy check --config …' to see every config problem")
 			return nil, false

@@ -20,7 +20,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
-const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
+const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--set PATH=VALUE…] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
                          [--max-body 1048576] [--decide-timeout 5s] [--approval-ttl 5m]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
@@ -75,6 +75,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file (lets calls name a tool instead of sending it)")
+	set := addSetFlag(fs)
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	addr := fs.String("addr", "127.0.0.1:8181", "listen address")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear and /v1/approvals/ID")
@@ -124,7 +125,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var eng *mcpxpolicy.Engine
 	met := newMetrics(&eng, true)
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
