@@ -77,10 +77,12 @@ lint-rego:
 	fi
 
 ## demo: check the example config (its rule examples must all hold), then
-## evaluate the bundled example calls and print each decision
+## evaluate the bundled example calls and print each decision. The state
+## dir is tmp/demo (git ignores tmp/); the approval commands an ask prints
+## name bin/mcpx-policy by its path, so they run as printed.
 demo: build
 	@$(BIN) check --config examples/mcpx-policy.yaml
-	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
+	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir tmp/demo examples/calls/*.json; \
 	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
 
 ## bench: the reference workloads M and L (internal/bench, and the engine's

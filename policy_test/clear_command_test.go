@@ -101,7 +101,9 @@ func cliEnvIn(t *testing.T, dir string, env []string, args ...string) (int, stri
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	// mcpx-policy on the PATH, as for a person who installed it: the
+	// commands it prints name it so
+	cmd.Env = append(append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -147,7 +147,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 // approvalFail reports an error of the approval store with what to do;
 // stateDir is the one the commands it names carry (printedStateDir).
 func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
-	list := "mcpx-policy approvals" + stateDirFlag(stateDir)
+	list := self() + " approvals" + stateDirFlag(stateDir)
 	var ue *mcpxpolicy.ApprovalsUnreadableError
 	switch {
 	case errors.As(err, &ue):
@@ -167,11 +167,11 @@ func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string
 // approveCommand is the exact command that approves r, runnable as printed
 // with stateDir from printedStateDir.
 func approveCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
-	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
+	return self() + " approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
 }
 
 func declineCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
-	return "mcpx-policy approve " + r.ID + " --decline" + stateDirFlag(stateDir)
+	return self() + " approve " + r.ID + " --decline" + stateDirFlag(stateDir)
 }
 
 func indent(text string) string {
@@ -247,7 +247,7 @@ func (h *held) text() string {
 // and surface flags, the files absolute.
 func evalAgain(configs []string, catalog, stateDir, surface string) string {
 	var b strings.Builder
-	b.WriteString("mcpx-policy eval")
+	b.WriteString(self() + " eval")
 	for _, c := range configs {
 		b.WriteString(" --config " + writesQuote(absPath(c)))
 	}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
@@ -33,4 +36,25 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// self is this program as the approval commands eval and approvals print
+// name it: "mcpx-policy" when that is what the PATH finds, else the
+// binary's own path — bin/mcpx-policy, as make demo runs it before anything
+// is installed, prints commands that run as printed, with this very
+// binary. go run's temporary binary (under a go-build folder), gone once
+// go run ends, is named mcpx-policy.
+func self() string {
+	exe, err := os.Executable()
+	if err != nil || strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "mcpx-policy"
+	}
+	if p, err := exec.LookPath("mcpx-policy"); err == nil {
+		a, aerr := os.Stat(p)
+		b, berr := os.Stat(exe)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return "mcpx-policy"
+		}
+	}
+	return writesQuote(exe)
 }
