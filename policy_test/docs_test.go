@@ -729,8 +729,9 @@ func lineRE(w string) *regexp.Regexp {
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
 }
 
-// copyRepo copies the repository's files to dst, without .git, installed
-// npm modules and build output.
+// copyRepo copies the repository's files to dst, without .git and build
+// output; the installed npm modules (e2e/node_modules) are linked, not
+// copied, for the pages that run the e2e programs as a reader would.
 func copyRepo(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -739,7 +740,12 @@ func copyRepo(src, dst string) error {
 		rel, _ := filepath.Rel(src, p)
 		if d.IsDir() {
 			switch rel {
-			case ".git", "bin", "build", "tmp", filepath.Join("e2e", "node_modules"):
+			case ".git", "bin", "build", "tmp":
+				return filepath.SkipDir
+			case filepath.Join("e2e", "node_modules"):
+				if err := os.Symlink(p, filepath.Join(dst, rel)); err != nil {
+					return err
+				}
 				return filepath.SkipDir
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
