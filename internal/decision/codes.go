@@ -50,7 +50,7 @@ var Codes = []CodeInfo{
 	{OverrideAsk, "An operator override asks for confirmation", StepOverrides, Ask, ""},
 	{InvalidInput, "The call is malformed", StepInput, Deny, ""},
 	{PolicyError, "The policy could not decide", StepInput, Deny, ""},
-	{ConfirmationUnavailable, "Confirmation was needed but this surface cannot ask", StepConfirmation, Deny, ""},
+	{ConfirmationUnavailable, "The call needs a confirmation it does not have", StepConfirmation, Deny, ""},
 	{ConfirmationDeclined, "Confirmation was declined", StepConfirmation, Deny, ""},
 }
 
