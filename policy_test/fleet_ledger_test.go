@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger/pgtest"
 )
 
@@ -249,5 +250,29 @@ func TestLedgerOutageIsLoggedOnce(t *testing.T) {
 	}
 	if status, _, body := srv.post(t, "/v1/decide", noteWrite); status != 200 || !strings.Contains(string(body), `"outcome":"allow"`) {
 		t.Errorf("a write after the outage: %d %s", status, body)
+	}
+}
+
+// TestLedgerUnreadableNamesTheRealCommand: when the PostgreSQL ledger a
+// config names does not answer, a write's LedgerUnreadable deny tells the
+// operator the command that shows why — mcpx-policy writes with this
+// engine's config files, absolute — not a placeholder ('--config …').
+func TestLedgerUnreadableNamesTheRealCommand(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": fleetConfig})
+	cfg := filepath.Join(dir, "mcpx-policy.yaml")
+	// a port nothing listens on: the database never answers
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{cfg}, StateDir: filepath.Join(dir, "state"),
+		Env: []string{"FLEET_DSN=postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	write := mcpxpolicy.Tool{Name: "write_note", Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false)}}
+	d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "notes", Tool: write, Args: map[string]any{"text": "x"}})
+	r := d.First()
+	want := "an operator runs 'mcpx-policy writes --config " + cfg + "' to see why"
+	if r.Code != mcpxpolicy.LedgerUnreadable || !strings.Contains(r.Message, want) || strings.Contains(r.Message, "…") {
+		t.Errorf("the deny of a write with the database down:\n%s: %s\nwant it to say %q", r.Code, r.Message, want)
 	}
 }
