@@ -141,12 +141,12 @@ func TestFleetSharesThePostgresLedger(t *testing.T) {
 	// --config (not the proxy's --state-dir), and run as printed.
 	lost := lose()
 	both("after the third loss", "UnknownOutcomePending")
-	if want := " --config " + g.config; !strings.HasPrefix(lost, "mcpx-policy writes clear notes --id ") || !strings.HasSuffix(lost, want) {
+	if want := " --config " + g.config + clearReason; !strings.HasPrefix(lost, "mcpx-policy writes clear notes --id ") || !strings.HasSuffix(lost, want) {
 		t.Errorf("the proxy prints %q; want it to end in %q", lost, want)
 	}
 	_, _, body := a.post(t, "/v1/decide", noteWrite)
 	clear := clearDetail(t, body)
-	if want := "mcpx-policy writes clear notes --config " + g.config; clear != want {
+	if want := "mcpx-policy writes clear notes --config " + g.config + clearReason; clear != want {
 		t.Errorf("serve's decision names %q; want %q", clear, want)
 	}
 	if out := paste(t, clear+" --reason 'fleet test'", env...); !strings.Contains(out, "1 write(s) cleared") {

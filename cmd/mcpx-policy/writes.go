@@ -76,8 +76,10 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "no unknown-outcome writes")
 	}
 	for _, e := range st.Entries {
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra)
+		// the ledger's flags go before the --reason the SDK's command ends with
+		clear, reason, _ := strings.Cut(mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), " --reason ")
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s --reason %s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, clear, extra, reason)
 	}
 	if n := len(st.InFlight); n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)

@@ -25,16 +25,21 @@ type Commands struct {
 	LedgerInConfig bool
 }
 
+// ClearReason is the --reason a printed clear command carries, for the
+// operator to replace with what the server showed: a clear without one
+// leaves the ledger's audit history (cleared) without a why.
+const ClearReason = "<what you found on the server>"
+
 // WritesClear is `mcpx-policy writes clear SERVER [--id ID]` with the
-// ledger's place (--state-dir D, or --config F… with LedgerInConfig); id ""
-// clears every entry of server. Arguments a POSIX shell would split are
-// single-quoted.
+// ledger's place (--state-dir D, or --config F… with LedgerInConfig) and
+// --reason ClearReason; id "" clears every entry of server. Arguments a
+// POSIX shell would split are single-quoted.
 func (c Commands) WritesClear(server, id string) string {
 	s := "mcpx-policy writes clear " + shellQuote(server)
 	if id != "" {
 		s += " --id " + shellQuote(id)
 	}
-	return s + c.ledger()
+	return s + c.ledger() + " --reason " + shellQuote(ClearReason)
 }
 
 // PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
@@ -125,7 +130,9 @@ func (c Commands) respell(d decision.Decision) decision.Decision {
 
 // bareClear is the clear command the policy names when its caller gives
 // none (a stock OPA fed the documented input): no flags, the server as is.
-func bareClear(server string) string { return "mcpx-policy writes clear " + server }
+func bareClear(server string) string {
+	return "mcpx-policy writes clear " + server + " --reason " + shellQuote(ClearReason)
+}
 
 // shellQuote single-quotes s unless a POSIX shell would read it as one
 // word as it is.

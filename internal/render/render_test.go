@@ -469,11 +469,11 @@ func TestMCPForSpellsTheAcceptCommand(t *testing.T) {
 func TestMCPForSpellsTheClearCommand(t *testing.T) {
 	t.Parallel()
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
-	r := reason(decision.UnknownOutcomePending, "fs.write_file: 1 earlier write to fs has an unknown outcome; clear it with `mcpx-policy writes clear fs` once checked")
-	r.Details = map[string]any{"clear": "mcpx-policy writes clear fs"}
+	r := reason(decision.UnknownOutcomePending, "fs.write_file: 1 earlier write to fs has an unknown outcome; clear it with `mcpx-policy writes clear fs --reason '<what you found on the server>'` once checked")
+	r.Details = map[string]any{"clear": "mcpx-policy writes clear fs --reason '<what you found on the server>'"}
 	d := deny(t, call, true, r)
 	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state dir"})
-	const want = "mcpx-policy writes clear fs --state-dir '/srv/state dir'"
+	const want = "mcpx-policy writes clear fs --state-dir '/srv/state dir' --reason '<what you found on the server>'"
 	text := a.Result.Content[0].Text
 	if strings.Count(text, want) != 2 || strings.Contains(strings.ReplaceAll(text, want, ""), "writes clear") {
 		t.Errorf("text does not name %q everywhere:\n%s", want, text)
@@ -482,10 +482,10 @@ func TestMCPForSpellsTheClearCommand(t *testing.T) {
 	if got.Details["clear"] != want || !strings.Contains(got.Message, want) {
 		t.Errorf("_meta decision: %+v", got)
 	}
-	if d.Reasons[0].Details["clear"] != "mcpx-policy writes clear fs" {
+	if d.Reasons[0].Details["clear"] != "mcpx-policy writes clear fs --reason '<what you found on the server>'" {
 		t.Error("the caller's decision was changed")
 	}
-	if got := render.MCP(d).Result.Content[0].Text; !strings.Contains(got, "(`mcpx-policy writes clear fs`)") {
+	if got := render.MCP(d).Result.Content[0].Text; !strings.Contains(got, "(`mcpx-policy writes clear fs --reason '<what you found on the server>'`)") {
 		t.Errorf("without a state dir: %s", got)
 	}
 	if got := (render.Commands{Configs: []string{"a.yaml", "my conf.yaml"}}).Check(); got != "mcpx-policy check --config a.yaml --config 'my conf.yaml'" {
@@ -501,7 +501,7 @@ func TestMCPForKeepsTheEngineClearCommand(t *testing.T) {
 	t.Parallel()
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
 	cmds := render.Commands{Configs: []string{"/etc/mcpx/fleet.yaml", "/etc/mcpx/my site.yaml"}, LedgerInConfig: true}
-	const want = "mcpx-policy writes clear fs --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml'"
+	const want = "mcpx-policy writes clear fs --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml' --reason '<what you found on the server>'"
 	if got := cmds.WritesClear("fs", ""); got != want {
 		t.Fatalf("WritesClear with LedgerInConfig = %q", got)
 	}
@@ -530,7 +530,7 @@ func TestMCPForKeepsTheEngineClearCommand(t *testing.T) {
 func TestRedactKeepsTheClearCommand(t *testing.T) {
 	t.Parallel()
 	const state = "/tmp/TestPrintedClearCommandRunseval_text266577991/001"
-	const clear = "mcpx-policy writes clear fs --state-dir " + state
+	const clear = "mcpx-policy writes clear fs --state-dir " + state + " --reason '<what you found on the server>'"
 	const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
 	r := reason(decision.UnknownOutcomePending, "fs.write_file: "+secret+"; no further writes to fs until an operator checks what happened and clears them with: "+clear)
@@ -653,11 +653,11 @@ func TestCommandsWritesClear(t *testing.T) {
 		cmds             render.Commands
 		server, id, want string
 	}{
-		{render.Commands{}, "fs", "", "mcpx-policy writes clear fs"},
-		{render.Commands{}, "fs", "3f9c2a1b7d4e8f60", "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60"},
-		{render.Commands{}, "my server", "", "mcpx-policy writes clear 'my server'"},
-		{render.Commands{}, "it's", "", `mcpx-policy writes clear 'it'\''s'`},
-		{render.Commands{StateDir: "/var/lib/my state"}, "fs", "", "mcpx-policy writes clear fs --state-dir '/var/lib/my state'"},
+		{render.Commands{}, "fs", "", "mcpx-policy writes clear fs --reason '<what you found on the server>'"},
+		{render.Commands{}, "fs", "3f9c2a1b7d4e8f60", "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason '<what you found on the server>'"},
+		{render.Commands{}, "my server", "", "mcpx-policy writes clear 'my server' --reason '<what you found on the server>'"},
+		{render.Commands{}, "it's", "", `mcpx-policy writes clear 'it'\''s' --reason '<what you found on the server>'`},
+		{render.Commands{StateDir: "/var/lib/my state"}, "fs", "", "mcpx-policy writes clear fs --state-dir '/var/lib/my state' --reason '<what you found on the server>'"},
 	} {
 		if got := tc.cmds.WritesClear(tc.server, tc.id); got != tc.want {
 			t.Errorf("%+v.WritesClear(%q, %q) = %q, want %q", tc.cmds, tc.server, tc.id, got, tc.want)

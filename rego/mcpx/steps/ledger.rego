@@ -17,12 +17,13 @@ import data.mcpx.lib.req
 # req.doc: it changes no outcome, only what the deny tells the operator to
 # run), which carries the state dir or the config the caller's ledger lives
 # in; else, as on a stock OPA fed the documented input, the command for the
-# default state dir.
+# default state dir. Either carries a --reason for the operator to fill in
+# (render.ClearReason), so that the ledger keeps why it was cleared.
 clear_command := c if {
 	c := object.get(input, ["ledger", "clear"], null)
 	is_string(c)
 	c != ""
-} else := sprintf("mcpx-policy writes clear %s", [req.doc.server])
+} else := sprintf("mcpx-policy writes clear %s --reason '<what you found on the server>'", [req.doc.server])
 
 # writes_command is the command that lists this server's entries and says
 # why the ledger cannot be read: the caller's input.ledger.writes (read as
