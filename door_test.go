@@ -24,6 +24,7 @@ var adapterHelpers = map[string]bool{
 	module + "/internal/metrics":    true,
 	module + "/internal/loopback":   true,
 	module + "/internal/strictjson": true,
+	module + "/internal/buildinfo":  true,
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach
