@@ -232,7 +232,8 @@ func policyOf(t testing.TB, paths ...string) engine.Policy {
 
 // TestPredicatesImplyRegoOnWorkloads: on the M and L reference calls, with
 // callers' modes, ledger entries and missing annotations mixed in, every
-// engine-only predicate the engine answers yes to holds in Rego.
+// engine-only predicate the engine answers yes to holds in Rego. A quick
+// run checks every sweep.Stride-th call; make test-full all of them.
 func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the M and L workloads")
