@@ -40,4 +40,10 @@ done
 if [ -z "$py" ]; then
 	need "the Prometheus Python client" "/metrics is checked with its OpenMetrics parser" "apt-get install python3-prometheus-client"
 fi
+# Programs the commands of README.md and docs/ run (TestDocs runs them).
+for prog in curl jq openssl git; do
+	if ! command -v "$prog" >/dev/null 2>&1; then
+		need "$prog" "the commands the docs show run it (policy_test's TestDocs)" "apt-get install $prog"
+	fi
+done
 exit $missing
