@@ -39,8 +39,7 @@ test-rego:
 	@echo "== go tool opa (its first use compiles OPA and takes minutes)"; $(OPA) version > /dev/null
 	@echo "== opa fmt"; test -z "$$($(OPA) fmt -l rego/)" || { $(OPA) fmt -l rego/; echo "rego/ is not opa-fmt formatted: run 'go tool opa fmt -w rego/'"; exit 1; }
 	@echo "== opa check --strict"; $(OPA) check --strict rego/
-	@echo "== opa test"; $(OPA) test --timeout 60s rego/ --fail-on-empty
-	@echo "== opa test (example overrides)"; $(OPA) test --timeout 60s rego/ examples/overrides/ --fail-on-empty
+	@echo "== opa test (the policy's tests and the example overrides')"; $(OPA) test --timeout 60s rego/ examples/overrides/ --fail-on-empty
 	@echo "== opa test coverage >= $(COVERAGE)%"; $(OPA) test --timeout 60s rego/ --coverage --threshold $(COVERAGE) > /dev/null
 
 # The end-to-end tests run real MCP servers from npm, pinned by the lockfile.
