@@ -180,7 +180,7 @@ servers:
 	r.refusal(t, "an unknown-argument refusal", "UnknownArguments", "Unknown arguments: lines", "Valid arguments: head, path, tail")
 
 	r = g.result(t, "an ask the client cannot show", "write_file", "path="+root+"/b.txt", "content=x")
-	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's confirmation")
+	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's approval", "mcpx-policy approve ")
 
 	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
 		t.Errorf("b.txt exists (%v): the unconfirmed write ran", err)

@@ -71,6 +71,12 @@ type Options struct {
 	// server lists (a hidden one too) and the policy's decision, redacted,
 	// before an ask is put to the person (proxy --record).
 	OnDecision func(decision.Call, mcpxpolicy.Redacted)
+	// OnAskAnswered, when set, is told what the client got for each ask
+	// once it ended: an allow (a person approved it), a deny and its
+	// code (ConfirmationDeclined, or ConfirmationUnavailable when the ask
+	// could not be put to a person in band: held out of band for one, or
+	// not held at all). The metrics count it (ask_answers_total).
+	OnAskAnswered func(outcome decision.Outcome, code decision.Code)
 }
 
 // ownIDPrefix starts the ids of requests the proxy itself makes (its own
@@ -99,6 +105,7 @@ type session struct {
 	held      map[string]*heldAsk               // asks answered with input_required, by requestState
 	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
 	elicit    bool                              // the client declared form elicitation
+	elicitURL bool                              // the client declared URL elicitation
 	ready     bool                              // the client sent notifications/initialized
 	serverErr error                             // set once the server's connection ended
 
