@@ -49,7 +49,8 @@ type AnswerOptions struct {
 	// Hold puts an ask on hold as an approval request (RequestApproval)
 	// and names it in the answer (Answer.Held).
 	Hold bool
-	// OutOfBand completes an ask out of band instead (AskOutOfBand), for
+	// OutOfBand completes an ask out of band instead (as DecideApproved
+	// with id "" does), for
 	// a caller that runs the call it is answered (serve): an approval a
 	// person gave for exactly this call is used — the answer is the
 	// allow, and Answer.Approval names it —, a declined one is the

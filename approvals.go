@@ -226,6 +226,11 @@ func approvalBinding(call decision.Call, p render.AskPrompt, revision string) (s
 //     ConfirmationUnavailable deny, whose details name the approval and
 //     why.
 //
+// With id "" it completes the ask out of band, for a surface that cannot
+// put it to a person (an MCP client without elicitation, a webhook's
+// reader): it uses the approval a person gave for exactly this call, or
+// puts the ask on hold for one (outofband.go, docs/approvals.md).
+//
 // Like Decide, it always returns a decision, a deny whenever it returns an
 // error; errors.Is(err, ErrApprovalRefused) tells a refused approval from
 // a failure of the gate. Safe for concurrent use.
@@ -233,6 +238,13 @@ func (e *Engine) DecideApproved(ctx context.Context, call decision.Call, id stri
 	d, err := e.Decide(ctx, call)
 	if err != nil {
 		return d, err
+	}
+	if id == "" {
+		if d.Outcome != decision.Ask {
+			return d, nil
+		}
+		out, _, err := e.outOfBand(call, d, redact.Of(d, call.Args))
+		return out, err
 	}
 	return e.useApproval(call, d, redact.Of(d, call.Args), id)
 }

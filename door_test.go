@@ -52,6 +52,7 @@ var adapterHelpers = map[string]bool{
 	// decides anything.
 	module + "/internal/approvalpage": true,
 	module + "/internal/webhook":      true,
+	module + "/internal/netcap":       true, // the listeners' cap on open connections
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach

@@ -60,16 +60,18 @@ type Options struct {
 	// ApprovalsPage is the link of the approvals page that answers this
 	// state dir's requests (serve's or proxy --listen's --approvals-page,
 	// or --approvals-url), without a trailing slash; an ask held out of
-	// band (AskOutOfBand) links to ApprovalsPage + "/" + the request's
+	// band (DecideApproved with id "") links to ApprovalsPage + "/" + the request's
 	// id. "" links to none.
 	ApprovalsPage string
 	// OnApprovalRequest, when set, is told of each approval request an
-	// ask held out of band opens (AskOutOfBand, Answer with OutOfBand),
-	// once it is durable, on the goroutine that decided: it must return
-	// quickly (serve and the proxy hand it to the webhook's queue). It is
-	// not told of a request already waiting for the same call, nor of the
-	// requests RequestApproval opens.
-	OnApprovalRequest func(decision.ApprovalRequest)
+	// ask held out of band opens (DecideApproved with id "", Answer with
+	// OutOfBand), once it is durable, with the held refusal (its first
+	// reason's details "approve" and "page" say how a person approves
+	// it), on the goroutine that decided: it must return quickly (serve
+	// and the proxy hand it to the webhook's queue). It is not told of a
+	// request already waiting for the same call, nor of the requests
+	// RequestApproval opens.
+	OnApprovalRequest func(req decision.ApprovalRequest, held decision.Decision)
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -346,7 +348,7 @@ func (e *Engine) Pins() *Pins { return e.pins }
 // Commands spells the commands this Engine's operator runs — clear its
 // writes, accept its pins, list them, check its config — as its decisions
 // name them: with --state-dir when Options.StateDir or
-// $MCPX_POLICY_STATE_DIR chose the state dir (PrintedStateDir), and the
+// $MCPX_POLICY_STATE_DIR chose the state dir (printedStateDir), and the
 // --config files when the ledger is the config's database. Fixed for the
 // Engine's life.
 func (e *Engine) Commands() Commands { return e.cmds }

@@ -19,39 +19,33 @@ import (
 // approvals page, a webhook's link); and the same call, sent again, finds
 // the answer and is decided with it — once. See docs/approvals.md.
 
-// AskOutOfBand completes the ask d of call for a surface that cannot put it
-// to a person: the person answers it out of band, and the same call sent
-// again afterwards finds the answer. It looks for a live approval request
-// made for exactly this ask — the call's sha256 and everything else an
-// approval is bound to (RequestApproval), the config revision included —
-// and
-//   - when a person approved one, uses it (once, as DecideApproved does)
-//     and returns the allow, with that request and a nil error;
+// Completing an ask out of band (DecideApproved with id ""): the engine
+// looks for a live approval request made for exactly this ask — the
+// call's sha256 and everything else an approval is bound to
+// (RequestApproval), the config revision included — and
+//   - when a person approved one, uses it (once, as DecideApproved with
+//     its id does) and returns the allow and a nil error;
 //   - when a person declined one, spends it and returns the
 //     ConfirmationDeclined deny, with ErrApprovalDeclined;
 //   - else puts the ask on hold — the request already waiting for this
 //     call, or a new one (Options.OnApprovalRequest is told of a new one)
 //     — and returns the ConfirmationUnavailable deny the surface answers
-//     with: it names the request and says how a person approves it (the
-//     command Commands.Approve spells and, with Options.ApprovalsPage,
-//     the page's link) and that the same call sent again afterwards runs
-//     once. The error matches ErrApprovalPending.
+//     with: it names the request (details "approval", "sha256",
+//     "expires") and says how a person approves it (the runnable
+//     `mcpx-policy approve` command for this state dir, details
+//     "approve", and with Options.ApprovalsPage the page's link, details
+//     "page") and that the same call sent again afterwards runs once. The
+//     error matches ErrApprovalPending.
 //
 // Every error about the approval itself matches ErrApprovalRefused too.
 // When no request can be had (ErrApprovalsFull, ErrApprovalTooLarge,
 // ErrUnreadable, I/O errors) it returns the plain ConfirmationUnavailable
-// deny (mcpgate.Unavailable) and a zero request: the ask never becomes an
-// allow by itself. d must be call's ask (else ErrNotAsk, and d unchanged).
-// Safe for concurrent use; requests found and opened by one Engine are
-// serialized so that a flood of the same call opens one.
-func (e *Engine) AskOutOfBand(call decision.Call, d decision.Decision) (decision.Decision, decision.ApprovalRequest, error) {
-	if d.Outcome != decision.Ask {
-		return d, decision.ApprovalRequest{}, ErrNotAsk
-	}
-	return e.outOfBand(call, d, redact.Of(d, call.Args))
-}
+// deny and the error: the ask never becomes an allow by itself. Requests
+// found and opened by one Engine are serialized, so that a flood of the
+// same call opens one.
 
-// outOfBand is AskOutOfBand of the ask d, r redacted.
+// outOfBand completes the ask d of call out of band, r being d redacted;
+// req is the request it found or opened (zero when none could be had).
 func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Decision) (decision.Decision, decision.ApprovalRequest, error) {
 	prompt, err := render.Prompt(call, r)
 	if err != nil {
@@ -93,15 +87,16 @@ func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Dec
 	if err != nil {
 		return render.Unavailable(d), decision.ApprovalRequest{}, err
 	}
+	held := render.Held(d, e.holdOf(req))
 	if !found && e.opts.OnApprovalRequest != nil {
-		e.opts.OnApprovalRequest(req)
+		e.opts.OnApprovalRequest(req, held)
 	}
-	return render.Held(d, e.holdOf(req)), req, fmt.Errorf("%w: %w: approval %s waits for a person", approval.ErrRefused, ErrApprovalPending, req.ID)
+	return held, req, fmt.Errorf("%w: %w: approval %s waits for a person", approval.ErrRefused, ErrApprovalPending, req.ID)
 }
 
 // holdOf is how a person answers the held request req.
 func (e *Engine) holdOf(req decision.ApprovalRequest) render.Hold {
-	h := render.Hold{ID: req.ID, SHA256: req.SHA256, Expires: req.Expires, Approve: e.cmds.Approve(req.ID, req.SHA256)}
+	h := render.Hold{ID: req.ID, SHA256: req.SHA256, Expires: req.Expires, Approve: e.cmds.approve(req.ID, req.SHA256)}
 	if e.opts.ApprovalsPage != "" {
 		h.Page = e.opts.ApprovalsPage + "/" + url.PathEscape(req.ID)
 	}
@@ -140,6 +135,6 @@ func mustPromptJSON(p render.AskPrompt) []byte {
 	return b
 }
 
-// heldOutOfBand reports whether err is AskOutOfBand's for an ask it put
+// heldOutOfBand reports whether err is outOfBand's for an ask it put
 // on hold (rather than answered or failed to hold).
 func heldOutOfBand(err error) bool { return errors.Is(err, ErrApprovalPending) }

@@ -109,7 +109,8 @@ func AddShadow(result json.RawMessage, shown mcpxpolicy.Redacted) (json.RawMessa
 // URLElicitation is the elicitation/create params (MCP 2025-11-25,
 // mode "url") that send the person behind an MCP client that declares
 // URL elicitation to the approvals page, to answer there the ask held as
-// held (the deny mcpxpolicy.Engine.AskOutOfBand returned for it).
+// held (the deny mcpxpolicy.Engine.DecideApproved with id "" returned
+// for it).
 // elicitationID is what the gateway's notifications/elicitation/complete
 // names once the person answered. ok is false when held links no
 // approvals page (mcpxpolicy.Options.ApprovalsPage).

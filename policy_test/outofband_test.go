@@ -17,13 +17,13 @@ import (
 )
 
 // Asks completed out of band through the public SDK: a surface that
-// cannot ask holds the ask (AskOutOfBand), a person answers it
+// cannot ask holds the ask (DecideApproved with no id), a person answers it
 // (Approvals), and the same call, decided again and held again, finds the
 // answer — once.
 
 // oobEngine is an Engine on askConfig (reloadable, in dir) with the
 // approvals page at page, telling told of each new request.
-func oobEngine(t *testing.T, dir, page string, told func(decision.ApprovalRequest)) *mcpxpolicy.Engine {
+func oobEngine(t *testing.T, dir, page string, told func(decision.ApprovalRequest, decision.Decision)) *mcpxpolicy.Engine {
 	t.Helper()
 	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{
 		ConfigPaths: []string{filepath.Join(dir, "mcpx-policy.yaml")}, Env: []string{}, StateDir: filepath.Join(dir, "state"),
@@ -40,12 +40,14 @@ func oobEngine(t *testing.T, dir, page string, told func(decision.ApprovalReques
 // refusal; it returns the request it names.
 func held(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) (decision.Decision, decision.ApprovalRequest) {
 	t.Helper()
-	d, req, err := eng.AskOutOfBand(call, decide(t, eng, call))
+	d, err := eng.DecideApproved(context.Background(), call, "")
 	if !errors.Is(err, mcpxpolicy.ErrApprovalPending) || !errors.Is(err, mcpxpolicy.ErrApprovalRefused) {
-		t.Fatalf("AskOutOfBand error = %v; want ErrApprovalPending (and ErrApprovalRefused)", err)
+		t.Fatalf("DecideApproved(\"\") error = %v; want ErrApprovalPending (and ErrApprovalRefused)", err)
 	}
-	if d.Outcome != decision.Deny || d.First().Code != decision.ConfirmationUnavailable || req.ID == "" || req.State != decision.ApprovalPending {
-		t.Fatalf("AskOutOfBand = %s %s, request %+v; want a ConfirmationUnavailable deny and a pending request", d.Outcome, d.First().Code, req)
+	id, _ := d.First().Details["approval"].(string)
+	req, gerr := eng.Approvals().Get(id)
+	if d.Outcome != decision.Deny || d.First().Code != decision.ConfirmationUnavailable || gerr != nil || req.State != decision.ApprovalPending {
+		t.Fatalf("DecideApproved(\"\") = %s %s, request %q %+v (%v); want a ConfirmationUnavailable deny naming a pending request", d.Outcome, d.First().Code, id, req, gerr)
 	}
 	return d, req
 }
@@ -54,37 +56,39 @@ func held(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) (decision.De
 // approval a person gave out of band, for request id.
 func usedOnce(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call, id string) {
 	t.Helper()
-	d, req, err := eng.AskOutOfBand(call, decide(t, eng, call))
-	if err != nil || d.Outcome != decision.Allow || req.ID != id {
-		t.Fatalf("AskOutOfBand after the approval = %s %s, request %s, %v; want the allow of %s", d.Outcome, d.First().Code, req.ID, err, id)
+	d, err := eng.DecideApproved(context.Background(), call, "")
+	if err != nil || d.Outcome != decision.Allow {
+		t.Fatalf("DecideApproved(\"\") after the approval = %s %s, %v; want the allow of %s", d.Outcome, d.First().Code, err, id)
+	}
+	if _, err := eng.Approvals().Get(id); !errors.Is(err, mcpxpolicy.ErrNotFound) {
+		t.Fatalf("approval %s after its use: %v; want it spent (ErrNotFound)", id, err)
 	}
 	if !slices.Contains(codes(d.Reasons), decision.WriteNeedsConfirmation) {
 		t.Errorf("the allow does not keep the reason it was asked for: %v", codes(d.Reasons))
 	}
 }
 
-// TestAskOutOfBandRunsOnce: the refusal of a held ask names the request,
+// TestOutOfBandRunsOnce: the refusal of a held ask names the request,
 // the command that approves it (spelled for this state dir) and the page's
 // link, and says the same call sent again then runs once; asked again
 // before an answer it is the same request (one notification); approved,
 // the same call is an allow exactly once, and the next one is asked anew.
-func TestAskOutOfBandRunsOnce(t *testing.T) {
+func TestOutOfBandRunsOnce(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": askConfig})
 	var told []decision.ApprovalRequest
+	var toldHeld []decision.Decision
 	var mu sync.Mutex
-	eng := oobEngine(t, dir, "http://127.0.0.1:8181/approvals", func(r decision.ApprovalRequest) {
+	eng := oobEngine(t, dir, "http://127.0.0.1:8181/approvals", func(r decision.ApprovalRequest, held decision.Decision) {
 		mu.Lock()
 		told = append(told, r)
+		toldHeld = append(toldHeld, held)
 		mu.Unlock()
 	})
 	call := askCall("/workspace/a")
 	d, req := held(t, eng, call)
 	first := d.First()
-	approve := eng.Commands().Approve(req.ID, req.SHA256)
-	if want := "mcpx-policy approve " + req.ID + " --sha256 " + req.SHA256 + " --state-dir " + filepath.Join(dir, "state"); approve != want {
-		t.Errorf("Commands.Approve = %q; want %q", approve, want)
-	}
+	approve := "mcpx-policy approve " + req.ID + " --sha256 " + req.SHA256 + " --state-dir " + filepath.Join(dir, "state")
 	link := "http://127.0.0.1:8181/approvals/" + req.ID
 	for _, s := range []string{req.ID, "`" + approve + "`", link, "sent again unchanged, runs once", "was not executed"} {
 		if !strings.Contains(first.Message, s) {
@@ -116,6 +120,8 @@ func TestAskOutOfBandRunsOnce(t *testing.T) {
 	mu.Lock()
 	if len(told) != 1 || told[0].ID != req.ID {
 		t.Errorf("OnApprovalRequest was told %d times (%v); want once, of %s", len(told), told, req.ID)
+	} else if toldHeld[0].First().Details["approve"] != approve || toldHeld[0].First().Details["page"] != link {
+		t.Errorf("OnApprovalRequest's held refusal: %v", toldHeld[0].First().Details)
 	}
 	mu.Unlock()
 
@@ -129,11 +135,11 @@ func TestAskOutOfBandRunsOnce(t *testing.T) {
 	}
 }
 
-// TestAskOutOfBandBoundToTheCall: an approval given out of band is used
+// TestOutOfBandBoundToTheCall: an approval given out of band is used
 // only by the call it was given for — not by other arguments, another
 // principal, or a call decided by another config revision — and a
 // decline is a ConfirmationDeclined deny, once.
-func TestAskOutOfBandBoundToTheCall(t *testing.T) {
+func TestOutOfBandBoundToTheCall(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": askConfig})
 	eng := oobEngine(t, dir, "", nil)
@@ -184,19 +190,19 @@ func TestAskOutOfBandBoundToTheCall(t *testing.T) {
 	if _, err := eng.Approvals().Decline(dreq.ID); err != nil {
 		t.Fatal(err)
 	}
-	d, got, err := eng.AskOutOfBand(alice, decide(t, eng, alice))
-	if d.Outcome != decision.Deny || d.First().Code != decision.ConfirmationDeclined || got.ID != dreq.ID || !errors.Is(err, mcpxpolicy.ErrApprovalDeclined) {
-		t.Fatalf("after a decline: %s %s, %s, %v; want ConfirmationDeclined of %s", d.Outcome, d.First().Code, got.ID, err, dreq.ID)
+	d, err := eng.DecideApproved(context.Background(), alice, "")
+	if d.Outcome != decision.Deny || d.First().Code != decision.ConfirmationDeclined || d.First().Details["approval"] != dreq.ID || !errors.Is(err, mcpxpolicy.ErrApprovalDeclined) {
+		t.Fatalf("after a decline: %s %s, %v, %v; want ConfirmationDeclined of %s", d.Outcome, d.First().Code, d.First().Details, err, dreq.ID)
 	}
 	if _, again := held(t, eng, alice); again.ID == dreq.ID {
 		t.Fatal("the decline was spent twice")
 	}
 }
 
-// TestAskOutOfBandConcurrentRetriesOneWins: of many processes' worth of
+// TestOutOfBandConcurrentRetriesOneWins: of many processes' worth of
 // Engines retrying the same approved call at once, exactly one gets the
 // allow.
-func TestAskOutOfBandConcurrentRetriesOneWins(t *testing.T) {
+func TestOutOfBandConcurrentRetriesOneWins(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": askConfig})
 	engines := []*mcpxpolicy.Engine{oobEngine(t, dir, "", nil), oobEngine(t, dir, "", nil), oobEngine(t, dir, "", nil)}
@@ -212,8 +218,7 @@ func TestAskOutOfBandConcurrentRetriesOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			eng := engines[i%len(engines)]
-			d, _ := eng.Decide(context.Background(), call)
-			out, _, _ := eng.AskOutOfBand(call, d)
+			out, _ := eng.DecideApproved(context.Background(), call, "")
 			if out.Outcome == decision.Allow {
 				allows.Add(1)
 			} else if out.Outcome != decision.Deny {
@@ -227,11 +232,11 @@ func TestAskOutOfBandConcurrentRetriesOneWins(t *testing.T) {
 	}
 }
 
-// TestAskOutOfBandNeverAllowsWithoutAnApproval: a flood of different asks
+// TestOutOfBandNeverAllowsWithoutAnApproval: a flood of different asks
 // fills the store; past its cap an ask is a plain ConfirmationUnavailable
 // deny (no request, no allow), and a request that is only pending never
 // lets the call through.
-func TestAskOutOfBandNeverAllowsWithoutAnApproval(t *testing.T) {
+func TestOutOfBandNeverAllowsWithoutAnApproval(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": askConfig})
 	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{
@@ -245,9 +250,9 @@ func TestAskOutOfBandNeverAllowsWithoutAnApproval(t *testing.T) {
 		held(t, eng, askCall(fmt.Sprintf("/workspace/%d", i)))
 	}
 	call := askCall("/workspace/full")
-	d, req, err := eng.AskOutOfBand(call, decide(t, eng, call))
-	if !errors.Is(err, mcpxpolicy.ErrApprovalsFull) || req.ID != "" || d.Outcome != decision.Deny || d.First().Code != decision.ConfirmationUnavailable {
-		t.Fatalf("past the cap: %s %s, %q, %v; want a plain ConfirmationUnavailable and ErrApprovalsFull", d.Outcome, d.First().Code, req.ID, err)
+	d, err := eng.DecideApproved(context.Background(), call, "")
+	if !errors.Is(err, mcpxpolicy.ErrApprovalsFull) || d.Outcome != decision.Deny || d.First().Code != decision.ConfirmationUnavailable {
+		t.Fatalf("past the cap: %s %s, %v; want a plain ConfirmationUnavailable and ErrApprovalsFull", d.Outcome, d.First().Code, err)
 	}
 	if _, ok := d.First().Details["approve"]; ok {
 		t.Errorf("a refusal without a request names a command: %v", d.First().Details)
@@ -256,9 +261,13 @@ func TestAskOutOfBandNeverAllowsWithoutAnApproval(t *testing.T) {
 	if d, _ := held(t, eng, askCall("/workspace/0")); d.Outcome != decision.Deny {
 		t.Fatal("a pending request let the call through")
 	}
-	// Not an ask: nothing is held.
+	// Not an ask: decided as Decide does, nothing is held.
+	before, _ := eng.Approvals().List()
 	read := decision.Call{Server: "fs", Tool: readFile, Surface: mcpxpolicy.SurfaceDaemon, Args: map[string]any{"path": "/x"}}
-	if _, _, err := eng.AskOutOfBand(read, decide(t, eng, read)); !errors.Is(err, mcpxpolicy.ErrNotAsk) {
-		t.Fatalf("AskOutOfBand of an allow: %v; want ErrNotAsk", err)
+	if d, err := eng.DecideApproved(context.Background(), read, ""); err != nil || d.Outcome != decision.Allow {
+		t.Fatalf("DecideApproved(\"\") of an allow: %s, %v; want the allow", d.Outcome, err)
+	}
+	if after, _ := eng.Approvals().List(); len(after) != len(before) {
+		t.Fatalf("an allow opened a request: %d then %d", len(before), len(after))
 	}
 }

@@ -86,9 +86,9 @@ type outOfBand struct {
 }
 
 // open reads the webhook's secret and starts its Notifier, and sets opts'
-// ApprovalsPage and OnApprovalRequest; *eng spells the approve command
-// once it is set (a request comes after it is).
-func (f *outOfBandFlags) open(ln net.Listener, opts *mcpxpolicy.Options, eng **mcpxpolicy.Engine, logger *slog.Logger, stderr io.Writer) (*outOfBand, error) {
+// ApprovalsPage and OnApprovalRequest (the webhook's event takes the
+// command and the link from the held refusal).
+func (f *outOfBandFlags) open(ln net.Listener, opts *mcpxpolicy.Options, logger *slog.Logger, stderr io.Writer) (*outOfBand, error) {
 	o := &outOfBand{link: f.link(ln)}
 	opts.ApprovalsPage = o.link
 	if *f.webhook == "" {
@@ -106,11 +106,12 @@ func (f *outOfBandFlags) open(ln net.Listener, opts *mcpxpolicy.Options, eng **m
 		return nil, err
 	}
 	o.notifier = n
-	opts.OnApprovalRequest = func(req decision.ApprovalRequest) {
-		ev := webhook.Event{Request: req, Approve: (*eng).Commands().Approve(req.ID, req.SHA256)}
-		if o.link != "" {
-			ev.Link = approvalpage.Link(o.link, req.ID)
-		}
+	opts.OnApprovalRequest = func(req decision.ApprovalRequest, held decision.Decision) {
+		// The held refusal's own command and link: what the agent shows.
+		first := held.First()
+		ev := webhook.Event{Request: req}
+		ev.Approve, _ = first.Details["approve"].(string)
+		ev.Link, _ = first.Details["page"].(string)
 		n.Notify(ev)
 	}
 	return o, nil
@@ -128,12 +129,12 @@ func (o *outOfBand) close() {
 	o.notifier.Close(ctx)
 }
 
-// page is the approvals page over eng's approvals, or nil without
+// handler is the approvals page over eng's approvals, or nil without
 // --approvals-page.
 func (f *outOfBandFlags) handler(eng *mcpxpolicy.Engine, token string, logger *slog.Logger) (http.Handler, error) {
 	if !*f.page {
 		return nil, nil
 	}
-	return approvalpage.New(approvalpage.Options{Approvals: eng.Approvals(), Token: token, Commands: eng.Commands(), Logger: logger,
+	return approvalpage.New(approvalpage.Options{Approvals: eng.Approvals(), Token: token, Logger: logger,
 		SessionTTL: approvalpage.DefaultSessionTTL, Now: time.Now})
 }

@@ -89,7 +89,6 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 {{if eq .R.State "pending"}}
 <form class="inline" method="post" action="/approvals/{{.R.ID}}"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="sha256" value="{{.R.SHA256}}"><input type="hidden" name="action" value="approve"><button class="approve" id="approve">Approve this exact call, once</button></form>
 {{end}}{{if ne .R.State "declined"}}<form class="inline" method="post" action="/approvals/{{.R.ID}}"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="action" value="decline"><button class="decline" id="decline">Decline</button></form>{{end}}
-{{if eq .R.State "pending"}}<p class="note">From a terminal instead: <code>{{.Approve}}</code></p>{{end}}
 <p><a href="/approvals">All requests</a> ` + logoutForm + `</p>` + tail + `{{end}}
 
 {{define "gone"}}` + head + `<h1>Approval request {{.ID}}</h1>
@@ -112,10 +111,9 @@ type listPage struct {
 }
 
 type requestPage struct {
-	R       decision.ApprovalRequest
-	CSRF    string
-	Approve string
-	Now     time.Time
+	R    decision.ApprovalRequest
+	CSRF string
+	Now  time.Time
 }
 
 type gonePage struct {

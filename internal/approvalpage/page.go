@@ -64,9 +64,6 @@ type Options struct {
 	// Token is the operator token a person logs in with (serve's and the
 	// proxy's --token-file). Required: the page is never open.
 	Token string
-	// Commands spells the command the page offers besides its form
-	// (`mcpx-policy approve …` for the same state dir).
-	Commands mcpxpolicy.Commands
 	// Logger gets a line per login and per answer; nil discards.
 	Logger *slog.Logger
 	// SessionTTL is how long a login lasts; 0 means DefaultSessionTTL.
@@ -264,7 +261,7 @@ func (h *Handler) request(w http.ResponseWriter, session, id, answered string) {
 		h.storeError(w, err)
 		return
 	}
-	h.render(w, http.StatusOK, requestPage{R: r, CSRF: h.keys.csrf(session), Approve: h.opts.Commands.Approve(r.ID, r.SHA256),
+	h.render(w, http.StatusOK, requestPage{R: r, CSRF: h.keys.csrf(session),
 		Now: h.opts.Now()})
 }
 

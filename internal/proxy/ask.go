@@ -230,9 +230,9 @@ func (s *session) askClient(ctx context.Context, call decision.Call, d decision.
 	case r.mrtr && r.elicit:
 	case !r.mrtr && elicit:
 	case !r.mrtr && elicitURL:
-		return askOutcome{d: s.askByURL(ctx, call, d)}
+		return askOutcome{d: s.askByURL(ctx, call)}
 	default:
-		return askOutcome{d: s.askOutOfBand(call, d)}
+		return askOutcome{d: s.askOutOfBand(ctx, call)}
 	}
 	req, err := eng.RequestApproval(call, d)
 	if err != nil {

@@ -27,25 +27,37 @@ const answerPoll = 200 * time.Millisecond
 // gets says how they approve it and that the same call sent again then
 // runs once; an approval a person gave already is used (an allow), a
 // decline spent (a deny).
-func (s *session) askOutOfBand(call decision.Call, d decision.Decision) decision.Decision {
-	out, req, err := s.opts.Engine.AskOutOfBand(call, d)
-	s.logOutOfBand(call, out, req, err)
+func (s *session) askOutOfBand(ctx context.Context, call decision.Call) decision.Decision {
+	out, err := s.opts.Engine.DecideApproved(ctx, call, "")
+	s.logOutOfBand(call, out, err)
 	return out
 }
 
-// logOutOfBand logs what AskOutOfBand did with an ask.
-func (s *session) logOutOfBand(call decision.Call, out decision.Decision, req decision.ApprovalRequest, err error) {
+// heldRequest is the approval request a held refusal names: its id and
+// the sha256 it binds ("" when out is not one).
+func heldRequest(out decision.Decision) (id, sha256 string) {
+	first := out.First()
+	id, _ = first.Details["approval"].(string)
+	sha256, _ = first.Details["sha256"].(string)
+	return id, sha256
+}
+
+// logOutOfBand logs what completing an ask out of band did.
+func (s *session) logOutOfBand(call decision.Call, out decision.Decision, err error) {
+	id, sha := heldRequest(out)
 	switch {
-	case req.ID == "":
-		s.log.Error("the ask could not be held for a person; refused (ConfirmationUnavailable)", "tool", call.Tool.Name, "err", err)
 	case errors.Is(err, mcpxpolicy.ErrApprovalPending):
 		first := out.First()
 		s.log.Info("ask held for a person out of band; refused (ConfirmationUnavailable)", "tool", call.Tool.Name,
-			"approval", req.ID, "sha256", req.SHA256, "approve", first.Details["approve"], "page", first.Details["page"])
+			"approval", id, "sha256", sha, "approve", first.Details["approve"], "page", first.Details["page"])
+	case err == nil && out.Outcome == decision.Allow:
+		s.log.Info("approval given out of band used", "tool", call.Tool.Name, "sha256", out.Call.SHA256)
 	case err == nil:
-		s.log.Info("approval given out of band used", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
+		s.log.Info("decided again: no longer an ask", "tool", call.Tool.Name, "outcome", out.Outcome)
+	case id == "":
+		s.log.Error("the ask could not be held for a person; refused", "tool", call.Tool.Name, "code", out.First().Code, "err", err)
 	default:
-		s.log.Info("the answer given out of band was not used", "tool", call.Tool.Name, "approval", req.ID, "outcome", out.Outcome, "why", err)
+		s.log.Info("the answer given out of band was not used", "tool", call.Tool.Name, "approval", id, "outcome", out.Outcome, "why", err)
 	}
 }
 
@@ -58,18 +70,24 @@ func (s *session) logOutOfBand(call decision.Call, out decision.Decision, req de
 // declines the request; one that cancels, or an answer that does not come
 // in time, leaves the request waiting (the held deny: the same call sent
 // again after an approval runs once).
-func (s *session) askByURL(ctx context.Context, call decision.Call, d decision.Decision) decision.Decision {
+func (s *session) askByURL(ctx context.Context, call decision.Call) decision.Decision {
 	eng := s.opts.Engine
-	out, req, err := eng.AskOutOfBand(call, d)
+	out, err := eng.DecideApproved(ctx, call, "")
 	if !errors.Is(err, mcpxpolicy.ErrApprovalPending) {
-		s.logOutOfBand(call, out, req, err)
+		s.logOutOfBand(call, out, err)
+		return out
+	}
+	id, _ := heldRequest(out)
+	req, err := eng.Approvals().Get(id)
+	if err != nil {
+		s.log.Warn("the held request cannot be read; it stays held for a person", "tool", call.Tool.Name, "err", err)
 		return out
 	}
 	eid := ownIDPrefix + rand.Text()
 	params, ok := mcpgate.URLElicitation(out, eid)
 	if !ok {
 		// No approvals page to send the person to.
-		s.logOutOfBand(call, out, req, err)
+		s.logOutOfBand(call, out, mcpxpolicy.ErrApprovalPending)
 		return out
 	}
 	s.log.Info("asked for confirmation (URL elicitation to the approvals page)", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
@@ -109,7 +127,7 @@ func (s *session) askByURL(ctx context.Context, call decision.Call, d decision.D
 			s.log.Warn("telling the client the elicitation is complete failed", "err", err)
 		}
 	}
-	d, err = eng.DecideApproved(ctx, call, req.ID)
+	d, err := eng.DecideApproved(ctx, call, req.ID)
 	if err != nil && ctx.Err() == nil {
 		s.log.Info("the approval was not used", "tool", call.Tool.Name, "approval", req.ID, "outcome", d.Outcome, "why", err)
 	} else if d.Outcome == decision.Allow {
