@@ -36,14 +36,14 @@ func secureHeaders(w http.ResponseWriter) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // not no-referrer: with it, a form's POST carries "Origin: null" and is refused as cross-origin
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
 
 const head = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
-	`<meta name="referrer" content="no-referrer"><title>mcpx-policy approvals</title><style>` + css + `</style></head><body>`
+	`<meta name="referrer" content="same-origin"><title>mcpx-policy approvals</title><style>` + css + `</style></head><body>`
 
 const tail = `</body></html>`
 
