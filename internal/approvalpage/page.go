@@ -24,6 +24,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -214,7 +215,7 @@ func sameOrigin(r *http.Request) error {
 
 // safeNext is where a login goes on to: a path of the page, else the list.
 func safeNext(next string) string {
-	if next == Path || (strings.HasPrefix(next, Path+"/") && !strings.ContainsAny(next, "\\?#") && !strings.Contains(next, "//")) {
+	if next == Path || (strings.HasPrefix(next, Path+"/") && !strings.ContainsAny(next, "\\?#") && path.Clean(next) == next) {
 		return next
 	}
 	return Path
