@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -122,39 +123,8 @@ func TestWebhookLinkApproves(t *testing.T) {
 	}
 
 	// A person follows the link.
-	jar, _ := cookiejar.New(nil)
-	person := &http.Client{Jar: jar}
-	post := func(path string, v url.Values) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, f.base+path, strings.NewReader(v.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", f.base)
-		resp, err := person.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	resp, err := person.Get(body.Link)
-	if err != nil {
+	if err := approveOnPage(f.base, body.Link, approvalToken, body.Approval.SHA256); err != nil {
 		t.Fatal(err)
-	}
-	page, _ := readAll(resp)
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, `name="token"`) {
-		t.Fatalf("the link without a session: %d\n%s", resp.StatusCode, page)
-	}
-	resp = post("/approvals/login", url.Values{"token": {approvalToken}, "next": {"/approvals/" + id}})
-	page, _ = readAll(resp)
-	i := strings.Index(page, `name="csrf" value="`)
-	if resp.StatusCode != http.StatusOK || i < 0 || !strings.Contains(page, body.Approval.SHA256) {
-		t.Fatalf("the request's page after login: %d\n%s", resp.StatusCode, page)
-	}
-	csrf := page[i+len(`name="csrf" value="`):]
-	csrf = csrf[:strings.IndexByte(csrf, '"')]
-	resp = post("/approvals/"+id, url.Values{"csrf": {csrf}, "action": {"approve"}, "sha256": {body.Approval.SHA256}})
-	page, _ = readAll(resp)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "runs once") {
-		t.Fatalf("approving: %d\n%s", resp.StatusCode, page)
 	}
 
 	if outcome, status, _, _ := f.decideHTTP(t, doc); outcome != "allow" || status != http.StatusOK {
@@ -187,4 +157,48 @@ func TestWebhookFailingNeverAllows(t *testing.T) {
 		}
 	}
 	wait(t, got) // it was tried
+}
+
+// approveOnPage is a person following link to the approvals page at base:
+// the page asks for the token, shows the call of sha256 after the login,
+// and takes the approval. It reports what went wrong (it may run off the
+// test's goroutine).
+func approveOnPage(base, link, token, sha256 string) error {
+	jar, _ := cookiejar.New(nil)
+	person := &http.Client{Jar: jar}
+	post := func(path string, v url.Values) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		return person.Do(req)
+	}
+	if !strings.HasPrefix(link, base+"/approvals/") {
+		return fmt.Errorf("the link %q is not a request's page at %s", link, base)
+	}
+	resp, err := person.Get(link)
+	if err != nil {
+		return err
+	}
+	page, _ := readAll(resp)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, `name="token"`) {
+		return fmt.Errorf("the link without a session: %d\n%s", resp.StatusCode, page)
+	}
+	if resp, err = post("/approvals/login", url.Values{"token": {token}, "next": {strings.TrimPrefix(link, base)}}); err != nil {
+		return err
+	}
+	page, _ = readAll(resp)
+	i := strings.Index(page, `name="csrf" value="`)
+	if resp.StatusCode != http.StatusOK || i < 0 || !strings.Contains(page, sha256) {
+		return fmt.Errorf("the request's page after login: %d\n%s", resp.StatusCode, page)
+	}
+	csrf := page[i+len(`name="csrf" value="`):]
+	csrf = csrf[:strings.IndexByte(csrf, '"')]
+	if resp, err = post(strings.TrimPrefix(link, base), url.Values{"csrf": {csrf}, "action": {"approve"}, "sha256": {sha256}}); err != nil {
+		return err
+	}
+	page, _ = readAll(resp)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "runs once") {
+		return fmt.Errorf("approving: %d\n%s", resp.StatusCode, page)
+	}
+	return nil
 }
