@@ -53,6 +53,7 @@ var adapterHelpers = map[string]bool{
 	module + "/internal/approvalpage": true,
 	module + "/internal/webhook":      true,
 	module + "/internal/netcap":       true, // the listeners' cap on open connections
+	module + "/internal/buildinfo":    true, // the running build (version, revision), which holds no policy fact
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach

@@ -168,14 +168,17 @@ func TestPageRefusesForgedAnswers(t *testing.T) {
 	other, _ := New(Options{Approvals: s, Token: otherToken})
 	foreign, _ := login(t, other, otherToken)
 	cases := map[string]func(r *http.Request){
-		"no cookie":     func(r *http.Request) { r.Header.Del("Cookie") },
-		"altered":       func(r *http.Request) { r.Header.Set("Cookie", cookieName+"="+"9"+cookie.Value[1:]) },
-		"foreign":       func(r *http.Request) { r.Header.Set("Cookie", cookieName+"="+foreign.Value) },
-		"other origin":  func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") },
-		"null origin":   func(r *http.Request) { r.Header.Set("Origin", "null") },
-		"cross-site":    func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
-		"same-site":     func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-site") },
-		"rebinding":     func(r *http.Request) { r.Host = "evil.example:8181"; r.Header.Set("Origin", "http://evil.example:8181") },
+		"no cookie":    func(r *http.Request) { r.Header.Del("Cookie") },
+		"altered":      func(r *http.Request) { r.Header.Set("Cookie", cookieName+"="+"9"+cookie.Value[1:]) },
+		"foreign":      func(r *http.Request) { r.Header.Set("Cookie", cookieName+"="+foreign.Value) },
+		"other origin": func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") },
+		"null origin":  func(r *http.Request) { r.Header.Set("Origin", "null") },
+		"cross-site":   func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
+		"same-site":    func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-site") },
+		"rebinding": func(r *http.Request) {
+			r.Host = "evil.example:8181"
+			r.Header.Set("Origin", "http://evil.example:8181")
+		},
 		"not a form":    func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") },
 		"no form token": func(r *http.Request) {},
 	}

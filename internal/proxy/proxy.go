@@ -84,6 +84,10 @@ type Options struct {
 	// could not be put to a person in band: held out of band for one, or
 	// not held at all). The metrics count it (ask_answers_total).
 	OnAskAnswered func(outcome decision.Outcome, code decision.Code)
+	// DecisionLog, when set, is given the same calls and decisions as
+	// OnDecision, first (proxy --decision-log). An error refuses the call,
+	// unsent: a decision that must be logged is not acted on unlogged.
+	DecisionLog func(decision.Call, mcpxpolicy.Redacted) error
 }
 
 // ErrServerGone is returned by Run when the server's connection ended
