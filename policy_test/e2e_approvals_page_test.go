@@ -64,7 +64,8 @@ func heldDetails(t *testing.T, res *mcp.CallToolResult) map[string]any {
 // SDK's, over `proxy --listen --approvals-page`) asks for a write; the
 // refusal links the approvals page for its request. A person opens the
 // link in Chromium, is asked for the operator token, logs in, sees the
-// exact call, and approves it; the agent's retry of the same call runs,
+// exact call (without the secret in its arguments, which the prompt
+// redacts), and approves it; the agent's retry of the same call runs,
 // once. /metrics counts what the client got for each ask (two refusals,
 // one allow), not just that the policy asked.
 func TestApprovalsPageInChromium(t *testing.T) {
@@ -106,7 +107,7 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	target := filepath.Join(root, "page.txt")
 	write := func(what string) *mcp.CallToolResult {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": target, "content": "from the page"}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": target, "content": "from the page " + aJWT}})
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -147,10 +148,13 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	}
 	// The prompt as every surface shows it (the temp dir's random name is
 	// redacted as high-entropy), with the sha256 the refusal named.
-	for _, s := range []string{"fs.write_file", "/page.txt", `"content":"from the page"`, details["sha256"].(string)} {
+	for _, s := range []string{"fs.write_file", "/page.txt", `"content":"from the page`, details["sha256"].(string)} {
 		if !strings.Contains(prompt, s) {
 			t.Errorf("the page's prompt lacks %q:\n%s", s, prompt)
 		}
+	}
+	if html, err := chromedp.Run(tab, chromedp.OuterHTML(`html`)); err != nil || strings.Contains(html, aJWT) || strings.Contains(html, "dozjgNryP4J3jVmNHl0w5N") {
+		t.Fatalf("the page shows the secret the prompt hides (%v):\n%s", err, html)
 	}
 	// Not approved yet: the retry is still refused, naming the same request.
 	if again := heldDetails(t, write("a retry before the approval")); again["approval"] != id {
@@ -171,7 +175,7 @@ func TestApprovalsPageInChromium(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("the retry after the approval was refused:\n%s", text(res))
 	}
-	if b, err := os.ReadFile(target); err != nil || string(b) != "from the page" {
+	if b, err := os.ReadFile(target); err != nil || string(b) != "from the page "+aJWT {
 		t.Fatalf("%s = %q, %v; want the approved write", target, b, err)
 	}
 	os.Remove(target)
