@@ -46,8 +46,16 @@ type AnswerOptions struct {
 	// another one is unreadable.
 	Approval string
 	// Hold puts an ask on hold as an approval request (RequestApproval)
-	// and names it in the answer (Answer.Held).
+	// and names it in the answer (Answer.Held). An ask that cannot be held
+	// because a quota is reached (ErrApprovalsFull: too many requests of
+	// this caller, its surface or the store are waiting) is answered as a
+	// ConfirmationUnavailable deny that says so: it could never complete.
 	Hold bool
+	// Caller is who sent the document, as the adapter knows it — serve
+	// gives "daemon:" and its HTTP caller's address — and never as the
+	// document says: the ask put on hold counts against its quota
+	// (decision.Call.Caller). "" counts it under the call's surface.
+	Caller string
 	// Name is what the adapter calls the document in the message of an
 	// unreadable one: "not a <Name>: cause"; "" gives the cause alone.
 	Name string
@@ -152,10 +160,17 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 	}
 	a.Err = err
 	if opts.Hold && d.Outcome == decision.Ask {
-		held, err := e.hold(call, r)
-		if err != nil {
+		asker := call
+		asker.Caller = opts.Caller
+		held, err := e.hold(asker, r)
+		switch {
+		case errors.Is(err, approval.ErrFull):
 			a.HoldErr = err
-		} else {
+			d = fullRefusal(d, err)
+			r = redact.Of(d, call.Args)
+		case err != nil:
+			a.HoldErr = err
+		default:
 			a.Held = &held
 		}
 	}
