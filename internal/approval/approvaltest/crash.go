@@ -32,6 +32,9 @@ func CrashOptions() []approval.Option {
 //	USING <id>       Consume is called: until USED, the use is in doubt
 //	USED <id>        Consume returned: the call may run now, once
 func CrashChild(s approval.Backend) {
+	if _, err := s.List(); err != nil { // connected, the tables made: the kills land in the work
+		fail(err)
+	}
 	crashtest.Say("READY")
 	use := func(id string) {
 		crashtest.Say("USING", id)
@@ -163,7 +166,7 @@ func (b *CrashBook) Counts() (requested, approved, used int) {
 
 // RunCrash runs kills rounds: each starts two children with env (the
 // store's place; crashtest.Start), kills them with SIGKILL at random
-// moments a few milliseconds apart, and checks open() against the book.
+// moments up to 80 ms apart, and checks open() against the book.
 func RunCrash(t *testing.T, kills int, open func() approval.Backend, env ...string) *CrashBook {
 	t.Helper()
 	book := NewCrashBook()
@@ -181,7 +184,7 @@ func RunCrash(t *testing.T, kills int, open func() approval.Backend, env ...stri
 			children = append(children, c)
 		}
 		for _, c := range children {
-			time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
+			time.Sleep(time.Duration(rand.IntN(80_000)) * time.Microsecond)
 			lines, err := c.Kill()
 			if err != nil {
 				t.Fatalf("kill %d: %v", k, err)
