@@ -152,10 +152,10 @@ func shellQuote(s string) string {
 }
 
 // commandsFor is the Commands of an Engine with opts whose config's ledger
-// section is lc: its state dir as printed (PrintedStateDir), and its
+// section is lc: its state dir as printed (printedStateDir), and its
 // config files, absolute, when the ledger is the config's database.
 func commandsFor(opts Options, lc config.LedgerConfig) Commands {
-	c := Commands{StateDir: PrintedStateDir(opts.StateDir)}
+	c := Commands{StateDir: printedStateDir(opts.StateDir)}
 	if lc.Store == config.StorePostgres {
 		c.LedgerInConfig = true
 		for _, f := range opts.ConfigPaths {
@@ -169,11 +169,11 @@ func commandsFor(opts Options, lc config.LedgerConfig) Commands {
 // when Options.StateDir is not given.
 const stateDirEnv = ledger.StateDirEnv
 
-// PrintedStateDir is the state dir a command printed for a person names:
+// printedStateDir is the state dir a command printed for a person names:
 // dir (Options.StateDir, or a --state-dir flag), else the one
 // $MCPX_POLICY_STATE_DIR chose, as an absolute path; "" when neither did
 // (the default state dir is the same in the shell that runs the command).
-func PrintedStateDir(dir string) string {
+func printedStateDir(dir string) string {
 	if dir == "" {
 		dir = os.Getenv(stateDirEnv)
 	}

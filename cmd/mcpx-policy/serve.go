@@ -17,6 +17,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
+	"github.com/mcpx/mcpx-policy/internal/netcap"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -140,9 +141,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if !loopback(ln.Addr()) {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
+	capped := netcap.New(ln, maxConns)
 	srv := &http.Server{
 		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout,
 			Metrics: met, OnDecision: onDecision}),
+		ConnState:         capped.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out
@@ -157,7 +160,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	reloadOnChange(ctx, eng, watchPaths, logger)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(capped.Listener()) }()
 	select {
 	case err := <-errc:
 		return fail(stderr, err, "")
@@ -186,6 +189,11 @@ func newMetrics(eng **mcpxpolicy.Engine, approvals bool) *metrics.Metrics {
 	}
 	return metrics.New(opts)
 }
+
+// maxConns caps the connections serve and proxy --listen hold open at
+// once (internal/netcap): past it the longest-idle one is closed, else the
+// new one is answered 503.
+const maxConns = 128
 
 // loopback reports whether a listener's address is a loopback one.
 func loopback(a net.Addr) bool {

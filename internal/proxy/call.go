@@ -134,6 +134,16 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		p.outputSchema = s.cat.outputSchema(params.Name)
 	}
 	if d.Write {
+		s.mu.Lock()
+		busy := s.writesInFlight() >= maxWrites
+		s.mu.Unlock()
+		if busy {
+			if done() {
+				s.log.Warn("refused a write: too many in flight", "tool", params.Name)
+				s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("writes in flight", maxWrites))
+			}
+			return
+		}
 		disp, err := s.opts.Engine.Writes().Begin(call)
 		if err != nil {
 			if done() {
