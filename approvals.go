@@ -28,11 +28,6 @@ import (
 // not, when Options.ApprovalTTL is 0.
 const DefaultApprovalTTL = approval.DefaultTTL
 
-// DefaultMaxApprovals caps the live approval requests of a state dir when
-// Options.MaxApprovals is 0. One surface (Call.Caller's) may hold at most
-// half of them, and one caller 16 (Options.MaxApprovalsPerCaller).
-const DefaultMaxApprovals = approval.DefaultMaxLive
-
 // requestOf is the request as the SDK shows it.
 func requestOf(r approval.Record) (decision.ApprovalRequest, error) {
 	out := decision.ApprovalRequest{ID: r.ID, SHA256: r.SHA256, Server: r.Server, Tool: r.Tool, Surface: r.Surface,

@@ -55,8 +55,9 @@ type Options struct {
 	// answered or not; 0 (or less) means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
 	// MaxApprovals caps the live approval requests of the store; a
-	// request beyond it fails with ErrApprovalsFull. One surface may hold
-	// at most half of them. 0 (or less) means DefaultMaxApprovals.
+	// request beyond it fails with ErrApprovalsFull. One surface (the text
+	// of Call.Caller before its first ':') may hold at most half of them,
+	// rounded up. 0 (or less) means 256.
 	MaxApprovals int
 	// MaxApprovalsPerCaller caps the live approval requests of one caller
 	// (Call.Caller and the call's principal): one caller flooding asks

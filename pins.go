@@ -41,10 +41,6 @@ func OpenPins(opts Options) (*Pins, error) {
 	return p, nil
 }
 
-// Where names the store: pins.json in the state dir, or the database
-// (without its password) and its table.
-func (p *Pins) Where() string { return p.s.Where() }
-
 // Close releases the database connections OpenPins opened; on the
 // Engine's own (Engine.Pins), and on a state dir's store, it does
 // nothing.
