@@ -21,8 +21,8 @@ import (
 // into an allow, once. Requests live in the state dir (approvals.log), or
 // in the PostgreSQL database of the config's ledger section, so the three
 // steps may happen in different processes — or gateways. See docs/sdk.md,
-// docs/approvals.md, docs/decisions/0008-approvals.md and
-// docs/decisions/0015-approvals-that-scale-and-are-fair.md.
+// docs/surfaces.md#asks-on-every-surface, docs/decisions/0008-approvals.md and
+// docs/decisions/0020-approvals-log-and-fairness.md.
 
 // DefaultApprovalTTL is how long an approval request lives, answered or
 // not, when Options.ApprovalTTL is 0.
@@ -56,7 +56,7 @@ func requestOf(r approval.Record) (decision.ApprovalRequest, error) {
 // other processes, may share a store. Only the party an ask was put to
 // should answer it: the proxy answers with what its client said, serve
 // needs its bearer token, the CLI needs the state dir or the database
-// (docs/approvals.md).
+// (docs/surfaces.md#asks-on-every-surface).
 type Approvals struct {
 	s      approval.Backend
 	engine bool         // the Engine's own: Engine.Close closes the database
@@ -208,7 +208,7 @@ func (e *Engine) hold(call decision.Call, r redact.Decision) (decision.ApprovalR
 }
 
 // callerOf is who asked call, as its quota counts it: call.Caller, else
-// its surface (docs/approvals.md#who-is-a-caller).
+// its surface (docs/surfaces.md#fairness-one-caller-cannot-starve-another).
 func callerOf(call decision.Call) string {
 	switch {
 	case call.Caller != "":

@@ -61,7 +61,7 @@ type Options struct {
 	MaxApprovals int
 	// MaxApprovalsPerCaller caps the live approval requests of one caller
 	// (Call.Caller and the call's principal): one caller flooding asks
-	// cannot make another's un-approvable (docs/approvals.md#fairness).
+	// cannot make another's un-approvable (docs/surfaces.md#fairness-one-caller-cannot-starve-another).
 	// 0 (or less) means 16 (and never more than a surface may hold).
 	MaxApprovalsPerCaller int
 }

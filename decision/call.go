@@ -18,7 +18,7 @@ type Call struct {
 	// document says: the approval requests of an ask are counted per
 	// caller and principal, and per surface (the text before the first
 	// ':'), so that one caller cannot fill the store
-	// (docs/approvals.md#fairness). "" counts the call under its Surface.
+	// (docs/surfaces.md#fairness-one-caller-cannot-starve-another). "" counts the call under its Surface.
 	// The policy does not read it, and it is no part of the call's JSON.
 	Caller string `json:"-"`
 }

@@ -21,7 +21,7 @@
 // are capped per caller (MaxPerCaller, Caller and Principal together),
 // per surface (MaxPerSurface, Caller's surface) and in all (MaxLive), so
 // one caller flooding asks cannot make another's un-approvable
-// (docs/approvals.md#fairness). A request beyond a cap is refused with
+// (docs/surfaces.md#fairness-one-caller-cannot-starve-another). A request beyond a cap is refused with
 // ErrFull, which the caller turns into a deny.
 //
 // A store holds no arguments: the sha256 of the call, and the prompt as the

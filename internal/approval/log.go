@@ -11,7 +11,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
-// The log's format (docs/approvals.md#the-file-store): a header line, then
+// The log's format (docs/surfaces.md#asks-on-every-surface): a header line, then
 // one compact JSON object a line, each a fact that happened under the
 // store's lock, in order:
 //

@@ -66,7 +66,7 @@ func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 // callerOf is who an HTTP caller is for the approval store's quotas and
-// listing (docs/approvals.md#who-is-a-caller): "daemon:" and the host of
+// listing (docs/surfaces.md#fairness-one-caller-cannot-starve-another): "daemon:" and the host of
 // its address. Over loopback TCP nothing tells two local processes apart,
 // so every local caller is one caller, split by the principal its call
 // documents name, and all of serve's callers together hold at most the
