@@ -1,0 +1,114 @@
+package policy_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger/pgtest"
+)
+
+// fleetAskConfig asks for every write and keeps the ledger — and so the
+// approvals and the pins — in the PostgreSQL database $FLEET_DSN names.
+const fleetAskConfig = `version: 1
+policy:
+  write: ask
+servers:
+  notes: {}
+ledger:
+  store: postgres
+  dsnEnv: FLEET_DSN
+`
+
+// TestFleetSharesApprovals: three `serve` processes, each with a state dir
+// of its own, on one PostgreSQL database, as gateways behind a load
+// balancer. An ask held through the first is listed and approved through
+// the second and used once through the third; the same approval sent
+// again through any of them is refused; the same ask sent through two
+// gateways is one request. Nothing of it is in any state dir.
+func TestFleetSharesApprovals(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	env := []string{"FLEET_DSN=" + dsn}
+	g := newGate(t, "notes", fleetAskConfig)
+	dir := filepath.Dir(g.config)
+	token := filepath.Join(dir, "token")
+	const secret = "0123456789abcdef0123456789abcdef"
+	if err := os.WriteFile(token, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var gw []*serveProcess
+	for _, name := range []string{"a", "b", "c"} {
+		gw = append(gw, runServe(t, env, "--config", g.config, "--token-file", token, "--state-dir", filepath.Join(dir, "state-"+name)))
+	}
+	decide := func(p *serveProcess, doc string) map[string]any {
+		t.Helper()
+		status, _, body := p.post(t, "/v1/decide", doc)
+		var out map[string]any
+		if err := json.Unmarshal(body, &out); status != 200 || err != nil {
+			t.Fatalf("decide: %d %s", status, body)
+		}
+		return out
+	}
+
+	// Held through a; the same ask through b is the same request.
+	held := decide(gw[0], noteWrite)
+	req, _ := held["approval"].(map[string]any)
+	if held["outcome"] != "ask" || req == nil {
+		t.Fatalf("the ask through a = %v; want an ask held", held)
+	}
+	id, sum := req["id"].(string), req["sha256"].(string)
+	if again, _ := decide(gw[1], noteWrite)["approval"].(map[string]any); again == nil || again["id"] != id {
+		t.Fatalf("the same ask through b holds %v; want request %s again", again, id)
+	}
+
+	// Listed and approved through b.
+	hreq, err := http.NewRequest(http.MethodGet, gw[1].base+"/v1/approvals", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hreq.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := readAll(resp)
+	if resp.StatusCode != 200 || !strings.Contains(list, id) {
+		t.Fatalf("GET /v1/approvals through b = %d %s; want request %s", resp.StatusCode, list, id)
+	}
+	status, _, body := gw[1].post(t, "/v1/approvals/"+id, `{"sha256":"`+sum+`"}`, "Authorization", "Bearer "+secret)
+	if status != 200 || !strings.Contains(string(body), `"state":"approved"`) {
+		t.Fatalf("approve through b = %d %s", status, body)
+	}
+
+	// Used once, through c; refused after, through every gateway.
+	withApproval := strings.TrimSuffix(noteWrite, "}") + `, "approval": "` + id + `"}`
+	if got := decide(gw[2], withApproval); got["outcome"] != "allow" {
+		t.Fatalf("the approved call through c = %v; want an allow", got)
+	}
+	for i, p := range gw {
+		got := decide(p, withApproval)
+		if got["outcome"] != "deny" || !strings.Contains(string(mustJSON(t, got)), "ConfirmationUnavailable") {
+			t.Errorf("the approval used again through gateway %d = %v; want a ConfirmationUnavailable deny", i, got)
+		}
+	}
+
+	// Nothing went to a state dir.
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := os.Stat(filepath.Join(dir, "state-"+name, "approvals.log")); !os.IsNotExist(err) {
+			t.Errorf("state dir %s holds an approvals.log (%v): the fleet's approvals belong in the database", name, err)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
