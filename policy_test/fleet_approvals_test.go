@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +95,34 @@ func TestFleetSharesApprovals(t *testing.T) {
 		if got["outcome"] != "deny" || !strings.Contains(string(mustJSON(t, got)), "ConfirmationUnavailable") {
 			t.Errorf("the approval used again through gateway %d = %v; want a ConfirmationUnavailable deny", i, got)
 		}
+	}
+
+	// The CLI answers the fleet's requests with the gateway's config:
+	// an ask held through b, listed and approved with --config, runs
+	// through a.
+	other := strings.Replace(noteWrite, `"text": "x"`, `"text": "y"`, 1)
+	req, _ = decide(gw[1], other)["approval"].(map[string]any)
+	if req == nil {
+		t.Fatal("the second ask was not held")
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
+		cmd.Env = append(cleanEnv(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcpx-policy %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	id2, sum2 := req["id"].(string), req["sha256"].(string)
+	want := "mcpx-policy approve " + id2 + " --sha256 " + sum2 + " --config " + g.config
+	if out := cli("approvals", "--config", g.config); !strings.Contains(out, want) {
+		t.Errorf("approvals --config lists:\n%s\nwant the command %q", out, want)
+	}
+	cli("approve", id2, "--sha256", sum2, "--config", g.config)
+	if got := decide(gw[0], strings.TrimSuffix(other, "}")+`, "approval": "`+id2+`"}`); got["outcome"] != "allow" {
+		t.Fatalf("the call approved from the CLI, through a = %v; want an allow", got)
 	}
 
 	// Nothing went to a state dir.
