@@ -320,3 +320,67 @@ func ExampleStore() {
 	// <nil>
 	// true
 }
+
+// TestHoldingAnAskAppendsOneLine: with a thousand requests pending, a
+// new ask, its answer and its use each append one line to the log and
+// leave every byte before it as it was (the same file, not a rewrite):
+// holding an ask costs the same whatever is pending. The same ask asked
+// again writes nothing.
+func TestHoldingAnAskAppendsOneLine(t *testing.T) {
+	t.Parallel()
+	c := approvaltest.NewClock()
+	dir := filepath.Join(t.TempDir(), "state")
+	s := open(t, dir, c, approval.WithMaxLive(4096), approval.WithMaxPerCaller(4096))
+	for i := range 1000 {
+		request(t, s, approvaltest.Record(fmt.Sprintf("%064x", i+1)))
+	}
+	before, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st0 unix.Stat_t
+	if err := unix.Stat(s.Path(), &st0); err != nil {
+		t.Fatal(err)
+	}
+	step := func(what string, fn func()) {
+		t.Helper()
+		fn()
+		after, err := os.ReadFile(s.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(s.Path(), &st); err != nil {
+			t.Fatal(err)
+		}
+		added := after[min(len(before), len(after)):]
+		switch {
+		case st.Ino != st0.Ino:
+			t.Fatalf("%s replaced the log", what)
+		case !bytes.HasPrefix(after, before):
+			t.Fatalf("%s changed the log before its end", what)
+		case bytes.Count(added, []byte("\n")) != 1 || !bytes.HasSuffix(added, []byte("\n")):
+			t.Fatalf("%s appended %q; want one line", what, added)
+		}
+		before = after
+	}
+	r := approvaltest.Record(sumA)
+	var got approval.Record
+	step("a new ask", func() { got = request(t, s, r) })
+	if again := request(t, s, r); again.ID != got.ID {
+		t.Fatalf("the same ask again opened %s; want %s", again.ID, got.ID)
+	}
+	if after, _ := os.ReadFile(s.Path()); !bytes.Equal(after, before) {
+		t.Fatal("the same ask asked again wrote to the log")
+	}
+	step("its answer", func() {
+		if _, err := s.Approve(got.ID, sumA); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step("its use", func() {
+		if _, err := s.Consume(got.ID, sumA, r.Binding); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
