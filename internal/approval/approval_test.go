@@ -384,3 +384,35 @@ func TestHoldingAnAskAppendsOneLine(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveBytesBounded: with caps raised far above the defaults, requests
+// with the largest prompts are refused (ErrFull) before the log could
+// outgrow MaxFileSize — which would make it unreadable and every ask of
+// every caller fail — and the log still reads.
+func TestLiveBytesBounded(t *testing.T) {
+	t.Parallel()
+	c := approvaltest.NewClock()
+	dir := filepath.Join(t.TempDir(), "state")
+	s := open(t, dir, c, approval.WithMaxLive(4096), approval.WithMaxPerCaller(4096))
+	big := json.RawMessage(`"` + strings.Repeat("x", approval.MaxPromptSize-3) + `"`)
+	held := 0
+	for i := range approval.MaxFileSize / approval.MaxPromptSize {
+		r := approvaltest.Record(fmt.Sprintf("%064x", i+1))
+		r.Prompt = big
+		if _, err := s.Request(r); err != nil {
+			wantErr(t, "a request past the log's room", err, approval.ErrFull)
+			break
+		}
+		held++
+	}
+	if held == 0 || held >= approval.MaxFileSize/approval.MaxPromptSize/2 {
+		t.Errorf("%d requests of %d KiB held; want fewer than half the log's %d MiB", held, approval.MaxPromptSize>>10, approval.MaxFileSize>>20)
+	}
+	if l, err := open(t, dir, c).List(); err != nil || len(l) != held {
+		t.Fatalf("the log after the flood lists %d, %v; want %d", len(l), err, held)
+	}
+	c.Add(time.Minute) // they expire: room again
+	if _, err := s.Request(approvaltest.Record(sumA)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -27,6 +27,13 @@ const MaxFileSize = 64 << 20
 // O(1) amortized.
 const compactFloor = 256 << 10
 
+// maxLiveBytes caps what the live requests take in the log: a request
+// beyond it is refused with ErrFull, so that the log, compacted past twice
+// its live requests and compactFloor, never reaches MaxFileSize (which
+// would make it unreadable, and every ask of every caller fail). The
+// default caps stay far below it (256 prompts of at most 64 KiB).
+const maxLiveBytes = MaxFileSize/2 - compactFloor
+
 // Store is the approval store of one state dir: the log approvals.log,
 // appended to under an exclusive flock on approvals.lock and fdatasynced
 // before each change returns, read under a shared one. Each Store keeps
@@ -81,7 +88,15 @@ func (s *Store) Request(r Record) (Record, error) {
 			return nil, err
 		}
 		out = Renew(r, now, s.cfg.TTL)
-		return requestOf(out)
+		line, err := requestOf(out)
+		if err == nil && m.liveBytes+int64(len(line)) > maxLiveBytes {
+			err = fmt.Errorf("%w: their prompts take %d bytes, the most %s keeps; answer or decline them, or let them expire",
+				ErrFull, m.liveBytes, LogName)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return line, nil
 	})
 	if err != nil {
 		return Record{}, err
