@@ -22,7 +22,7 @@ import (
 // in the PostgreSQL database of the config's ledger section, so the three
 // steps may happen in different processes — or gateways. See docs/sdk.md,
 // docs/surfaces.md#asks-on-every-surface, docs/decisions/0008-approvals.md and
-// docs/decisions/0020-approvals-log-and-fairness.md.
+// docs/decisions/0021-approvals-log-and-fairness.md.
 
 // DefaultApprovalTTL is how long an approval request lives, answered or
 // not, when Options.ApprovalTTL is 0.

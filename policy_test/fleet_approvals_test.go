@@ -116,7 +116,7 @@ func TestFleetSharesApprovals(t *testing.T) {
 		return string(out)
 	}
 	id2, sum2 := req["id"].(string), req["sha256"].(string)
-	want := "mcpx-policy approve " + id2 + " --sha256 " + sum2 + " --config " + g.config
+	want := " approve " + id2 + " --sha256 " + sum2 + " --config " + g.config
 	if out := cli("approvals", "--config", g.config); !strings.Contains(out, want) {
 		t.Errorf("approvals --config lists:\n%s\nwant the command %q", out, want)
 	}

@@ -37,6 +37,10 @@ The requests are the ones the gateway keeps: with --config, where its
 ledger section says (a fleet's PostgreSQL database, or the state dir);
 without, in the state dir, which defaults to $MCPX_POLICY_STATE_DIR, else
 $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+
+Exit status: 0 listed, approved or declined; 1 error (usage, an ID that is
+unknown, expired or already answered, a sha256 that is not the call's, a
+state dir that cannot be used).
 `
 
 // runApprovals runs `mcpx-policy approvals …`: 0 listed, 1 error.
@@ -153,7 +157,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 // approvalFail reports an error of the approval store with what to do;
 // flags name the store in the commands it prints (ledgerFlags).
 func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, flags string, err error) int {
-	list := "mcpx-policy approvals" + flags
+	list := self() + " approvals" + flags
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrUnreadable):
 		return fail(stderr, err, mcpxpolicy.Hint(err)+" (nothing was changed; no approval is given or used until then)")
@@ -173,11 +177,11 @@ func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, flags string, e
 // with flags naming the store (ledgerFlags, or stateDirFlag of a state dir
 // from printedStateDir).
 func approveCommand(r decision.ApprovalRequest, flags string) string {
-	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + flags
+	return self() + " approve " + r.ID + " --sha256 " + r.SHA256 + flags
 }
 
 func declineCommand(r decision.ApprovalRequest, flags string) string {
-	return "mcpx-policy approve " + r.ID + " --decline" + flags
+	return self() + " approve " + r.ID + " --decline" + flags
 }
 
 func indent(text string) string {
@@ -208,7 +212,7 @@ var errApprovalTTL = errors.New("--approval-ttl must be more than 0: every appro
 // and surface flags, the files absolute.
 func evalAgain(configs []string, catalog, stateDir, surface string) string {
 	var b strings.Builder
-	b.WriteString("mcpx-policy eval")
+	b.WriteString(self() + " eval")
 	for _, c := range configs {
 		b.WriteString(" --config " + writesQuote(absPath(c)))
 	}

@@ -24,7 +24,7 @@ import (
 //
 //	go test ./internal/approval/ -run '^$' -bench HoldAnAsk -benchtime 200x -count 3
 //
-// and compare the two at each n (docs/decisions/0020-approvals-log-and-fairness.md).
+// and compare the two at each n (docs/decisions/0021-approvals-log-and-fairness.md).
 func BenchmarkHoldAnAsk(b *testing.B) {
 	for _, n := range []int{10, 1_000, 10_000} {
 		b.Run(fmt.Sprintf("pending=%d/log", n), func(b *testing.B) { benchLog(b, n) })

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // approval was used twice, and every request, answer and use a child
 // reported is in it (approvaltest.CrashBook). The log is compacted along
 // the way, so kills land in compactions too. MCPX_APPROVAL_CRASH_KILLS
-// sets the number of rounds (default 60; 15 with -short).
+// sets the number of rounds (60 in a full run, MCPX_POLICY_TEST_FULL=1; 15 in a quick one).
 func TestCrashKill(t *testing.T) {
 	kills := crashtest.Kills("MCPX_APPROVAL_CRASH_KILLS", 60, 15)
 	dir := filepath.Join(t.TempDir(), "state")

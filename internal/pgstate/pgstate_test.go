@@ -129,7 +129,7 @@ func TestUnusableDatabase(t *testing.T) {
 // SIGKILLs them at random moments: after each kill no approval was used
 // twice, and every request, answer and use a child reported is in the
 // database (approvaltest.CrashBook). MCPX_PGSTATE_CRASH_KILLS sets the
-// number of rounds (default 40; 10 with -short).
+// number of rounds (40 in a full run, MCPX_POLICY_TEST_FULL=1; 10 in a quick one).
 func TestCrashKill(t *testing.T) {
 	kills := crashtest.Kills("MCPX_PGSTATE_CRASH_KILLS", 40, 10)
 	dsn := pgtest.DSN(t)
@@ -181,7 +181,7 @@ func pinsChild(s pins.Backend) {
 // TestPinsCrashKill SIGKILLs a child at random moments while it pins and
 // accepts on the database, and checks after each kill that every pin and
 // acceptance it reported holds. MCPX_PGSTATE_CRASH_KILLS sets the number
-// of kills (default 40; 10 with -short).
+// of kills (40 in a full run, MCPX_POLICY_TEST_FULL=1; 10 in a quick one).
 func TestPinsCrashKill(t *testing.T) {
 	kills := crashtest.Kills("MCPX_PGSTATE_CRASH_KILLS", 40, 10)
 	dsn := pgtest.DSN(t)
