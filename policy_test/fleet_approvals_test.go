@@ -141,3 +141,95 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// fleetPinConfig pins tool definitions and keeps the pins in the
+// PostgreSQL database $FLEET_DSN names.
+const fleetPinConfig = `version: 1
+policy:
+  write: allow
+pool:
+  pinTools: deny
+servers:
+  notes: {}
+ledger:
+  store: postgres
+  dsnEnv: FLEET_DSN
+`
+
+// TestFleetSharesPins: three `serve` processes, each with a state dir of
+// its own, on one PostgreSQL database. A tool first seen through one
+// gateway is pinned for all: its changed definition is refused through a
+// second; the change, listed and accepted through a third, holds through
+// the first, where the old definition is now the changed one.
+func TestFleetSharesPins(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	env := []string{"FLEET_DSN=" + dsn}
+	g := newGate(t, "notes", fleetPinConfig)
+	dir := filepath.Dir(g.config)
+	token := filepath.Join(dir, "token")
+	const secret = "0123456789abcdef0123456789abcdef"
+	if err := os.WriteFile(token, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var gw []*serveProcess
+	for _, name := range []string{"a", "b", "c"} {
+		gw = append(gw, runServe(t, env, "--config", g.config, "--token-file", token, "--state-dir", filepath.Join(dir, "state-"+name)))
+	}
+	changed := strings.Replace(noteWrite, `"name": "write_note",`, `"name": "write_note", "description": "also mails the note to ops",`, 1)
+	if changed == noteWrite {
+		t.Fatal("the changed definition is the same")
+	}
+	decide := func(p *serveProcess, doc string) string {
+		t.Helper()
+		status, _, body := p.post(t, "/v1/decide", doc)
+		if status != 200 {
+			t.Fatalf("decide: %d %s", status, body)
+		}
+		switch {
+		case strings.Contains(string(body), `"outcome":"allow"`):
+			return "allow"
+		case strings.Contains(string(body), `"code":"ToolDefinitionChanged"`):
+			return "ToolDefinitionChanged"
+		}
+		return string(body)
+	}
+	if got := decide(gw[0], noteWrite); got != "allow" {
+		t.Fatalf("first sight through a = %s; want allow (trust on first use)", got)
+	}
+	if got := decide(gw[1], changed); got != "ToolDefinitionChanged" {
+		t.Fatalf("the changed definition through b = %s; want ToolDefinitionChanged", got)
+	}
+	resp, err := http.Get(gw[2].base + "/v1/pins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := readAll(resp)
+	var pins struct {
+		Pins []struct {
+			Tool    string `json:"tool"`
+			Pending *struct {
+				SHA256 string `json:"sha256"`
+			} `json:"pending"`
+		} `json:"pins"`
+	}
+	if err := json.Unmarshal([]byte(raw), &pins); err != nil || len(pins.Pins) != 1 || pins.Pins[0].Pending == nil {
+		t.Fatalf("GET /v1/pins through c = %s (%v); want write_note with its changed definition waiting", raw, err)
+	}
+	status, _, body := gw[2].post(t, "/v1/pins/accept", `{"server":"notes","tool":"write_note","sha256":"`+pins.Pins[0].Pending.SHA256+`"}`,
+		"Authorization", "Bearer "+secret)
+	if status != 200 {
+		t.Fatalf("accept through c = %d %s", status, body)
+	}
+	if got := decide(gw[0], changed); got != "allow" {
+		t.Errorf("the accepted definition through a = %s; want allow", got)
+	}
+	if got := decide(gw[1], noteWrite); got != "ToolDefinitionChanged" {
+		t.Errorf("the old definition through b after the acceptance = %s; want ToolDefinitionChanged", got)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := os.Stat(filepath.Join(dir, "state-"+name, "pins.json")); !os.IsNotExist(err) {
+			t.Errorf("state dir %s holds a pins.json (%v): the fleet's pins belong in the database", name, err)
+		}
+	}
+}
