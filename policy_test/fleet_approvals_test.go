@@ -216,6 +216,18 @@ func TestFleetSharesPins(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &pins); err != nil || len(pins.Pins) != 1 || pins.Pins[0].Pending == nil {
 		t.Fatalf("GET /v1/pins through c = %s (%v); want write_note with its changed definition waiting", raw, err)
 	}
+	// The refusal names the command that accepts the change in the
+	// fleet's database, and the CLI lists it there.
+	_, _, refusal := gw[1].post(t, "/v1/decide", changed)
+	accept := "mcpx-policy pins accept notes write_note --sha256 " + pins.Pins[0].Pending.SHA256 + " --config " + g.config
+	if !strings.Contains(string(refusal), accept) {
+		t.Errorf("the refusal through b = %s; want it to name %q", refusal, accept)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "pins", "--config", g.config)
+	cmd.Env = append(cleanEnv(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), accept) {
+		t.Errorf("pins --config = %v\n%s\nwant it to name %q", err, out, accept)
+	}
 	status, _, body := gw[2].post(t, "/v1/pins/accept", `{"server":"notes","tool":"write_note","sha256":"`+pins.Pins[0].Pending.SHA256+`"}`,
 		"Authorization", "Bearer "+secret)
 	if status != 200 {
