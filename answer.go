@@ -47,7 +47,10 @@ type AnswerOptions struct {
 	// another one is unreadable.
 	Approval string
 	// Hold puts an ask on hold as an approval request (RequestApproval)
-	// and names it in the answer (Answer.Held).
+	// and names it in the answer (Answer.Held). An ask that cannot be held
+	// because a quota is reached (ErrApprovalsFull: too many requests of
+	// this caller, its surface or the store are waiting) is answered as a
+	// ConfirmationUnavailable deny that says so: it could never complete.
 	Hold bool
 	// OutOfBand completes an ask out of band instead (as DecideApproved
 	// with id "" does), for
@@ -60,6 +63,11 @@ type AnswerOptions struct {
 	// and that the same call sent again afterwards runs once. A document
 	// that names an approval is decided with it, as without OutOfBand.
 	OutOfBand bool
+	// Caller is who sent the document, as the adapter knows it — serve
+	// gives "daemon:" and its HTTP caller's address — and never as the
+	// document says: the ask put on hold counts against its quota
+	// (decision.Call.Caller). "" counts it under the call's surface.
+	Caller string
 	// Name is what the adapter calls the document in the message of an
 	// unreadable one: "not a <Name>: cause"; "" gives the cause alone.
 	Name string
@@ -166,12 +174,18 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		r = redact.Of(d, call.Args)
 	}
 	a.Err = err
+	asker := call
+	asker.Caller = opts.Caller
 	if opts.OutOfBand && err == nil && a.Approval == "" && d.Outcome == decision.Ask {
-		out, req, oerr := e.outOfBand(call, d, r)
+		out, req, oerr := e.outOfBand(asker, d, r)
 		switch {
 		case heldOutOfBand(oerr):
 			h := e.holdOf(req)
 			a.Held, a.hold = &req, &h
+		case errors.Is(oerr, approval.ErrFull):
+			a.HoldErr = oerr
+			d = fullRefusal(d, oerr)
+			r = redact.Of(d, call.Args)
 		case req.ID == "":
 			a.HoldErr = oerr
 		default:
@@ -185,10 +199,15 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 			r = redact.Of(d, call.Args)
 		}
 	} else if opts.Hold && d.Outcome == decision.Ask {
-		held, err := e.hold(call, r)
-		if err != nil {
+		held, err := e.hold(asker, r)
+		switch {
+		case errors.Is(err, approval.ErrFull):
 			a.HoldErr = err
-		} else {
+			d = fullRefusal(d, err)
+			r = redact.Of(d, call.Args)
+		case err != nil:
+			a.HoldErr = err
+		default:
 			a.Held = &held
 		}
 	}

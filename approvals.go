@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/approval"
@@ -18,22 +18,20 @@ import (
 // Decline, wherever the person is: the proxy relaying an MCP client's yes,
 // serve's approval route, `mcpx-policy approve`), and the call is decided
 // again with the approval (Engine.DecideApproved), which turns that one ask
-// into an allow, once. Requests live in approvals.json in the state dir,
-// so the three steps may happen in different processes. See docs/sdk.md
-// and docs/decisions/0008-approvals.md.
+// into an allow, once. Requests live in the state dir (approvals.log), or
+// in the PostgreSQL database of the config's ledger section, so the three
+// steps may happen in different processes — or gateways. See docs/sdk.md,
+// docs/surfaces.md#asks-on-every-surface, docs/decisions/0008-approvals.md and
+// docs/decisions/0022-approvals-log-and-fairness.md.
 
 // DefaultApprovalTTL is how long an approval request lives, answered or
 // not, when Options.ApprovalTTL is 0.
 const DefaultApprovalTTL = approval.DefaultTTL
 
-// DefaultMaxApprovals caps the live approval requests of a state dir when
-// Options.MaxApprovals is 0.
-const DefaultMaxApprovals = approval.DefaultMaxLive
-
 // requestOf is the request as the SDK shows it.
 func requestOf(r approval.Record) (decision.ApprovalRequest, error) {
 	out := decision.ApprovalRequest{ID: r.ID, SHA256: r.SHA256, Server: r.Server, Tool: r.Tool, Surface: r.Surface,
-		State: r.State, Created: r.Created, Expires: r.Expires, Answered: r.Answered}
+		Caller: r.Caller, Principal: r.Principal, State: r.State, Created: r.Created, Expires: r.Expires, Answered: r.Answered}
 	// The prompt as the approver is shown it, in this SDK's JSON (no HTML
 	// escaping), whatever escaping the file keeps.
 	var p render.AskPrompt
@@ -48,37 +46,61 @@ func requestOf(r approval.Record) (decision.ApprovalRequest, error) {
 	return out, nil
 }
 
-// Approvals is the approval store of a state dir, for whoever answers
-// asks: the proxy relaying its client's answer, serve's approval route,
-// a person at a terminal. It holds the requests asks were put on hold as.
-// It is safe for concurrent use, and any number of Approvals and Engines,
-// in this or other processes, may share a state dir. Only the party an ask
-// was put to should answer it: the proxy answers with what its client
-// said, serve needs its bearer token, the CLI needs the state dir
+// Approvals is the approval store, for whoever answers asks: the proxy
+// relaying its client's answer, serve's approval route, a person at a
+// terminal. It holds the requests asks were put on hold as: in the state
+// dir (approvals.log), or in the PostgreSQL database of the config's
+// ledger section, which a fleet of gateways shares
+// (docs/ledger.md#approvals-and-pins-a-fleet-shares). It is safe for
+// concurrent use, and any number of Approvals and Engines, in this or
+// other processes, may share a store. Only the party an ask was put to
+// should answer it: the proxy answers with what its client said, serve
+// needs its bearer token, the CLI needs the state dir or the database
 // (docs/surfaces.md#asks-on-every-surface).
-type Approvals struct{ s *approval.Store }
+type Approvals struct {
+	s      approval.Backend
+	engine bool         // the Engine's own: Engine.Close closes the database
+	close  func() error // the database's pool, when OpenApprovals opened one
+}
 
-// OpenApprovals opens the approval store of opts.StateDir (see Options),
-// with opts.ApprovalTTL and MaxApprovals, for answering and listing
-// requests without a policy. It touches nothing on disk.
+// OpenApprovals opens the approval store opts name — the config's ledger
+// section when opts.ConfigPaths are given (the config must load) and it
+// names PostgreSQL, else the state dir opts.StateDir (see Options) — with
+// opts.ApprovalTTL, MaxApprovals and MaxApprovalsPerCaller, for answering
+// and listing requests without a policy. It touches nothing until used.
+// Close releases it.
 func OpenApprovals(opts Options) (*Approvals, error) {
-	dir, err := stateDir(opts.StateDir)
+	st, err := openState(opts)
 	if err != nil {
 		return nil, err
 	}
-	return openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
-}
-
-func openApprovals(dir string, ttl time.Duration, maxLive int) (*Approvals, error) {
-	s, err := approval.Open(dir, approval.WithTTL(ttl), approval.WithMaxLive(maxLive))
+	a, err := st.approvals(opts)
 	if err != nil {
-		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+		return nil, err
 	}
-	return &Approvals{s: s}, nil
+	a.close = st.close
+	return a, nil
 }
 
-// Where is the store's file, approvals.json in the state dir.
-func (a *Approvals) Where() string { return a.s.Path() }
+// approvalOptions are the options of the approval store opts configure.
+func approvalOptions(opts Options) []approval.Option {
+	return []approval.Option{approval.WithTTL(opts.ApprovalTTL), approval.WithMaxLive(opts.MaxApprovals),
+		approval.WithMaxPerCaller(opts.MaxApprovalsPerCaller)}
+}
+
+// Where names the store: approvals.log in the state dir, or the database
+// (without its password) and its table.
+func (a *Approvals) Where() string { return a.s.Where() }
+
+// Close releases the database connections OpenApprovals opened; on the
+// Engine's own (Engine.Approvals), and on a state dir's store, it does
+// nothing.
+func (a *Approvals) Close() error {
+	if a.engine || a.close == nil {
+		return nil
+	}
+	return a.close()
+}
 
 // List returns the live requests (pending, approved and declined, not yet
 // used or expired), oldest first. An unreadable store is an error matching
@@ -137,7 +159,9 @@ func (a *Approvals) Decline(id string) (decision.ApprovalRequest, error) {
 }
 
 // RequestApproval puts the ask d of call on hold: it opens a pending
-// approval request bound to the call and returns it once it is durable.
+// approval request bound to the call and returns it once it is durable —
+// or, when the same ask is pending already (the same call, reasons,
+// principal and config revision), returns that request and opens nothing.
 // Show req.Prompt (Text() for a terminal) to the person, have them answer
 // through Approvals, then decide the call with DecideApproved(ctx, call,
 // req.ID). Nothing is ever approved by itself: an unanswered request
@@ -149,12 +173,15 @@ func (a *Approvals) Decline(id string) (decision.ApprovalRequest, error) {
 // is a write and destructive, the call's principal, and the config
 // revision that asked (Revision). A call that differs in any of them, or
 // is decided by another config, does not use the approval.
+// It counts against call.Caller's quota (Options.MaxApprovalsPerCaller,
+// per principal), its surface's (half of Options.MaxApprovals) and the
+// store's.
 //
 // Errors: ErrNotAsk (d is not an ask), an error when d was decided for
-// another call or the arguments are not JSON, ErrApprovalsFull,
-// ErrApprovalTooLarge, ErrUnreadable, I/O errors. On error the ask stands;
-// a surface that cannot put it to a person denies it
-// (mcpgate.Unavailable). Safe for concurrent use.
+// another call or the arguments are not JSON, ErrApprovalsFull (a quota
+// is reached: the text says whose), ErrApprovalTooLarge, ErrUnreadable,
+// I/O errors. On error the ask stands; a surface that cannot put it to a
+// person denies it (mcpgate.Unavailable). Safe for concurrent use.
 func (e *Engine) RequestApproval(call decision.Call, d decision.Decision) (decision.ApprovalRequest, error) {
 	return e.hold(call, redact.Of(d, call.Args))
 }
@@ -174,11 +201,30 @@ func (e *Engine) hold(call decision.Call, r redact.Decision) (decision.ApprovalR
 		return decision.ApprovalRequest{}, fmt.Errorf("mcpxpolicy: prompt: %w", err)
 	}
 	rec, err := e.approvals.s.Request(approval.Record{SHA256: prompt.SHA256, Server: call.Server, Tool: call.Tool.Name,
-		Surface: call.Surface, Binding: bind, Prompt: b})
+		Surface: call.Surface, Caller: callerOf(call), Principal: principalID(call), Binding: bind, Prompt: b})
 	if err != nil {
 		return decision.ApprovalRequest{}, err
 	}
 	return requestOf(rec)
+}
+
+// callerOf is who asked call, as its quota counts it: call.Caller, else
+// its surface (docs/surfaces.md#fairness-one-caller-cannot-starve-another).
+func callerOf(call decision.Call) string {
+	switch {
+	case call.Caller != "":
+		return call.Caller
+	case call.Surface != "":
+		return call.Surface
+	}
+	return "sdk"
+}
+
+func principalID(call decision.Call) string {
+	if call.Principal == nil {
+		return ""
+	}
+	return call.Principal.ID
 }
 
 // approvalBinding digests what an approval is bound to besides the call's
@@ -208,8 +254,8 @@ func approvalBinding(call decision.Call, p render.AskPrompt, revision string) (s
 
 // DecideApproved decides call again and, if it is still the ask that
 // approval request id was made for and the request is approved and
-// unexpired, uses the approval — once, in every process sharing the state
-// dir — and returns that ask as an allow (its reasons kept, so the log
+// unexpired, uses the approval — once, in every process sharing the store
+// — and returns that ask as an allow (its reasons kept, so the log
 // shows what was confirmed). In shadow mode an ask the policy made itself
 // (a binding one) is answered the same way enforced, so Shadow becomes
 // that allow too; an ask shadow mode relaxed from a deny keeps the deny
@@ -266,11 +312,25 @@ func (e *Engine) useApproval(call decision.Call, d decision.Decision, r redact.D
 	if err != nil {
 		return render.Unavailable(d), err
 	}
-	out, err := e.approvals.s.Use(id, prompt.SHA256, bind, d)
+	out, err := approval.Use(e.approvals.s, id, prompt.SHA256, bind, d)
 	if err != nil {
 		return approval.Refusal(render.Unavailable(d), render.Declined(d), id, err), err
 	}
 	return out, nil
+}
+
+// fullRefusal is the ask d that could not be put on hold because a quota
+// of the approval store is reached (err, ErrApprovalsFull): a
+// ConfirmationUnavailable deny that says whose quota and what to do, with
+// the error in its details ("refused").
+func fullRefusal(d decision.Decision, err error) decision.Decision {
+	out := render.Unavailable(d)
+	r := &out.Reasons[0]
+	codes, _ := r.Details["asked"].([]string)
+	r.Message = fmt.Sprintf("%s.%s needs confirmation (%s) and no approval request could be made: %v; the call was not executed",
+		d.Call.Server, d.Call.Tool, strings.Join(codes, ", "), err)
+	r.Details["refused"] = err.Error()
+	return out
 }
 
 // marshalJSON is json.Marshal without HTML escaping: the encoder that

@@ -53,15 +53,16 @@ func (c Commands) WritesClear(server, id, seen string) string {
 	return s + c.ledger() + " --reason " + shellQuote(clearReason)
 }
 
-// PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
-// [--state-dir D]`, quoted as WritesClear is; sha256 "" leaves --sha256
-// out.
+// PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]` with
+// the pins' place, which is the ledger's (--state-dir D, or --config F…
+// with LedgerInConfig: the pins of a fleet are in its database), quoted as
+// WritesClear is; sha256 "" leaves --sha256 out.
 func (c Commands) PinsAccept(server, tool, sha256 string) string {
 	s := "mcpx-policy pins accept " + shellQuote(server) + " " + shellQuote(tool)
 	if sha256 != "" {
 		s += " --sha256 " + shellQuote(sha256)
 	}
-	return s + c.stateDir()
+	return s + c.ledger()
 }
 
 // approve is `mcpx-policy approve ID --sha256 S` with the approval

@@ -36,10 +36,11 @@ type Options struct {
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the approval requests and the pinned tool
-	// definitions live, and the unknown-outcome ledger when the config
-	// keeps it in a file (the default); "" means $MCPX_POLICY_STATE_DIR,
-	// else $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+	// StateDir is where the unknown-outcome ledger, the approval requests
+	// and the pinned tool definitions live when the config keeps them in
+	// files (the default; with the ledger section's PostgreSQL they all
+	// live in the database); "" means $MCPX_POLICY_STATE_DIR, else
+	// $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -53,9 +54,10 @@ type Options struct {
 	// ApprovalTTL is how long an approval request (RequestApproval) lives,
 	// answered or not; 0 (or less) means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
-	// MaxApprovals caps the live approval requests of the state dir; a
-	// request beyond it fails with ErrApprovalsFull. 0 (or less) means
-	// DefaultMaxApprovals.
+	// MaxApprovals caps the live approval requests of the store; a
+	// request beyond it fails with ErrApprovalsFull. One surface (the text
+	// of Call.Caller before its first ':') may hold at most half of them,
+	// rounded up. 0 (or less) means 256.
 	MaxApprovals int
 	// ApprovalsPage is the link of the approvals page that answers this
 	// state dir's requests (serve's or proxy --listen's --approvals-page,
@@ -72,6 +74,11 @@ type Options struct {
 	// request already waiting for the same call, nor of the requests
 	// RequestApproval opens.
 	OnApprovalRequest func(req decision.ApprovalRequest, held decision.Decision)
+	// MaxApprovalsPerCaller caps the live approval requests of one caller
+	// (Call.Caller and the call's principal): one caller flooding asks
+	// cannot make another's un-approvable (docs/surfaces.md#fairness-one-caller-cannot-starve-another).
+	// 0 (or less) means 16 (and never more than a surface may hold).
+	MaxApprovalsPerCaller int
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -116,25 +123,24 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	apv, err := openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := openPins(dir)
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{opts: opts, approvals: apv, pins: ps}
+	e := &Engine{opts: opts}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWrites(rev.compiled.Ledger, dir)
+	st, err := openStores(rev.compiled.Ledger, dir)
 	if err != nil {
 		return nil, err
 	}
-	w.engine = true
-	e.writes, e.ledgerCfg = w, rev.compiled.Ledger
+	if e.approvals, err = st.approvals(opts); err == nil {
+		e.pins, err = st.pins()
+	}
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	e.approvals.engine, e.pins.engine = true, true
+	e.writes, e.ledgerCfg = &Writes{s: st.ledger, engine: true}, rev.compiled.Ledger
 	e.cmds = commandsFor(opts, e.ledgerCfg)
 	e.cur.Store(rev)
 	return e, nil
@@ -152,10 +158,11 @@ func stateDir(dir string) (string, error) {
 	return d, nil
 }
 
-// Close releases the ledger's connections (the PostgreSQL store's; the
-// file store holds nothing to release). Writes of this Engine still in
-// flight read as a dead process's from then on. No method of the Engine
-// or of its handles may be used after it.
+// Close releases the database connections of the ledger, the approvals
+// and the pins (the PostgreSQL store's; the file stores hold nothing to
+// release). Writes of this Engine still in flight read as a dead
+// process's from then on. No method of the Engine or of its handles may be
+// used after it.
 func (e *Engine) Close() error { return e.writes.s.Close() }
 
 // compileConfig loads and compiles a config without preparing it: what
@@ -338,11 +345,13 @@ func (e *Engine) Listable(ctx context.Context, server string, t decision.Tool) (
 // or the database its config names). Engine.Close closes it.
 func (e *Engine) Writes() *Writes { return e.writes }
 
-// Approvals is the Engine's approval store (in Options.StateDir, with
-// Options.ApprovalTTL and MaxApprovals).
+// Approvals is the Engine's approval store (in Options.StateDir, or the
+// database of the config's ledger section; with Options.ApprovalTTL,
+// MaxApprovals and MaxApprovalsPerCaller). Engine.Close closes it.
 func (e *Engine) Approvals() *Approvals { return e.approvals }
 
-// Pins is the pin store the Engine decides with (Options.StateDir's).
+// Pins is the pin store the Engine decides with (Options.StateDir's, or
+// the database of the config's ledger section). Engine.Close closes it.
 func (e *Engine) Pins() *Pins { return e.pins }
 
 // Commands spells the commands this Engine's operator runs — clear its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/approval"
@@ -63,7 +64,7 @@ func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Dec
 	}
 	if found && rec.State != approval.Pending {
 		// Answered: used (an allow) or spent (a decline), once.
-		out, err := e.approvals.s.Use(rec.ID, prompt.SHA256, bind, d)
+		out, err := approval.Use(e.approvals.s, rec.ID, prompt.SHA256, bind, d)
 		e.oob.Unlock()
 		req, rerr := requestOf(rec)
 		if rerr != nil {
@@ -74,13 +75,18 @@ func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Dec
 		}
 		return out, req, nil
 	}
+	opened := false
 	if !found {
+		// Request returns the pending request another process opened for
+		// the same call and binding meanwhile: only one made now is new
+		start := time.Now().Truncate(time.Second)
 		rec, err = e.approvals.s.Request(approval.Record{SHA256: prompt.SHA256, Server: call.Server, Tool: call.Tool.Name,
-			Surface: call.Surface, Binding: bind, Prompt: mustPromptJSON(prompt)})
+			Surface: call.Surface, Caller: callerOf(call), Principal: principalID(call), Binding: bind, Prompt: mustPromptJSON(prompt)})
 		if err != nil {
 			e.oob.Unlock()
 			return render.Unavailable(d), decision.ApprovalRequest{}, err
 		}
+		opened = !rec.Created.Before(start)
 	}
 	e.oob.Unlock()
 	req, err := requestOf(rec)
@@ -88,7 +94,7 @@ func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Dec
 		return render.Unavailable(d), decision.ApprovalRequest{}, err
 	}
 	held := render.Held(d, e.holdOf(req))
-	if !found && e.opts.OnApprovalRequest != nil {
+	if opened && e.opts.OnApprovalRequest != nil {
 		e.opts.OnApprovalRequest(req, held)
 	}
 	return held, req, fmt.Errorf("%w: %w: approval %s waits for a person", approval.ErrRefused, ErrApprovalPending, req.ID)

@@ -7,6 +7,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
+	"github.com/mcpx/mcpx-policy/internal/pins"
 )
 
 // What the policy reads from the state dir, and the one place the Engine
@@ -51,12 +52,12 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 
 // pinView is what the policy reads as input.tool.pin when the server pins
 // tool definitions (config.Compiled.PinMode) — nil when pinning is off —
-// and the call as the policy judges it (pins.Store.CompareTool).
+// and the call as the policy judges it (pins.CompareTool).
 func (e *Engine) pinView(c *config.Compiled, call decision.Call) (*engine.Pin, decision.Call) {
 	if c.PinMode(call.Server) == config.DefaultPinTools {
 		return nil, call
 	}
-	check, tool := e.pins.s.CompareTool(call.Server, call.Tool)
+	check, tool := pins.CompareTool(e.pins.s, call.Server, call.Tool)
 	call.Tool = tool
 	return &engine.Pin{Status: check.Status, SHA256: check.SHA256, PinnedSHA256: check.PinnedSHA256,
 		Changed: check.Changed, Error: check.Error}, call

@@ -2,12 +2,10 @@ package mcpxpolicy
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
-	"github.com/mcpx/mcpx-policy/internal/ledger/pgledger"
 )
 
 // Writes is the unknown-outcome ledger (docs/ledger.md): the file in the
@@ -27,40 +25,11 @@ type Writes struct {
 // opts.ConfigPaths are given (the config must load), else the file in
 // opts.StateDir. It touches nothing until used. Close releases it.
 func OpenWrites(opts Options) (*Writes, error) {
-	lc := config.LedgerConfig{Store: config.StoreFile}
-	if len(opts.ConfigPaths) > 0 {
-		c, err := compileConfig(opts)
-		if err != nil {
-			return nil, err
-		}
-		lc = c.Ledger
-	}
-	dir := opts.StateDir
-	if lc.Store != config.StorePostgres {
-		var err error
-		if dir, err = stateDir(dir); err != nil {
-			return nil, err
-		}
-	}
-	return openWrites(lc, dir)
-}
-
-// openWrites opens the ledger the config's ledger section names: the file
-// in stateDir by default, or the PostgreSQL database a fleet shares
-// (docs/ledger.md#a-ledger-a-fleet-shares).
-func openWrites(lc config.LedgerConfig, stateDir string) (*Writes, error) {
-	if lc.Store == config.StorePostgres {
-		s, err := pgledger.Open(lc.DSN, lc.Source, pgledger.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("mcpxpolicy: %w", err)
-		}
-		return &Writes{s: s}, nil
-	}
-	l, err := ledger.Open(stateDir)
+	st, err := openState(opts)
 	if err != nil {
-		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+		return nil, err
 	}
-	return &Writes{s: l}, nil
+	return &Writes{s: st.ledger}, nil
 }
 
 // sameLedger reports whether two ledger sections name the same store.

@@ -12,6 +12,15 @@ type Call struct {
 	Args      map[string]any `json:"args"`
 	Mode      string         `json:"mode,omitempty"`
 	Principal *Principal     `json:"principal,omitempty"`
+	// Caller names who sent the call, as the program that took it knows
+	// it — "<surface>:<who>", such as "daemon:127.0.0.1" (serve's HTTP
+	// caller) or "mcp:<session>" (a proxy session) — and never as a call
+	// document says: the approval requests of an ask are counted per
+	// caller and principal, and per surface (the text before the first
+	// ':'), so that one caller cannot fill the store
+	// (docs/surfaces.md#fairness-one-caller-cannot-starve-another). "" counts the call under its Surface.
+	// The policy does not read it, and it is no part of the call's JSON.
+	Caller string `json:"-"`
 }
 
 // Tool is an MCP Tool as tools/list returns it: the fields the policy

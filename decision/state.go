@@ -78,6 +78,13 @@ type ApprovalRequest struct {
 	Tool   string `json:"tool"`
 	// Surface is where the ask was made: mcp, daemon or cli.
 	Surface string `json:"surface,omitempty"`
+	// Caller is who asked, as the program that took the call knows it
+	// (Call.Caller; the surface when it names none), and Principal the id
+	// of the call's principal: what the request counts under, and what
+	// serve's GET /v1/approvals shows a caller without the operator's
+	// token (its own requests only).
+	Caller    string `json:"caller,omitempty"`
+	Principal string `json:"principal,omitempty"`
 	// State is where it stands; Created and Expires when it was made and
 	// when it goes.
 	State   ApprovalState `json:"state"`

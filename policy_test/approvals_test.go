@@ -153,17 +153,16 @@ func TestApprovalForChangedCallRefused(t *testing.T) {
 // TestApprovalVoidWhenTheReasonsChange: an approval given for one reason
 // to ask does not pass the call once the policy asks for another reason
 // too (here the destructive floor turned on); an approval is bound to the
-// config revision that asked, so any other config voids it, even one that
-// leaves the call's reasons alone, and a reload of the same config keeps
-// it valid.
+// config revision it was asked under, so a reload that changes the policy
+// voids it even when the call's reasons stay the same, and a reload that
+// leaves the policy as it was (the same revision) keeps it valid.
 func TestApprovalVoidWhenTheReasonsChange(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": askConfig})
 	eng := approvalEngine(t, dir, filepath.Join(dir, "state"), 0)
 	call := askCall("/workspace/a")
 	kept := requestApproved(t, eng, call)
-	otherServer := requestApproved(t, eng, call)
-	voided := requestApproved(t, eng, call)
+	transferred := requestApproved(t, eng, call)
 
 	reload := func(config string) {
 		t.Helper()
@@ -174,12 +173,20 @@ func TestApprovalVoidWhenTheReasonsChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reload(askConfig) // the same config: the same revision
+	rev := eng.Revision()
+	reload("# the same policy, written again\n" + askConfig)
+	if eng.Revision() != rev {
+		t.Fatal("a comment changed the revision")
+	}
 	approvedAllow(t, eng, call, kept.ID)
 
-	reload(askConfig + "  third: {writePolicy: deny}\n") // another server: the call's reasons are the same, the revision not
-	refused(t, eng, call, otherServer.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
+	reload(askConfig + "  third: {writePolicy: deny}\n") // another server: the call's reasons are the same
+	if eng.Revision() == rev {
+		t.Fatal("the revision did not change")
+	}
+	refused(t, eng, call, transferred.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
 
+	voided := requestApproved(t, eng, call)
 	reload("version: 1\npolicy:\n  write: ask\n  confirmDestructive: true\n")
 	if got := codes(decide(t, eng, call).Reasons); len(got) != 2 {
 		t.Fatalf("reasons after the reload: %v, want two", got)
@@ -363,7 +370,7 @@ func TestConcurrentApprovedDecisionsOneWins(t *testing.T) {
 	}
 }
 
-// TestApprovalStoreHoldsNoSecret: approvals.json is private and holds the
+// TestApprovalStoreHoldsNoSecret: approvals.log is private and holds the
 // call's sha256 and the redacted prompt, never a secret argument.
 func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 	t.Parallel()
@@ -372,7 +379,7 @@ func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 	call := askCall("/workspace/a")
 	call.Args["content"] = "token=" + secret
 	req := requestFor(t, eng, call)
-	path := filepath.Join(dir, "state", "approvals.json")
+	path := filepath.Join(dir, "state", "approvals.log")
 	if eng.Approvals().Where() != path {
 		t.Fatalf("Path = %s, want %s", eng.Approvals().Where(), path)
 	}
@@ -387,7 +394,7 @@ func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 		t.Fatalf("the sha256 is not in the store: %s", b)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
-		t.Fatalf("approvals.json mode %o, want 600", st.Mode().Perm())
+		t.Fatalf("approvals.log mode %o, want 600", st.Mode().Perm())
 	}
 }
 

@@ -246,8 +246,19 @@ func TestOutOfBandNeverAllowsWithoutAnApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	for i := range 5 {
-		held(t, eng, askCall(fmt.Sprintf("/workspace/%d", i)))
+	// held until a quota is full: the caller's, under the store's 5
+	n := 0
+	for ; n < 5; n++ {
+		_, err := eng.DecideApproved(context.Background(), askCall(fmt.Sprintf("/workspace/%d", n)), "")
+		if errors.Is(err, mcpxpolicy.ErrApprovalsFull) {
+			break
+		}
+		if !errors.Is(err, mcpxpolicy.ErrApprovalPending) {
+			t.Fatalf("ask %d: %v; want it held", n, err)
+		}
+	}
+	if n == 0 || n == 5 {
+		t.Fatalf("%d asks held before a quota was full; want some, and fewer than the store's 5", n)
 	}
 	call := askCall("/workspace/full")
 	d, err := eng.DecideApproved(context.Background(), call, "")

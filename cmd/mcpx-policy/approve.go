@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -13,9 +14,9 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 )
 
-const approveUsage = `usage: mcpx-policy approvals [--state-dir D] [--format text|json]
-       mcpx-policy approve ID --sha256 S [--state-dir D]
-       mcpx-policy approve ID --decline [--state-dir D]
+const approveUsage = `usage: mcpx-policy approvals [--config F…] [--state-dir D] [--format text|json]
+       mcpx-policy approve ID --sha256 S [--config F…] [--state-dir D]
+       mcpx-policy approve ID --decline [--config F…] [--state-dir D]
 
 An ask becomes an approval request when it is decided (eval, serve, the
 proxy): the exact call, redacted, waits in the state dir until a person
@@ -34,7 +35,9 @@ same call is sent again: once, and only while it is still the same ask.
   mcpx-policy eval --config mcpx-policy.yaml --approval 5f0c2e4b9a7d41c3b8e6f1a2d3c4b5a6 call.json
   mcpx-policy approve 5f0c2e4b9a7d41c3b8e6f1a2d3c4b5a6 --decline
 
-The state dir defaults to $MCPX_POLICY_STATE_DIR, else
+The requests are the ones the gateway keeps: with --config, where its
+ledger section says (a fleet's PostgreSQL database, or the state dir);
+without, in the state dir, which defaults to $MCPX_POLICY_STATE_DIR, else
 $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
 
 Exit status: 0 listed, approved or declined; 1 error (usage, an ID that is
@@ -46,7 +49,9 @@ state dir that cannot be used).
 func runApprovals(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy approvals", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	stateDir := fs.String("state-dir", "", "state directory holding approvals.json")
+	var configs stringList
+	fs.Var(&configs, "config", "config file whose ledger section names the approval store (repeatable, layered in order)")
+	stateDir := fs.String("state-dir", "", "state directory holding approvals.log")
 	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return approveUsageErr(stdout, stderr, err)
@@ -57,12 +62,14 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	case format.check() != nil:
 		return approveUsageErr(stdout, stderr, format.check())
 	}
-	store, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{StateDir: *stateDir})
+	store, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	// the commands it prints name the state dir as printedStateDir does
-	printed := printedStateDir(*stateDir)
+	defer store.Close()
+	// the commands it prints name the store as this one was given
+	// (ledgerFlags)
+	printed := ledgerFlags(configs, *stateDir)
 	list, err := store.List()
 	if err != nil {
 		return approvalFail(stderr, store, printed, err)
@@ -105,7 +112,9 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 func runApprove(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy approve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	stateDir := fs.String("state-dir", "", "state directory holding approvals.json")
+	var configs stringList
+	fs.Var(&configs, "config", "config file whose ledger section names the approval store (repeatable, layered in order)")
+	stateDir := fs.String("state-dir", "", "state directory holding approvals.log")
 	sum := fs.String("sha256", "", "the sha256 of the call you were shown (approves it)")
 	decline := fs.Bool("decline", false, "decline the request instead")
 	// Flags may come before or after ID.
@@ -124,10 +133,11 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		return approveUsageErr(stdout, stderr, errors.New("approve needs --sha256, the sha256 of the call you were shown (or --decline)"))
 	}
 	id := pos[0]
-	store, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{StateDir: *stateDir})
+	store, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	defer store.Close()
 	var r decision.ApprovalRequest
 	if *decline {
 		r, err = store.Decline(id)
@@ -135,7 +145,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		r, err = store.Approve(id, strings.ToLower(strings.TrimSpace(*sum)))
 	}
 	if err != nil {
-		return approvalFail(stderr, store, printedStateDir(*stateDir), err)
+		return approvalFail(stderr, store, ledgerFlags(configs, *stateDir), err)
 	}
 	if *decline {
 		fmt.Fprintf(stdout, "declined approval %s: %s.%s (sha256 %s) will not run with it\n", r.ID, r.Server, r.Tool, r.SHA256)
@@ -147,9 +157,9 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 }
 
 // approvalFail reports an error of the approval store with what to do;
-// stateDir is the one the commands it names carry (printedStateDir).
-func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
-	list := self() + " approvals" + stateDirFlag(stateDir)
+// flags name the store in the commands it prints (ledgerFlags).
+func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, flags string, err error) int {
+	list := self() + " approvals" + flags
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrUnreadable):
 		return fail(stderr, err, mcpxpolicy.Hint(err)+" (nothing was changed; no approval is given or used until then)")
@@ -166,13 +176,14 @@ func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string
 }
 
 // approveCommand is the exact command that approves r, runnable as printed
-// with stateDir from printedStateDir.
-func approveCommand(r decision.ApprovalRequest, stateDir string) string {
-	return self() + " approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
+// with flags naming the store (ledgerFlags, or stateDirFlag of a state dir
+// from printedStateDir).
+func approveCommand(r decision.ApprovalRequest, flags string) string {
+	return self() + " approve " + r.ID + " --sha256 " + r.SHA256 + flags
 }
 
-func declineCommand(r decision.ApprovalRequest, stateDir string) string {
-	return self() + " approve " + r.ID + " --decline" + stateDirFlag(stateDir)
+func declineCommand(r decision.ApprovalRequest, flags string) string {
+	return self() + " approve " + r.ID + " --decline" + flags
 }
 
 func indent(text string) string {

@@ -182,7 +182,7 @@ func printAnswer(stdout, stderr io.Writer, asJSON bool, path string, ans mcpxpol
 		r := *ans.Held
 		fmt.Fprintf(stderr, "approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
 			r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
-			approveCommand(r, stateDir), declineCommand(r, stateDir), again+" --approval "+r.ID+" "+printedCallPath(path))
+			approveCommand(r, stateDirFlag(stateDir)), declineCommand(r, stateDirFlag(stateDir)), again+" --approval "+r.ID+" "+printedCallPath(path))
 	case ans.HoldErr != nil:
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s: no approval request was made, so this ask cannot be approved: %v\n", path, ans.HoldErr)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 )
 
-const pinsUsage = `usage: mcpx-policy pins [--state-dir D] [--format text|json]
-       mcpx-policy pins accept SERVER TOOL [--sha256 S] [--state-dir D]
+const pinsUsage = `usage: mcpx-policy pins [--config F…] [--state-dir D] [--format text|json]
+       mcpx-policy pins accept SERVER TOOL [--sha256 S] [--config F…] [--state-dir D]
 
 Lists the pinned tool definitions: for each server and tool, the SHA-256 of
 the definition trusted when it was first seen (pinTools: ask or deny), and
@@ -28,9 +29,11 @@ the change on the server's side (its tools/list), then accept it.
 
 With --sha256 (the hash a ToolDefinitionChanged reason names), only that
 definition is accepted: if the server changed the tool again since, nothing
-is accepted. The pins are pins.json in the state dir, which defaults to
-$MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy, else
-~/.local/state/mcpx-policy. See docs/proxy.md#pinned-tool-definitions.
+is accepted. The pins are the gateway's: with --config, where its ledger
+section says (a fleet's PostgreSQL database, or the state dir); without,
+pins.json in the state dir, which defaults to $MCPX_POLICY_STATE_DIR, else
+$XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy. See
+docs/proxy.md#pinned-tool-definitions.
 
 Exit status: 0 listed or accepted, 1 error (usage, no pin or no changed
 definition to accept, a --sha256 that is not the changed definition's, a
@@ -46,6 +49,8 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("mcpx-policy pins", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	var configs stringList
+	fs.Var(&configs, "config", "config file whose ledger section names the pin store (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding pins.json")
 	format := formatFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -57,10 +62,13 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	case format.check() != nil:
 		return usageError(stdout, stderr, pinsUsage, format.check())
 	}
-	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: *stateDir})
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
+	defer ps.Close()
+	// the commands it prints name the store as this one was given
+	where := ledgerFlags(configs, *stateDir)
 	list, err := ps.List()
 	if err != nil {
 		return pinsFail(stderr, err)
@@ -77,7 +85,6 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "no pinned tool definitions")
 		return 0
 	}
-	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
 	changed := 0
 	for _, p := range list {
 		how := "trusted on first use"
@@ -89,7 +96,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 			changed++
 			fields := decision.ChangedFields(p.Pinned.Fields, p.Pending.Fields)
 			fmt.Fprintf(stdout, "\tCHANGED to %s since %s (%s changed): calls are refused or asked until accepted: %s\n",
-				p.Pending.SHA256[:12], p.Pending.Seen.Format(time.RFC3339), strings.Join(fields, ", "), cmds.PinsAccept(p.Server, p.Tool, p.Pending.SHA256))
+				p.Pending.SHA256[:12], p.Pending.Seen.Format(time.RFC3339), strings.Join(fields, ", "), mcpxpolicy.Commands{}.PinsAccept(p.Server, p.Tool, p.Pending.SHA256)+where)
 		}
 	}
 	fmt.Fprintf(stdout, "%d pinned tool(s), %d changed since pinned\n", len(list), changed)
@@ -99,6 +106,8 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpx-policy pins accept", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	var configs stringList
+	fs.Var(&configs, "config", "config file whose ledger section names the pin store (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding pins.json")
 	sum := fs.String("sha256", "", "accept only the definition with this SHA-256")
 	// Flags may come before, between or after SERVER and TOOL.
@@ -113,19 +122,21 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, pinsUsage, fmt.Errorf("unexpected argument %q", pos[2]))
 	}
 	server, tool := pos[0], pos[1]
-	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: *stateDir})
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
+	defer ps.Close()
+	// the commands it prints name the store as this one was given
+	where := ledgerFlags(configs, *stateDir)
 	p, err := ps.Accept(server, tool, *sum)
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrNotFound):
-		return fail(stderr, fmt.Errorf("%s.%s has no pinned definition", server, tool), "list the pins with: "+pinsCommand(cmds))
+		return fail(stderr, fmt.Errorf("%s.%s has no pinned definition", server, tool), "list the pins with: "+pinsCommand(where))
 	case errors.Is(err, mcpxpolicy.ErrNothingToAccept):
-		return fail(stderr, fmt.Errorf("%s.%s has no changed definition to accept: its pin is the definition last seen", server, tool), "list the pins with: "+pinsCommand(cmds))
+		return fail(stderr, fmt.Errorf("%s.%s has no changed definition to accept: its pin is the definition last seen", server, tool), "list the pins with: "+pinsCommand(where))
 	case errors.Is(err, mcpxpolicy.ErrMismatch):
-		return fail(stderr, err, "the tool changed again since; nothing was accepted: review the change it now has ("+pinsCommand(cmds)+") and accept that one")
+		return fail(stderr, err, "the tool changed again since; nothing was accepted: review the change it now has ("+pinsCommand(where)+") and accept that one")
 	case err != nil:
 		return pinsFail(stderr, err)
 	}
@@ -133,9 +144,10 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// pinsCommand is `mcpx-policy pins` with the state dir cmds names.
-func pinsCommand(cmds mcpxpolicy.Commands) string {
-	return "mcpx-policy pins" + stateDirFlag(cmds.StateDir)
+// pinsCommand is `mcpx-policy pins` with the flags that name the store
+// (ledgerFlags).
+func pinsCommand(where string) string {
+	return "mcpx-policy pins" + where
 }
 
 func pinsFail(stderr io.Writer, err error) int {

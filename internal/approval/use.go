@@ -13,14 +13,14 @@ import (
 // declined) rather than a failure of the store.
 var ErrRefused = errors.New("approval refused")
 
-// Use spends request id on ask, the decision of the call it was made for
+// Use spends request id of s on ask, the decision of the call it was made for
 // decided again, whose unredacted call has sha256 and whose prompt has
 // binding (the digest Request was given): approved, unexpired and a match,
 // it is used — once, in every process sharing the state dir — and Use
 // returns ask as the allow it was approved as (Allowed). Otherwise it
 // returns the error, matching ErrRefused when it is about the approval
 // (Consume's errors); the caller denies with Refusal.
-func (s *Store) Use(id, sha256, binding string, ask decision.Decision) (decision.Decision, error) {
+func Use(s Backend, id, sha256, binding string, ask decision.Decision) (decision.Decision, error) {
 	if _, err := s.Consume(id, sha256, binding); err != nil {
 		for _, refusal := range []error{ErrUnknown, ErrExpired, ErrMismatch, ErrNotApproved, ErrDeclined} {
 			if errors.Is(err, refusal) {

@@ -22,7 +22,7 @@ type Check struct {
 	Error string
 }
 
-// CompareTool compares server's tool t with its pin — pinning a tool seen
+// CompareTool compares server's tool t with its pin in s — pinning a tool seen
 // first, durably — and returns the comparison and the tool as the policy
 // judges it: while its definition differs from the pinned one, its
 // annotations are the stricter of the two (a server that flips
@@ -30,7 +30,7 @@ type Check struct {
 // nor one that drops destructiveHint: false the reverse). A failure is a
 // Check with Status "error", which the policy denies. Safe for concurrent
 // use.
-func (s *Store) CompareTool(server string, t decision.Tool) (Check, decision.Tool) {
+func CompareTool(s Backend, server string, t decision.Tool) (Check, decision.Tool) {
 	seen, err := SeenTool(t)
 	if err != nil {
 		return Check{Status: "error", Error: "the tool's definition is not JSON, so it has no pin"}, t

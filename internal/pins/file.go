@@ -104,7 +104,7 @@ func (p *parsed) status(server string, d Seen) (Status, bool) {
 	case pin.Pinned.SHA256 == d.SHA256 && pin.Pending == nil:
 		return Status{State: OK, Pin: pin}, true
 	case pin.Pinned.SHA256 != d.SHA256 && pin.Pending != nil && pin.Pending.SHA256 == d.SHA256:
-		return changedStatus(pin), true
+		return ChangedStatus(pin), true
 	}
 	return Status{}, false
 }

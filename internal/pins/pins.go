@@ -126,6 +126,49 @@ func SeenTool(t decision.Tool) (Seen, error) {
 	return Seen{Tool: t.Name, SHA256: sum, Fields: fields, Annotations: t.Annotations}, nil
 }
 
+// Backend is a pin store: Store, pins.json in the state dir, or the
+// PostgreSQL database a fleet shares (internal/pgstate). Both keep the
+// same promises, which the tests in internal/pins/pinstest check on each.
+// Its methods are safe for concurrent use, and any number of Backends on
+// one state dir or database, in any processes, behave as one store.
+type Backend interface {
+	// See compares a definition of server's tool with its pin: OK when it
+	// is the pinned one, New when the tool had no pin (the definition is
+	// pinned now, durably, before See returns), Changed when it differs
+	// (it is kept as the pin's Pending, replacing an older pending one).
+	// A definition equal to the pinned one drops a stale Pending. Of any
+	// number of first sights of one tool at once, exactly one is New.
+	// Errors: ErrTooLarge, ErrFull, an *UnreadableError, I/O errors; on
+	// error nothing is pinned and the caller must treat the definition as
+	// unverified.
+	See(server string, d Seen) (Status, error)
+	// Accept makes the definition waiting for server's tool its pin and
+	// returns the pin. With sha256 not "", it accepts only that
+	// definition: a pending one with another hash is ErrMismatch (the
+	// definition changed again since it was reported), and one equal to
+	// the pin already accepted is a success that changes nothing.
+	// Errors: ErrNotFound, ErrNothingPending, ErrMismatch, an
+	// *UnreadableError, I/O errors.
+	Accept(server, tool, sha256 string) (Pin, error)
+	// List returns every pin, by server and tool.
+	List() ([]Pin, error)
+	// Where names the store: the file's path, or the database without
+	// its password.
+	Where() string
+}
+
+// CheckSeen checks what See is given: the names' sizes (ErrTooLarge) and
+// the fields it needs.
+func CheckSeen(server string, d Seen) error {
+	if len(server) > MaxNameSize || len(d.Tool) > MaxNameSize {
+		return fmt.Errorf("%w: %d and %d bytes, at most %d", ErrTooLarge, len(server), len(d.Tool), MaxNameSize)
+	}
+	if server == "" || d.Tool == "" || d.SHA256 == "" {
+		return errors.New("pins: see: server, tool and sha256 are required")
+	}
+	return nil
+}
+
 // Store is the pin store of one state dir. It is safe for concurrent use;
 // several Stores, in this or other processes, may share a directory.
 type Store struct {
@@ -174,6 +217,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 // Path is pins.json's path.
 func (s *Store) Path() string { return s.path }
 
+// Where is Path.
+func (s *Store) Where() string { return s.path }
+
 // See compares a definition of server's tool with its pin: OK when it is
 // the pinned one, New when the tool had no pin (the definition is pinned
 // now, durably, before See returns), Changed when it differs (it is kept as
@@ -183,11 +229,8 @@ func (s *Store) Path() string { return s.path }
 // *UnreadableError, I/O errors; on error nothing is pinned and the caller
 // must treat the definition as unverified.
 func (s *Store) See(server string, d Seen) (Status, error) {
-	if len(server) > MaxNameSize || len(d.Tool) > MaxNameSize {
-		return Status{}, fmt.Errorf("%w: %d and %d bytes, at most %d", ErrTooLarge, len(server), len(d.Tool), MaxNameSize)
-	}
-	if server == "" || d.Tool == "" || d.SHA256 == "" {
-		return Status{}, errors.New("pins: see: server, tool and sha256 are required")
+	if err := CheckSeen(server, d); err != nil {
+		return Status{}, err
 	}
 	p, err := s.load()
 	if err != nil {
@@ -203,7 +246,7 @@ func (s *Store) See(server string, d Seen) (Status, error) {
 			if len(f.Pins) >= MaxPins {
 				return false, fmt.Errorf("%w: %d, the most a state dir keeps", ErrFull, MaxPins)
 			}
-			f.Pins = append(f.Pins, Pin{Server: server, Tool: d.Tool, Pinned: definition(d, now)})
+			f.Pins = append(f.Pins, Pin{Server: server, Tool: d.Tool, Pinned: DefinitionOf(d, now)})
 			out = Status{State: New, Pin: f.Pins[len(f.Pins)-1]}
 			return true, nil
 		}
@@ -215,12 +258,12 @@ func (s *Store) See(server string, d Seen) (Status, error) {
 			out = Status{State: OK, Pin: *pin}
 			return changed, nil
 		case pin.Pending != nil && pin.Pending.SHA256 == d.SHA256:
-			out = changedStatus(*pin)
+			out = ChangedStatus(*pin)
 			return false, nil
 		default:
-			def := definition(d, now)
+			def := DefinitionOf(d, now)
 			pin.Pending = &def
-			out = changedStatus(*pin)
+			out = ChangedStatus(*pin)
 			return true, nil
 		}
 	})
@@ -280,7 +323,9 @@ func (s *Store) List() ([]Pin, error) {
 	return out, nil
 }
 
-func definition(d Seen, now time.Time) Definition {
+// Definition is what a pin keeps of d, first seen at now: its hashes and
+// its hints without the title.
+func DefinitionOf(d Seen, now time.Time) Definition {
 	def := Definition{SHA256: d.SHA256, Fields: map[string]string{}, Seen: now}
 	for k, v := range d.Fields {
 		if v != "" {
@@ -295,6 +340,7 @@ func definition(d Seen, now time.Time) Definition {
 	return def
 }
 
-func changedStatus(p Pin) Status {
+// ChangedStatus is the Status of p while its Pending differs.
+func ChangedStatus(p Pin) Status {
 	return Status{State: Changed, Pin: p, Changed: decision.ChangedFields(p.Pinned.Fields, p.Pending.Fields)}
 }

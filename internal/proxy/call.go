@@ -65,7 +65,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	call := decision.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
+	call := decision.Call{Surface: mcpxpolicy.SurfaceMCP, Caller: s.caller, Server: s.opts.Server, Tool: tool, Args: args}
 	d, err := s.opts.Engine.Decide(ctx, call)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)

@@ -32,6 +32,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,6 +102,11 @@ type session struct {
 	client Conn
 	server Conn
 	ctx    context.Context
+	// caller is who this session's asks are held for, as the approval
+	// store counts them (decision.Call.Caller): "mcp:" and a random name,
+	// so that one client's flood of asks takes its own quota, not another
+	// session's.
+	caller string
 
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]*pending           // client requests at the server
@@ -165,6 +171,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 	defer cancel()
 	s := &session{
 		opts: opts, log: log.With("server", opts.Server), client: client, server: server, ctx: ctx,
+		caller:   mcpxpolicy.SurfaceMCP + ":" + rand.Text()[:13],
 		pending:  map[jsonrpc.ID]*pending{},
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},

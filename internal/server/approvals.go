@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"slices"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
@@ -44,13 +46,37 @@ func (h *Handler) approvalRoutes() {
 	})
 }
 
+// listApprovals lists the live requests: all of them to the holder of
+// the operator token, and to any other caller only its own — those it
+// asked over POST /v1/decide from its address (callerOf), for the
+// principal ?principal= names ("" for none).
 func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 	list, err := h.eng.Approvals().List()
 	if err != nil {
 		h.approvalError(w, err)
 		return
 	}
+	if h.opts.Token == "" || !h.authorized(r) {
+		caller, principal := callerOf(r), r.URL.Query().Get("principal")
+		list = slices.DeleteFunc(list, func(req decision.ApprovalRequest) bool {
+			return req.Caller != caller || req.Principal != principal
+		})
+	}
 	writeJSON(w, http.StatusOK, ApprovalsResponse{Approvals: list})
+}
+
+// callerOf is who an HTTP caller is for the approval store's quotas and
+// listing (docs/surfaces.md#fairness-one-caller-cannot-starve-another): "daemon:" and the host of
+// its address. Over loopback TCP nothing tells two local processes apart,
+// so every local caller is one caller, split by the principal its call
+// documents name, and all of serve's callers together hold at most the
+// daemon surface's share of the store.
+func callerOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return mcpxpolicy.SurfaceDaemon + ":" + host
 }
 
 func (h *Handler) getApproval(w http.ResponseWriter, r *http.Request) {

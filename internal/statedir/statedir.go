@@ -222,6 +222,36 @@ func (d Dir) Lock(name string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// LockShared takes a shared flock on the lock file name, if it exists,
+// blocking while an exclusive Lock holds it, and returns the function that
+// releases it: how a reader waits out a writer without excluding other
+// readers. A missing lock file (no writer ever made it) is (nil, false,
+// nil): the store was never written. Errors as Lock's.
+func (d Dir) LockShared(name string) (func(), bool, error) {
+	f, _, err := d.Open(name, unix.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_SH)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, true, nil
+}
+
+// Sync fsyncs the directory itself: what makes a file created in it (or
+// renamed into it) survive a power cut. Errors read "fsync dir: cause".
+func (d Dir) Sync() error { return d.sync() }
+
 // Replace writes b to the file name atomically (renameio: a temp file in
 // the same directory, fsync, rename; mode 0600) and then fsyncs the
 // directory so the rename itself survives a power cut. It returns the stat

@@ -154,6 +154,14 @@ func describe(c *pgx.ConnConfig) string {
 // Where names the database without its password.
 func (s *Store) Where() string { return s.where }
 
+// Pool is the store's connection pool, for the approval and pin stores of
+// the same database (internal/pgstate): a process holds one pool per
+// database. Close closes it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Timeout bounds each database operation of the store (Options.Timeout).
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
 // Close ends the owner session, which makes this process's writes still in
 // flight read as a dead process's, and closes the pool.
 func (s *Store) Close() error {
