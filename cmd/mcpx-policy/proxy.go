@@ -247,6 +247,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0
 	case errors.Is(err, proxy.ErrServerGone):
+		if *remoteURL != "" {
+			return fail(stderr, fmt.Errorf("%s ended the session: %v", upstreamName, err), "")
+		}
 		return fail(stderr, fmt.Errorf("%s exited: %v", upstreamName, err), "")
 	default:
 		return fail(stderr, err, "")
