@@ -56,7 +56,7 @@ const EnvPrefix = "MCPX_POLICY_"
 // replaced by later layers; patterns, rules, exemptArgs, unknownArgsTools
 // and overrides add up. A later layer (any after the first path) may make
 // the policy less strict, but never silently: every field declares how a
-// change moves strictness (direction.go, ADR 0013) — a mode by its order
+// change moves strictness (direction.go, ADR 0016) — a mode by its order
 // (write/writePolicy deny > ask > allow, unknownArgs reject > warn > off,
 // confirmDestructive true > false, enforce enforce > shadow, pinTools
 // deny > ask > off), an exemptArgs key by being added, the ledger section
