@@ -271,3 +271,51 @@ func TestE2ERemoteTokenRequired(t *testing.T) {
 		t.Errorf("the refusal shows the token:\n%s", out)
 	}
 }
+
+// TestE2ERemoteBehindListen: `proxy --listen --url` — HTTP on both sides,
+// the token from the environment: a read runs, a denied write is never
+// sent, and the token shows nowhere.
+func TestE2ERemoteBehindListen(t *testing.T) {
+	t.Parallel()
+	gate, endpoint, _ := everythingOverHTTP(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr := freeLoopbackAddr(t)
+	g := newGate(t, "everything", remoteEverythingConfig, "--listen", addr, "--url", endpoint, "--bearer-token-env", "E2E_UPSTREAM_TOKEN")
+	cmd := g.command(t)
+	cmd.Env = append(cmd.Env, "E2E_UPSTREAM_TOKEN="+e2eToken)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(interrupt)
+		cmd.Wait()
+	})
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpx-policy-e2e", Version: "1"}, nil)
+	var cs *mcp.ClientSession
+	var err error
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("connecting over HTTP: %v", err)
+	}
+	defer cs.Close()
+	if res := call(t, ctx, cs, "get-sum", map[string]any{"a": 4, "b": 5}); res.IsError || !strings.Contains(text(res), "9") {
+		t.Errorf("get-sum = %q", text(res))
+	}
+	res := call(t, ctx, cs, "echo", map[string]any{"message": "rm -rf /"})
+	if code := refusal(res); code != "ArgumentRuleViolation" {
+		t.Errorf("a denied echo = %q (%s)", code, text(res))
+	}
+	if got := strings.Join(gate.reached(), ","); got != "get-sum" {
+		t.Errorf("calls that reached the server: %s; want get-sum", got)
+	}
+	cmd.Process.Signal(interrupt)
+	cmd.Wait()
+	if strings.Contains(g.stderr.String(), e2eToken) {
+		t.Errorf("the token shows on stderr:\n%s", g.stderr)
+	}
+}

@@ -507,3 +507,40 @@ func initializeRequest(t *testing.T) *jsonrpc.Request {
 	return &jsonrpc.Request{ID: id, Method: "initialize",
 		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)}
 }
+
+// TestRemoteTokenStaysWithItsOrigin: a server that redirects gets no
+// answer followed, and the token never reaches the redirect's target.
+func TestRemoteTokenStaysWithItsOrigin(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer other.Close()
+	origin := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
+	defer origin.Close()
+	ctx := context.Background()
+	c, err := proxy.ConnectRemote(ctx, origin.URL+"/mcp", proxy.RemoteOptions{Token: remoteToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Write(ctx, initializeRequest(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Read(ctx)
+	if err == nil || !strings.Contains(err.Error(), "redirect") {
+		t.Errorf("a redirect = %v; want it refused", err)
+	} else if strings.Contains(err.Error(), remoteToken) {
+		t.Errorf("the error shows the token: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) != 0 {
+		t.Errorf("the redirect's target was asked %d times (Authorization %q)", len(leaked), leaked)
+	}
+}
