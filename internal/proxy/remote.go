@@ -104,17 +104,21 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	u, _ := url.Parse(endpoint)
 	marker := make([]byte, 16)
 	rand.Read(marker)
+	pairs := []string{endpoint, shown, u.String(), shown}
+	if u.RawQuery != "" {
+		pairs = append(pairs, u.RawQuery, "…")
+	}
+	if opts.Token != "" {
+		pairs = append(pairs, opts.Token, "[token]")
+	}
 	c := &remoteConn{
 		shown:  shown,
-		scrubs: []string{endpoint, opts.Token},
+		scrubs: strings.NewReplacer(pairs...),
 		msgs:   make(chan readResult),
 		lost:   make(chan *FrameError),
 		failed: make(chan struct{}),
 		done:   make(chan struct{}),
 		posts:  make(chan struct{}, maxPending+maxDeciding),
-	}
-	if opts.Token == "" {
-		c.scrubs = c.scrubs[:1]
 	}
 	dialer := &net.Dialer{Timeout: RemoteDialTimeout, KeepAlive: 30 * time.Second}
 	base := &http.Transport{
@@ -150,7 +154,7 @@ type remoteConn struct {
 	wire   *wire
 	base   *http.Transport
 	shown  string
-	scrubs []string // never shown: the URL as given (its query), the token
+	scrubs *strings.Replacer // never shown: the URL as given (its query), the token
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -205,11 +209,7 @@ func (c *remoteConn) scrub(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	for _, s := range c.scrubs {
-		msg = strings.ReplaceAll(msg, s, c.shown)
-	}
-	return &scrubbedError{msg: msg, err: err}
+	return &scrubbedError{msg: c.scrubs.Replace(err.Error()), err: err}
 }
 
 // scrubbedError keeps err's identity (errors.Is) with a text that shows no
