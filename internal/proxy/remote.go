@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -91,8 +93,8 @@ func CheckRemoteURL(endpoint string) (shown string, err error) {
 // session the server dropped (404) or any other failure of the
 // connection ends it, as a server process's exit ends a stdio one. Close
 // ends the server's session (DELETE, at most 5 s) and every exchange in
-// progress. The server's messages outside a call's answer (a standalone
-// GET stream) are not read.
+// progress. Once the client has sent notifications/initialized, the
+// session's standalone stream (GET) is read too (standalone).
 func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Conn, error) {
 	shown, err := CheckRemoteURL(endpoint)
 	if err != nil {
@@ -118,6 +120,7 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 		lost:   make(chan *FrameError),
 		failed: make(chan struct{}),
 		done:   make(chan struct{}),
+		side:   make(chan jsonrpc.Message),
 		posts:  make(chan struct{}, maxPending+maxDeciding),
 	}
 	dialer := &net.Dialer{Timeout: RemoteDialTimeout, KeepAlive: 30 * time.Second}
@@ -137,6 +140,7 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	client := &http.Client{Transport: c.wire, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errors.New("the MCP server redirected: give the URL it redirects to (redirects are not followed, so that the token goes nowhere else)")
 	}}
+	c.client, c.endpoint = client, endpoint
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	t := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}
 	c.sdk, err = t.Connect(c.ctx)
@@ -158,10 +162,14 @@ type remoteConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	msgs  chan readResult  // from pump
-	lost  chan *FrameError // requests whose HTTP exchange failed
-	posts chan struct{}    // a slot per request being posted
-	wg    sync.WaitGroup   // the posts
+	client   *http.Client
+	endpoint string
+	listen   sync.Once            // the standalone stream is opened once
+	side     chan jsonrpc.Message // from the standalone stream (listen)
+	msgs     chan readResult      // from pump
+	lost     chan *FrameError     // requests whose HTTP exchange failed
+	posts    chan struct{}        // a slot per request being posted
+	wg       sync.WaitGroup       // the posts
 
 	failOnce sync.Once
 	failErr  error
@@ -240,6 +248,12 @@ func (c *remoteConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, c.end(c.failErr)
 		case fe := <-c.lost:
 			return nil, fe
+		case m := <-c.side:
+			msg, err := c.inspect(m)
+			if msg == nil && err == nil {
+				continue
+			}
+			return msg, err
 		case r := <-c.msgs:
 			if r.err != nil {
 				select {
@@ -332,7 +346,16 @@ func (c *remoteConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if !ok || !req.IsCall() {
 		wctx, cancel := context.WithTimeout(c.ctx, RemoteNoticeTimeout)
 		defer cancel()
-		return c.scrub(c.sdk.Write(wctx, msg))
+		err := c.sdk.Write(wctx, msg)
+		if err == nil && ok && req.Method == "notifications/initialized" {
+			c.listen.Do(func() {
+				if sid := sessionID(c.sdk); sid != "" {
+					c.wg.Add(1)
+					go c.standalone(sid)
+				}
+			})
+		}
+		return c.scrub(err)
 	}
 	if req.Method == "initialize" {
 		c.mu.Lock()
@@ -384,3 +407,102 @@ func (c *remoteConn) Close() error {
 }
 
 func (c *remoteConn) checksFrames() {}
+
+// sessionID is the session the server gave the SDK's connection ("" for
+// none).
+func sessionID(conn mcp.Connection) string {
+	if c, ok := conn.(interface{ SessionID() string }); ok {
+		return c.SessionID()
+	}
+	return ""
+}
+
+// standaloneTries is how many times in a row the standalone stream is
+// opened again without an event coming on it.
+const standaloneTries = 5
+
+// standalone reads the session's standalone stream (GET), which carries
+// what the server sends outside a call's answer (list_changed, its own
+// requests), once the client has initialized: through the wire, so each
+// event is checked as a call's are, and resumed with Last-Event-ID when it
+// ends. A server that offers none (405, another answer) is left alone; a
+// session the server dropped (404) ends the connection.
+func (c *remoteConn) standalone(sid string) {
+	defer c.wg.Done()
+	lastID := ""
+	for tries := 0; tries < standaloneTries; {
+		req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.endpoint, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := c.client.Do(req)
+		switch {
+		case c.ctx.Err() != nil:
+			if err == nil {
+				resp.Body.Close()
+			}
+			return
+		case err != nil:
+			tries++
+		case resp.StatusCode == http.StatusNotFound:
+			resp.Body.Close()
+			c.fail(fmt.Errorf("the standalone stream: %w", mcp.ErrSessionMissing))
+			return
+		case resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+			resp.Body.Close()
+			return
+		default:
+			if c.events(resp.Body, &lastID) {
+				tries = 0
+			} else {
+				tries++
+			}
+			resp.Body.Close()
+		}
+		select {
+		case <-c.done:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// events hands the events of a stream the wire re-wrote (canonical: "id: ",
+// "data: " lines, a blank line after each event) to Read; it reports
+// whether any came.
+func (c *remoteConn) events(body io.Reader, lastID *string) bool {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var data []byte
+	any := false
+	for {
+		line, err := readLine(br)
+		switch {
+		case err != nil:
+			return any
+		case bytes.HasPrefix(line, []byte("id: ")):
+			*lastID = string(line[len("id: "):])
+		case bytes.HasPrefix(line, []byte("data: ")):
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, line[len("data: "):]...)
+		case len(line) == 0 && data != nil:
+			any = true
+			msg, err := jsonrpc.DecodeMessage(data)
+			data = nil
+			if err != nil {
+				continue // the wire checked it: it decodes
+			}
+			select {
+			case c.side <- msg:
+			case <-c.done:
+				return any
+			}
+		}
+	}
+}

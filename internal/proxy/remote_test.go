@@ -40,6 +40,7 @@ type front struct {
 	mu        sync.Mutex
 	calls     []string // tools/call names that reached the server
 	auths     []string // Authorization headers seen
+	gets      int      // GET requests (the standalone stream)
 	intercept func(w http.ResponseWriter, r *http.Request, body []byte) bool
 }
 
@@ -48,6 +49,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	f.mu.Lock()
 	f.auths = append(f.auths, r.Header.Get("Authorization"))
+	if r.Method == http.MethodGet {
+		f.gets++
+	}
 	intercept := f.intercept
 	f.mu.Unlock()
 	if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
@@ -542,5 +546,43 @@ func TestRemoteTokenStaysWithItsOrigin(t *testing.T) {
 	defer mu.Unlock()
 	if len(leaked) != 0 {
 		t.Errorf("the redirect's target was asked %d times (Authorization %q)", len(leaked), leaked)
+	}
+}
+
+// TestRemoteStandaloneStream: what the server sends outside a call's
+// answer (here notifications/tools/list_changed on the standalone GET
+// stream) reaches the proxy, which re-checks its catalog and passes the
+// notification on.
+func TestRemoteStandaloneStream(t *testing.T) {
+	t.Parallel()
+	srv := remoteServer(nil)
+	changed := make(chan struct{}, 8)
+	r := newRemoteRig(t, "version: 1\npolicy:\n  write: allow\n", srv, nil, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}})
+	ctx := context.Background()
+	if _, err := r.client.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The stream is opened once the client has initialized: wait for it.
+	until(t, "the standalone stream is opened", func() bool {
+		r.front.mu.Lock()
+		defer r.front.mu.Unlock()
+		return r.front.gets > 0
+	})
+	srv.AddTool(textTool("late", true, func(context.Context) string { return "late ok" }))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the client never heard of the change:\n%s", r.log)
+	}
+	r.log.waitFor(t, "the server's tool list changed")
+	res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "late"})
+	if err != nil || res.IsError || resultText(res) != "late ok" {
+		t.Fatalf("late = %v, %v", res, err)
 	}
 }
