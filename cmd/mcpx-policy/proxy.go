@@ -23,6 +23,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/netcap"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/server"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -37,11 +38,19 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set P
                           [--approval-webhook-format slack|json]]
                          [--log-level info] [--decision-log PATH]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
-                          [--record-max-age 168h]] -- CMD ARGS…
+                          [--record-max-age 168h]]
+                         (-- CMD ARGS… | --url URL [--bearer-token-file F | --bearer-token-env VAR])
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
 which also serves /healthz, /readyz and Prometheus /metrics).
+With --url it fronts the MCP server at URL over Streamable HTTP instead
+(https, or http to a loopback address; the certificate is verified, and
+SSL_CERT_FILE names other roots), judged exactly as a command's: a write
+whose HTTP answer is lost, or whose session the server drops, is an
+unknown outcome. --bearer-token-file F (a file only you may write) or
+--bearer-token-env VAR gives it a bearer token, sent to that origin only
+and never shown.
 Every message passes through, except: tools/list drops hidden tools, and
 tools whose definition changed since it was pinned (pinTools) until
 'mcpx-policy pins accept'; with --publish-rules it adds the argument rules
@@ -83,6 +92,8 @@ one anyway, with the pool's settings alone.
   mcpx-policy proxy --config policy.yaml --server fs --listen 127.0.0.1:8282 -- mcp-server-filesystem /workspace
   mcpx-policy proxy --config policy.yaml --server fs --listen 127.0.0.1:8282 --approvals-page --token-file token -- \
       mcp-server-filesystem /workspace
+  mcpx-policy proxy --config policy.yaml --server docs --url https://mcp.example.com/mcp \
+      --bearer-token-file ~/.config/mcpx-policy/docs.token
 
 See docs/proxy.md for Claude Desktop, Claude Code and Codex configs.
 
@@ -114,6 +125,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	record := addRecordFlags(fs)
 	tokenFile := fs.String("token-file", "", "with --approvals-page: file holding the operator token a person logs in with")
 	oob := addOutOfBandFlags(fs)
+	remoteURL := fs.String("url", "", "front the MCP server at this Streamable HTTP URL instead of a command")
+	bearerFile := fs.String("bearer-token-file", "", "with --url: a file holding the bearer token to send")
+	bearerEnv := fs.String("bearer-token-env", "", "with --url: an environment variable holding the bearer token to send")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -125,8 +139,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs --config"))
 	case *name == "":
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs --server NAME (the server's name in the config)"))
-	case fs.NArg() == 0:
-		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs the server command after --"))
+	case fs.NArg() == 0 && *remoteURL == "":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs the server command after --, or --url"))
+	case fs.NArg() > 0 && *remoteURL != "":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy takes a server command or --url, not both"))
+	case *remoteURL == "" && (*bearerFile != "" || *bearerEnv != ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--bearer-token-file and --bearer-token-env go with --url"))
+	case *bearerFile != "" && *bearerEnv != "":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("give one of --bearer-token-file and --bearer-token-env"))
 	case *decideTimeout <= 0:
 		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
 	case *approvalTTL <= 0:
@@ -143,6 +163,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("unknown --log-level %q", *level))
+	}
+	var remote proxy.RemoteOptions
+	upstreamName := ""
+	if *remoteURL != "" {
+		shown, err := proxy.CheckRemoteURL(*remoteURL)
+		if err != nil {
+			return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--url: %w", err))
+		}
+		upstreamName = "the MCP server at " + shown
+		if remote.Token, err = bearerToken(*bearerFile, *bearerEnv, stderr); err != nil {
+			return fail(stderr, err, "")
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	var token string
@@ -232,6 +264,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cmd.Stderr = stderr
 		return proxy.StartCommand(cmd, 2*time.Second)
 	}
+	if *remoteURL != "" {
+		endpoint := *remoteURL
+		start = func(ctx context.Context) (proxy.Conn, error) {
+			return proxy.ConnectRemote(ctx, endpoint, remote)
+		}
+	} else {
+		upstreamName = command[0]
+	}
 	if *listen != "" {
 		upstream := start
 		start = func(ctx context.Context) (proxy.Conn, error) {
@@ -249,17 +289,64 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("starting %s: %w", command[0], err), "")
+		return fail(stderr, fmt.Errorf("starting %s: %w", upstreamName, err), "")
 	}
 	err = proxy.Run(ctx, opts, proxy.Stdio(), serverConn)
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0
 	case errors.Is(err, proxy.ErrServerGone):
-		return fail(stderr, fmt.Errorf("%s exited: %v", command[0], err), "")
+		if *remoteURL != "" {
+			return fail(stderr, fmt.Errorf("%s ended the session: %v", upstreamName, err), "")
+		}
+		return fail(stderr, fmt.Errorf("%s exited: %v", upstreamName, err), "")
 	default:
 		return fail(stderr, err, "")
 	}
+}
+
+// maxTokenFile caps a bearer token file: a token is a few hundred bytes.
+const maxTokenFile = 64 << 10
+
+// bearerToken reads the bearer token for --url: from a file the operator
+// trusts with a secret (a regular file of theirs that no other user may
+// write; a warning when others may read it), or from an environment
+// variable; "" when neither is given. Spaces around it are trimmed; an
+// empty token, or one with a control character, is an error. The error
+// never holds the token.
+func bearerToken(file, env string, stderr io.Writer) (string, error) {
+	var token string
+	switch {
+	case file != "":
+		b, exposed, err := trust.ReadTrusted(file, trust.Secret, maxTokenFile)
+		if err != nil {
+			var te *trust.Error
+			if errors.As(err, &te) && te.Hint != "" {
+				return "", fmt.Errorf("--bearer-token-file: %w (%s)", err, te.Hint)
+			}
+			return "", fmt.Errorf("--bearer-token-file: %w", err)
+		}
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: bearer token file %s\n", exposed)
+		}
+		token = strings.TrimSpace(string(b))
+		if token == "" {
+			return "", fmt.Errorf("--bearer-token-file %s is empty", file)
+		}
+	case env != "":
+		token = strings.TrimSpace(os.Getenv(env))
+		if token == "" {
+			return "", fmt.Errorf("--bearer-token-env: $%s is empty or unset", env)
+		}
+	default:
+		return "", nil
+	}
+	for _, r := range token {
+		if r < 0x21 || r == 0x7f {
+			return "", errors.New("the bearer token holds a space or a control character")
+		}
+	}
+	return token, nil
 }
 
 // watched is the proxy's connection to the MCP server as the metrics see

@@ -193,6 +193,9 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 	case err = <-serverDone:
 		client.Close()
 		<-clientDone
+		// Reap what is left of the server's side: a process that closed
+		// its output, a remote session's exchanges.
+		server.Close()
 	case <-ctx.Done():
 		err = ctx.Err()
 		server.Close()
@@ -256,6 +259,13 @@ func (s *session) clientLoop() error {
 						s.refuse(m.ID, "initialize params: "+err.Error())
 						continue
 					}
+					// A client that initializes speaks the version it
+					// negotiates: the 2026-07-28 metadata of a discovery
+					// it gave up on must not ride on the proxy's own
+					// requests (a stateful HTTP server refuses them).
+					s.mu.Lock()
+					s.meta = nil
+					s.mu.Unlock()
 				case "tools/list":
 					s.noteClientMeta(m.Params)
 					cursor, err := hasCursor(m.Params)
@@ -648,7 +658,7 @@ func (s *session) serverGone(err error) {
 	for _, o := range own {
 		close(o.ch)
 	}
-	cause := "the server's connection closed while the call was in flight (the process exited or the pipe broke): " + err.Error()
+	cause := "the server's connection closed while the call was in flight (the process exited, the pipe broke or the remote session ended): " + err.Error()
 	for id, p := range pend {
 		if p.timer != nil {
 			p.timer.Stop()
