@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
-	"github.com/open-policy-agent/opa/v1/tester"
-	"github.com/open-policy-agent/opa/v1/topdown"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
@@ -321,76 +317,30 @@ func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the Rego tests with tracing")
 	}
-	ctx := context.Background()
-	mods, store, err := tester.Load([]string{"../../rego"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := tester.NewRunner().SetStore(store).EnableTracing(true).SetTimeout(10*time.Minute).Run(ctx, mods)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inputs := map[string]ast.Value{}
-	tests := 0
-	for r := range ch {
-		tests++
-		if r.Fail || r.Error != nil {
-			t.Errorf("rego test %s.%s: fail %v, error %v", r.Package, r.Name, r.Fail, r.Error)
-		}
-		for _, ev := range r.Trace {
-			addInput(inputs, ev)
-		}
-	}
-	// the fixtures' config and the policy with the fixtures' packages
-	var config any
-	{
-		opts := []func(*rego.Rego){rego.Query("data.mcpx.testdata.config"), rego.SetRegoVersion(ast.RegoV1)}
-		for _, m := range mods {
-			opts = append(opts, rego.ParsedModule(m))
-		}
-		rs, err := rego.New(opts...).Eval(ctx)
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("fixture config: %v %v", rs, err)
-		}
-		config = rs[0].Expressions[0].Value
+	inputs, config := regoTestInputs(t)
+	mods, err := filepath.Glob("../../rego/mcpx/testdata/rules/*.rego")
+	if err != nil || len(mods) == 0 {
+		t.Fatalf("no fixture rule packages: %v", err)
 	}
 	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": redact.SecretsData()}, Schemas: map[string]any{
 		"test_workspace":   map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/workspace/"}}},
 		"test_const_false": map[string]any{"const": false},
 	}}
-	for name := range mods {
-		if strings.Contains(name, "/testdata/rules/") {
-			src, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Modules[filepath.Base(name)] = string(src)
+	for _, name := range mods {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
 		}
+		p.Modules[filepath.Base(name)] = string(src)
 	}
 	c := newChecker(t, p)
-	keys := make([]string, 0, len(inputs))
-	for k := range inputs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	yes := 0
-	for _, k := range keys {
-		yes += c.check(t, "rego test input", inputs[k], nil, nil)
+	for _, in := range inputs {
+		yes += c.check(t, "rego test input", in, nil, nil)
 	}
-	t.Logf("%d Rego tests, %d distinct inputs, %d yes answers of the engine, each held in Rego", tests, len(inputs), yes)
+	t.Logf("%d distinct inputs of the Rego tests, %d yes answers of the engine, each held in Rego", len(inputs), yes)
 	if len(inputs) < 100 {
 		t.Errorf("only %d inputs gathered from the Rego tests", len(inputs))
-	}
-}
-
-func addInput(inputs map[string]ast.Value, ev *topdown.Event) {
-	in := ev.Input()
-	if in == nil {
-		return
-	}
-	k := in.String()
-	if _, ok := inputs[k]; !ok {
-		inputs[k] = in.Value
 	}
 }
 
