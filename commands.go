@@ -30,9 +30,15 @@ type Commands struct {
 	LedgerInConfig bool
 }
 
+// clearReason is the --reason a printed clear command carries, for the
+// operator to replace with what the server showed: a clear without one
+// leaves the ledger's audit history (cleared) without a why. The policy's
+// bare command carries it too (rego/mcpx/steps/ledger.rego).
+const clearReason = "<what you found on the server>"
+
 // WritesClear is `mcpx-policy writes clear SERVER [--id ID | --seen
 // TOKEN]` with the ledger's place (--state-dir D, or --config F… with
-// LedgerInConfig); with neither id nor seen it clears every entry of
+// LedgerInConfig) and --reason clearReason; with neither id nor seen it clears every entry of
 // server, with seen (a listing's token, WritesState.Seen) exactly the
 // entries that listing showed and none recorded since. Arguments a POSIX
 // shell would split are single-quoted.
@@ -44,7 +50,7 @@ func (c Commands) WritesClear(server, id, seen string) string {
 	case seen != "":
 		s += " --seen " + shellQuote(seen)
 	}
-	return s + c.ledger()
+	return s + c.ledger() + " --reason " + shellQuote(clearReason)
 }
 
 // PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]
@@ -152,10 +158,10 @@ func shellQuote(s string) string {
 }
 
 // commandsFor is the Commands of an Engine with opts whose config's ledger
-// section is lc: its state dir as printed (PrintedStateDir), and its
+// section is lc: its state dir as printed (printedStateDir), and its
 // config files, absolute, when the ledger is the config's database.
 func commandsFor(opts Options, lc config.LedgerConfig) Commands {
-	c := Commands{StateDir: PrintedStateDir(opts.StateDir)}
+	c := Commands{StateDir: printedStateDir(opts.StateDir)}
 	if lc.Store == config.StorePostgres {
 		c.LedgerInConfig = true
 		for _, f := range opts.ConfigPaths {
@@ -169,11 +175,11 @@ func commandsFor(opts Options, lc config.LedgerConfig) Commands {
 // when Options.StateDir is not given.
 const stateDirEnv = ledger.StateDirEnv
 
-// PrintedStateDir is the state dir a command printed for a person names:
+// printedStateDir is the state dir a command printed for a person names:
 // dir (Options.StateDir, or a --state-dir flag), else the one
 // $MCPX_POLICY_STATE_DIR chose, as an absolute path; "" when neither did
 // (the default state dir is the same in the shell that runs the command).
-func PrintedStateDir(dir string) string {
+func printedStateDir(dir string) string {
 	if dir == "" {
 		dir = os.Getenv(stateDirEnv)
 	}

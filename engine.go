@@ -332,7 +332,7 @@ func (e *Engine) Pins() *Pins { return e.pins }
 // Commands spells the commands this Engine's operator runs — clear its
 // writes, accept its pins, list them, check its config — as its decisions
 // name them: with --state-dir when Options.StateDir or
-// $MCPX_POLICY_STATE_DIR chose the state dir (PrintedStateDir), and the
+// $MCPX_POLICY_STATE_DIR chose the state dir (printedStateDir), and the
 // --config files when the ledger is the config's database. Fixed for the
 // Engine's life.
 func (e *Engine) Commands() Commands { return e.cmds }

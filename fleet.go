@@ -2,9 +2,12 @@ package mcpxpolicy
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
 // A gateway that asks a fleet of stock OPA servers (docs/fleet.md) sends
@@ -45,5 +48,35 @@ func (e *Engine) ParseDecision(result []byte) (decision.Decision, error) {
 	if err != nil {
 		return decision.Decision{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	return e.cmds.spell(d, ""), nil
+	return e.cmds.spell(d, seenListed(d)), nil
+}
+
+// seenListed is the clear token of the unknown-outcome entries a stock
+// OPA's decision lists, when it lists all of them (its details carry as
+// many entries as their total): the gateway that reads the answer spells
+// the same `writes clear … --seen` the engine does. "" when the decision
+// lists none or only some (the clear command then clears every entry).
+func seenListed(d decision.Decision) string {
+	rs := d.Reasons
+	if d.Shadow != nil {
+		rs = append(slices.Clone(rs), d.Shadow.Reasons...)
+	}
+	for _, r := range rs {
+		if r.Code != decision.UnknownOutcomePending {
+			continue
+		}
+		entries, _ := r.Details["entries"].([]any)
+		var ids []string
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			if id, ok := m["id"].(string); ok {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 || len(ids) != len(entries) || fmt.Sprint(r.Details["total"]) != strconv.Itoa(len(ids)) {
+			return ""
+		}
+		return ledger.SeenIDs(ids)
+	}
+	return ""
 }

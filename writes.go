@@ -142,7 +142,7 @@ type WritesState struct {
 	// Seen is, for each server with entries, the token of those listed
 	// here: ClearSeen with it clears exactly them.
 	Seen map[string]string
-	doc      ledger.State
+	doc  ledger.State
 }
 
 // MarshalJSON is the ledger's whole document.

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
-
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"strings"
 )
 
 // The commands mcpx-policy prints for a person to paste (clear, accept,
@@ -12,8 +13,16 @@ import (
 // dir of the process that printed them, as absolute paths.
 
 // printedStateDir is the state dir a printed command names for a
-// --state-dir flag's value (mcpxpolicy.PrintedStateDir).
-func printedStateDir(flag string) string { return mcpxpolicy.PrintedStateDir(flag) }
+// --state-dir flag's value: the flag, else the one $MCPX_POLICY_STATE_DIR
+// chose, as an absolute path; "" when neither did (the default state dir
+// is the same in the shell that runs the command). The engine's Commands
+// spell the same.
+func printedStateDir(flag string) string {
+	if flag == "" {
+		flag = os.Getenv("MCPX_POLICY_STATE_DIR")
+	}
+	return absPath(flag)
+}
 
 // stateDirFlag is " --state-dir D", quoted for a POSIX shell, or "" when
 // stateDir is "".
@@ -33,4 +42,25 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// self is this program as the approval commands eval and approvals print
+// name it: "mcpx-policy" when that is what the PATH finds, else the
+// binary's own path — bin/mcpx-policy, as make demo runs it before anything
+// is installed, prints commands that run as printed, with this very
+// binary. go run's temporary binary (under a go-build folder), gone once
+// go run ends, is named mcpx-policy.
+func self() string {
+	exe, err := os.Executable()
+	if err != nil || strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "mcpx-policy"
+	}
+	if p, err := exec.LookPath("mcpx-policy"); err == nil {
+		a, aerr := os.Stat(p)
+		b, berr := os.Stat(exe)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return "mcpx-policy"
+		}
+	}
+	return writesQuote(exe)
 }

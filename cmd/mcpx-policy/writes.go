@@ -35,6 +35,9 @@ The ledger is the one the gateway uses: with --config, the one its ledger
 section names (a PostgreSQL database a fleet shares, docs/ledger.md); else
 ledger.json in the state dir, which defaults to $MCPX_POLICY_STATE_DIR,
 else $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+
+Exit status: 0 listed or cleared (nothing to clear included), 1 error
+(usage, an --id that is not pending, a ledger that cannot be read).
 `
 
 // runWrites runs `mcpx-policy writes …` (args exclude "writes") and returns
@@ -84,9 +87,11 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	for _, e := range st.Entries {
 		// one line an entry: its server's seen token (writes clear
 		// SERVER --seen TOKEN clears all of its entries listed here and
-		// none recorded since), and how to clear this one
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID, ""), extra)
+		// none recorded since), and how to clear this one; the ledger's
+		// flags go before the --reason the SDK's command ends with
+		clear, reason, _ := strings.Cut(mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID, ""), " --reason ")
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s%s --reason %s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], clear, extra, reason)
 	}
 	if n := st.InFlight; n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)

@@ -4,17 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/bench"
@@ -23,6 +30,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 	"github.com/mcpx/mcpx-policy/internal/redact"
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -224,7 +232,8 @@ func policyOf(t testing.TB, paths ...string) engine.Policy {
 
 // TestPredicatesImplyRegoOnWorkloads: on the M and L reference calls, with
 // callers' modes, ledger entries and missing annotations mixed in, every
-// engine-only predicate the engine answers yes to holds in Rego.
+// engine-only predicate the engine answers yes to holds in Rego. A quick
+// run checks every sweep.Stride-th call; make test-full all of them.
 func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the M and L workloads")
@@ -242,13 +251,16 @@ func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
 			c := newChecker(t, policyOf(t, opts.ConfigPaths...))
 			yes := 0
 			for i := 0; i < tc.calls; i++ {
+				if !sweep.Take(i) {
+					continue
+				}
 				call, led := bench.Variant(i, w.Call(i))
 				yes += c.check(t, fmt.Sprintf("%s call %d", tc.shape.Name, i), nil, &call, led)
 				if t.Failed() {
 					return
 				}
 			}
-			t.Logf("%d calls, %d yes answers of the engine, each held in Rego", tc.calls, yes)
+			t.Logf("%s, %d yes answers of the engine, each held in Rego", sweep.Describe(tc.calls), yes)
 		})
 	}
 }
@@ -262,24 +274,19 @@ func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
 		t.Skip("compiles the suite")
 	}
 	dir := t.TempDir()
-	var rules strings.Builder
 	type suiteCase struct {
 		name, tool string
 		data       any
 	}
-	var cases []suiteCase
+	type group struct {
+		rule  string
+		cases []suiteCase
+	}
+	var groups []group
 	for _, f := range jsonsuite.Files(t) {
 		for gi, g := range f.Groups {
 			tool := strings.NewReplacer("-", "_", ".", "_").Replace(fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json")))
-			rule := fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)
-			probe := filepath.Join(dir, "probe.yaml")
-			if err := os.WriteFile(probe, []byte("version: 1\nservers:\n  s:\n    argumentRules:\n"+rule), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: []string{probe}, Env: []string{}}); err != nil {
-				continue
-			}
-			rules.WriteString(rule)
+			gr := group{rule: fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)}
 			for _, c := range g.Tests {
 				var v any
 				dec := json.NewDecoder(bytes.NewReader(c.Data))
@@ -287,8 +294,42 @@ func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
 				if err := dec.Decode(&v); err != nil {
 					t.Fatal(err)
 				}
-				cases = append(cases, suiteCase{name: f.Name + "/" + g.Description + "/" + c.Description, tool: tool, data: v})
+				gr.cases = append(gr.cases, suiteCase{name: f.Name + "/" + g.Description + "/" + c.Description, tool: tool, data: v})
 			}
+			groups = append(groups, gr)
+		}
+	}
+	// One load of every rule: each schema the compiler refuses is a load
+	// error at its rule's path, and its rule is left out.
+	var all strings.Builder
+	for _, g := range groups {
+		all.WriteString(g.rule)
+	}
+	probe := filepath.Join(dir, "probe.yaml")
+	if err := os.WriteFile(probe, []byte("version: 1\nservers:\n  s:\n    argumentRules:\n"+all.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := map[int]bool{}
+	_, err := config.Load(config.LoadOptions{Paths: []string{probe}, Env: []string{}, SchemaCompiler: schemarego.Compile})
+	var ces config.ConfigErrors
+	if err != nil && !errors.As(err, &ces) {
+		t.Fatal(err)
+	}
+	at := regexp.MustCompile(`^servers\.s\.argumentRules\[(\d+)\]`)
+	for _, ce := range ces {
+		m := at.FindStringSubmatch(ce.Path)
+		if m == nil {
+			t.Fatalf("an error outside the suite's rules: %v", ce)
+		}
+		i, _ := strconv.Atoi(m[1])
+		refused[i] = true
+	}
+	var rules strings.Builder
+	var cases []suiteCase
+	for i, g := range groups {
+		if !refused[i] {
+			rules.WriteString(g.rule)
+			cases = append(cases, g.cases...)
 		}
 	}
 	cfg := filepath.Join(dir, "suite.yaml")
@@ -303,7 +344,9 @@ func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
 		yes += c.check(t, sc.name, nil, &call, &engine.Ledger{})
 	}
 	t.Logf("%d suite cases, %d yes answers of the engine, each held in Rego", len(cases), yes)
-	if len(cases) < 1100 {
+	// 1,005 of the pinned suite's 1,099 cases (schemarego's TestSuite
+	// has the count per file)
+	if len(cases) < 1005 {
 		t.Errorf("only %d suite cases", len(cases))
 	}
 }
@@ -317,30 +360,95 @@ func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the Rego tests with tracing")
 	}
-	inputs, config := regoTestInputs(t)
-	mods, err := filepath.Glob("../../rego/mcpx/testdata/rules/*.rego")
-	if err != nil || len(mods) == 0 {
-		t.Fatalf("no fixture rule packages: %v", err)
+	ctx := context.Background()
+	mods, store, err := tester.Load([]string{"../../rego"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &inputRecorder{seen: map[*ast.Term]bool{}, inputs: map[string]ast.Value{}}
+	ch, err := tester.NewRunner().SetStore(store).SetCoverageQueryTracer(rec).SetTimeout(10*time.Minute).Run(ctx, mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := 0
+	for r := range ch {
+		tests++
+		if r.Fail || r.Error != nil {
+			t.Errorf("rego test %s.%s: fail %v, error %v", r.Package, r.Name, r.Fail, r.Error)
+		}
+	}
+	inputs := rec.inputs
+	// the fixtures' config and the policy with the fixtures' packages
+	var config any
+	{
+		opts := []func(*rego.Rego){rego.Query("data.mcpx.testdata.config"), rego.SetRegoVersion(ast.RegoV1)}
+		for _, m := range mods {
+			opts = append(opts, rego.ParsedModule(m))
+		}
+		rs, err := rego.New(opts...).Eval(ctx)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("fixture config: %v %v", rs, err)
+		}
+		config = rs[0].Expressions[0].Value
 	}
 	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": redact.SecretsData()}, Schemas: map[string]any{
 		"test_workspace":   map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/workspace/"}}},
 		"test_const_false": map[string]any{"const": false},
 	}}
-	for _, name := range mods {
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
+	for name := range mods {
+		if strings.Contains(name, "/testdata/rules/") {
+			src, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Modules[filepath.Base(name)] = string(src)
 		}
-		p.Modules[filepath.Base(name)] = string(src)
 	}
 	c := newChecker(t, p)
-	yes := 0
-	for _, in := range inputs {
-		yes += c.check(t, "rego test input", in, nil, nil)
+	keys := make([]string, 0, len(inputs))
+	for k := range inputs {
+		keys = append(keys, k)
 	}
-	t.Logf("%d distinct inputs of the Rego tests, %d yes answers of the engine, each held in Rego", len(inputs), yes)
+	sort.Strings(keys)
+	yes := 0
+	for _, k := range keys {
+		yes += c.check(t, "rego test input", inputs[k], nil, nil)
+	}
+	t.Logf("%d Rego tests, %d distinct inputs, %d yes answers of the engine, each held in Rego", tests, len(inputs), yes)
 	if len(inputs) < 100 {
 		t.Errorf("only %d inputs gathered from the Rego tests", len(inputs))
+	}
+}
+
+// inputRecorder is a query tracer that keeps every distinct input the
+// traced evaluations see (a test's "with input as …"), without plugging
+// local variables into events or keeping the events: the cost of a full
+// trace of every Rego test is most of what this test would cost. Safe for
+// the runner's parallel tests.
+type inputRecorder struct {
+	mu     sync.Mutex
+	seen   map[*ast.Term]bool
+	inputs map[string]ast.Value
+}
+
+func (r *inputRecorder) Enabled() bool { return true }
+
+func (r *inputRecorder) Config() topdown.TraceConfig { return topdown.TraceConfig{} }
+
+func (r *inputRecorder) TraceEvent(ev topdown.Event) {
+	in := ev.Input()
+	if in == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[in] {
+		return
+	}
+	r.seen[in] = true
+	k := in.String()
+	if _, ok := r.inputs[k]; !ok {
+		r.inputs[k] = in.Value
 	}
 }
 

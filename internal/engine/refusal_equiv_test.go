@@ -17,7 +17,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
-	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/bench"
@@ -26,6 +25,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 	"github.com/mcpx/mcpx-policy/internal/redact"
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -132,7 +132,8 @@ func (c *decider) report(t testing.TB) {
 // TestRefusalsInGoOnWorkloads: on the M and L reference calls (with
 // callers' modes, ledger entries and missing annotations), and on M with
 // its servers in shadow mode, every decision is the Rego's byte for byte;
-// the argument-rule and unknown-argument refusals are built in Go.
+// the argument-rule and unknown-argument refusals are built in Go. A
+// quick run decides every sweep.Stride-th call; make test-full all.
 func TestRefusalsInGoOnWorkloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the M and L workloads")
@@ -141,7 +142,7 @@ func TestRefusalsInGoOnWorkloads(t *testing.T) {
 		shape  bench.Shape
 		calls  int
 		shadow bool
-	}{{bench.M, 1000, false}, {bench.L, 300, false}, {bench.M, 300, true}} {
+	}{{bench.M, 2000, false}, {bench.L, 500, false}, {bench.M, 500, true}} {
 		name := tc.shape.Name
 		if tc.shadow {
 			name += "+shadow"
@@ -163,15 +164,19 @@ func TestRefusalsInGoOnWorkloads(t *testing.T) {
 			}
 			c := newDecider(t, policyOf(t, paths...))
 			for i := 0; i < tc.calls; i++ {
+				if !sweep.Take(i) {
+					continue
+				}
 				call, led := bench.Variant(i, w.Call(i))
 				c.check(t, fmt.Sprintf("%s call %d", name, i), call, led)
 				if t.Failed() {
 					return
 				}
 			}
+			t.Log(sweep.Describe(tc.calls))
 			c.report(t)
-			if c.built < tc.calls/20 {
-				t.Errorf("only %d of %d decisions built in Go", c.built, tc.calls)
+			if c.built < sweep.Count(tc.calls)/20 {
+				t.Errorf("only %d of %d decisions built in Go", c.built, c.total)
 			}
 		})
 	}
@@ -279,7 +284,7 @@ var (
 )
 
 // regoTestInputs runs the policy's Rego tests once per process, recording
-// every input they evaluate (inputTracer), and returns the inputs in a
+// every input they evaluate (inputRecorder), and returns the inputs in a
 // stable order and the fixtures' config.
 func regoTestInputs(t testing.TB) ([]ast.Value, any) {
 	t.Helper()
@@ -290,8 +295,8 @@ func regoTestInputs(t testing.TB) ([]ast.Value, any) {
 			regoInputsErr = err
 			return
 		}
-		tr := &inputTracer{seen: map[string]ast.Value{}}
-		ch, err := tester.NewRunner().SetStore(store).SetCoverageQueryTracer(tr).SetTimeout(10*time.Minute).Run(ctx, mods)
+		rec := &inputRecorder{seen: map[*ast.Term]bool{}, inputs: map[string]ast.Value{}}
+		ch, err := tester.NewRunner().SetStore(store).SetCoverageQueryTracer(rec).SetTimeout(10*time.Minute).Run(ctx, mods)
 		if err != nil {
 			regoInputsErr = err
 			return
@@ -301,13 +306,13 @@ func regoTestInputs(t testing.TB) ([]ast.Value, any) {
 				regoInputsErr = fmt.Errorf("rego test %s.%s: fail %v, error %v", r.Package, r.Name, r.Fail, r.Error)
 			}
 		}
-		keys := make([]string, 0, len(tr.seen))
-		for k := range tr.seen {
+		keys := make([]string, 0, len(rec.inputs))
+		for k := range rec.inputs {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			regoInputs = append(regoInputs, tr.seen[k])
+			regoInputs = append(regoInputs, rec.inputs[k])
 		}
 		opts := []func(*rego.Rego){rego.Query("data.mcpx.testdata.config"), rego.SetRegoVersion(ast.RegoV1)}
 		for _, m := range mods {
@@ -324,33 +329,6 @@ func regoTestInputs(t testing.TB) ([]ast.Value, any) {
 		t.Fatal(regoInputsErr)
 	}
 	return regoInputs, regoInputsConfig
-}
-
-// inputTracer records the distinct inputs of the events it sees, without
-// keeping the events (a full trace of the Rego tests is large).
-type inputTracer struct {
-	mu   sync.Mutex
-	last *ast.Term
-	seen map[string]ast.Value
-}
-
-func (*inputTracer) Enabled() bool               { return true }
-func (*inputTracer) Config() topdown.TraceConfig { return topdown.TraceConfig{} }
-func (tr *inputTracer) TraceEvent(ev topdown.Event) {
-	in := ev.Input()
-	if in == nil {
-		return
-	}
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if in == tr.last {
-		return
-	}
-	tr.last = in
-	k := in.String()
-	if _, ok := tr.seen[k]; !ok {
-		tr.seen[k] = in.Value
-	}
 }
 
 // callOf reads an input document back as the call (and ledger) the engine

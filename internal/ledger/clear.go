@@ -46,12 +46,12 @@ func Seen(entries []Entry, server string) string {
 			ids = append(ids, e.ID)
 		}
 	}
-	return seenIDs(ids)
+	return SeenIDs(ids)
 }
 
-// seenIDs is Seen of entries with these ids; ids is sorted in place (an
+// SeenIDs is Seen of entries with these ids; ids is sorted in place (an
 // id counts once).
-func seenIDs(ids []string) string {
+func SeenIDs(ids []string) string {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))

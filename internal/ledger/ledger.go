@@ -255,7 +255,7 @@ func (l *Ledger) Pending(server string, limit int) (Pending, error) {
 			for _, e := range more {
 				ids = append(ids, e.ID)
 			}
-			out.Seen = seenIDs(ids)
+			out.Seen = SeenIDs(ids)
 		}
 		n := out.Total
 		if limit >= 0 && limit < n {

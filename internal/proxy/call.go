@@ -88,6 +88,16 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return *shown
 	}
+	if s.opts.DecisionLog != nil && listed {
+		if err := s.opts.DecisionLog(call, show()); err != nil {
+			s.log.Error("decision log", "tool", params.Name, "err", err)
+			if done() {
+				s.replyRefusal(m.ID, call, decision.Denied(d.Call, decision.PolicyError,
+					"the decision could not be written to the decision log, so the call was not sent; it can be sent again once the log can be written"))
+			}
+			return
+		}
+	}
 	if s.opts.OnDecision != nil && listed {
 		s.opts.OnDecision(call, show())
 	}
@@ -134,6 +144,16 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		p.outputSchema = s.cat.outputSchema(params.Name)
 	}
 	if d.Write {
+		s.mu.Lock()
+		busy := s.writesInFlight() >= maxWrites
+		s.mu.Unlock()
+		if busy {
+			if done() {
+				s.log.Warn("refused a write: too many in flight", "tool", params.Name)
+				s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("writes in flight", maxWrites))
+			}
+			return
+		}
 		disp, err := s.opts.Engine.Writes().Begin(call)
 		if err != nil {
 			if done() {

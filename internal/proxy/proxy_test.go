@@ -193,7 +193,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	if !strings.Contains(resultText(res), "(`"+clear+"`)") {
 		t.Errorf("the answer does not name %q: %s", clear, resultText(res))
 	}
-	r.log.waitFor(t, `clear="mcpx-policy writes clear s --id `+id+` --state-dir '/var/lib/state dir'"`)
+	r.log.waitFor(t, `clear="mcpx-policy writes clear s --id `+id+` --state-dir '/var/lib/state dir' --reason '<what you found on the server>'"`)
 	select {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):

@@ -177,7 +177,8 @@ func (s *session) listTools(ctx context.Context) error {
 	defer cancel()
 	var all []json.RawMessage
 	cursor := ""
-	for {
+	size := 0
+	for pages := 1; ; pages++ {
 		params := map[string]any{}
 		if cursor != "" {
 			params["cursor"] = cursor
@@ -194,16 +195,22 @@ func (s *session) listTools(ctx context.Context) error {
 			return err
 		}
 		all = append(all, page.Tools...)
-		if page.NextCursor == nil || *page.NextCursor == "" {
-			break
+		for _, t := range page.Tools {
+			size += len(t)
 		}
-		if len(all) > 100000 {
-			return errors.New("the server lists more than 100000 tools")
+		switch {
+		case len(all) > maxListTools:
+			return fmt.Errorf("the server lists more than %d tools", maxListTools)
+		case size > maxListBytes:
+			return fmt.Errorf("the server's tools take more than %d bytes", maxListBytes)
+		case page.NextCursor == nil || *page.NextCursor == "":
+			s.storeOwnList(all)
+			return nil
+		case pages >= maxListPages:
+			return fmt.Errorf("the server's tool list has more than %d pages", maxListPages)
 		}
 		cursor = *page.NextCursor
 	}
-	s.storeOwnList(all)
-	return nil
 }
 
 // storeTools keeps a complete list — the tools that parse — and re-checks

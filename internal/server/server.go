@@ -35,6 +35,7 @@ import (
 const (
 	DefaultMaxBody       = 1 << 20 // bytes of a request body
 	DefaultDecideTimeout = mcpxpolicy.DefaultDecideTimeout
+	DefaultMaxInFlight   = 64 // requests being served at once
 )
 
 // Options configure a Handler.
@@ -51,6 +52,10 @@ type Options struct {
 	// MaxBody caps a request body; 0 means DefaultMaxBody. A larger body is
 	// a 413.
 	MaxBody int64
+	// MaxInFlight caps the requests being served at once (the probes
+	// aside), so that their bodies hold at most MaxInFlight × MaxBody
+	// bytes; 0 means DefaultMaxInFlight. A request past it is a 503.
+	MaxInFlight int
 	// DecideTimeout bounds one evaluation; 0 means DefaultDecideTimeout. An
 	// evaluation that runs out of time is a PolicyError deny.
 	DecideTimeout time.Duration
@@ -72,6 +77,7 @@ type Handler struct {
 	token [sha256.Size]byte
 	log   *decisionLog
 	mux   *http.ServeMux
+	slots chan struct{} // one per request being served
 }
 
 // New returns the handler of the decision API over eng.
@@ -82,13 +88,16 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	if opts.DecideTimeout <= 0 {
 		opts.DecideTimeout = DefaultDecideTimeout
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token))}
+	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token)), slots: make(chan struct{}, opts.MaxInFlight)}
 	if opts.DecisionLog != nil {
 		h.log = newDecisionLog(opts.DecisionLog, opts.Now, opts.Logger, opts.Metrics)
 	}
@@ -125,8 +134,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !probe(r) {
+		select {
+		case h.slots <- struct{}{}:
+			defer func() { <-h.slots }()
+		default:
+			// Connection: close, so the body is not waited for.
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("%d requests are being served, the most at once; try again shortly", cap(h.slots)))
+			return
+		}
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	h.mux.ServeHTTP(w, r)
+}
+
+// probe reports whether r is a probe (GET /healthz, /readyz, /metrics),
+// which is always answered.
+func probe(r *http.Request) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics")
 }
 
 var crossOrigin = http.NewCrossOriginProtection()
@@ -247,17 +274,17 @@ func (h *Handler) logAnswer(ans mcpxpolicy.Answer) {
 // /v1/writes/clear takes to clear exactly them.
 type WritesResponse struct {
 	Entries []decision.UnknownWrite `json:"entries"`
-	Seen    map[string]string         `json:"seen"`
+	Seen    map[string]string       `json:"seen"`
 }
 
 // ChangedResponse is the body of a 409 from POST /v1/writes/clear with
 // "seen": the server's entries are not the ones listed, and nothing was
 // cleared; the entries there are now and their token.
 type ChangedResponse struct {
-	Error   string                    `json:"error"`
-	Code    string                    `json:"code"`
+	Error   string                  `json:"error"`
+	Code    string                  `json:"code"`
 	Entries []decision.UnknownWrite `json:"entries"`
-	Seen    string                    `json:"seen"`
+	Seen    string                  `json:"seen"`
 }
 
 // ClearResponse is the body of POST /v1/writes/clear: the entries cleared
