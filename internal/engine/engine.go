@@ -406,7 +406,7 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 			// whose findings the engine builds in Go when it can
 			var d decision.Decision
 			var built bool
-			if t, d, built = e.firstAnswer(call, in, ga, t.Value); built {
+			if t, d, built = e.firstAnswer(call, in, ga, t); built {
 				ga.lite = false
 				if seen, ok := ctx.Value(builtKey{}).(*bool); ok {
 					*seen = true
@@ -462,16 +462,16 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 // the decision in Go (the equivalence tests' hook, export_test.go).
 type builtKey struct{}
 
-// firstAnswer reads common_or_planned's answer v: the common document's
-// term, or for a planned call the decision built in Go (built), or
-// neither (the Rego's uncommon half decides).
-func (e *Prepared) firstAnswer(call decision.Call, in ast.Object, ga *callArgs, v ast.Value) (*ast.Term, decision.Decision, bool) {
-	obj, ok := v.(ast.Object)
+// firstAnswer reads common_or_planned's answer t: the common document
+// (t itself: it has no "planned" key), or for a planned call the decision
+// built in Go (built), or neither (the Rego's uncommon half decides).
+func (e *Prepared) firstAnswer(call decision.Call, in ast.Object, ga *callArgs, t *ast.Term) (*ast.Term, decision.Decision, bool) {
+	obj, ok := t.Value.(ast.Object)
 	if !ok {
 		return nil, decision.Decision{}, false
 	}
-	if doc := obj.Get(kDocument); doc != nil {
-		return doc, decision.Decision{}, false
+	if obj.Get(kPlanned) == nil {
+		return t, decision.Decision{}, false
 	}
 	pl, ok := plannedOf(obj)
 	if !ok {

@@ -88,10 +88,9 @@ func plannedOf(obj ast.Object) (planned, bool) {
 }
 
 var (
-	kPlanned  = ast.StringTerm("planned")
-	kDocument = ast.StringTerm("document")
-	kFacts    = ast.StringTerm("facts")
-	kShadow   = ast.StringTerm("shadow")
+	kPlanned = ast.StringTerm("planned")
+	kFacts   = ast.StringTerm("facts")
+	kShadow  = ast.StringTerm("shadow")
 )
 
 // document decodes a planned document (memoized terms repeat: decoded

@@ -107,7 +107,8 @@ common_document := p.document if {
 # description: |
 #   What the embedded engine asks first, before it converts the call's
 #   arguments, so that a call decided over its plan takes one evaluation:
-#   {"document": common_document} when the common case decides the call;
+#   common_document when the common case decides the call (a decision
+#   document has no "planned" key);
 #   else, for a call whose only findings can be unknown arguments and
 #   argument rules (well formed, to a visible tool the config can decide,
 #   its pin passing, nothing in the ledger, no override finding: the calls
@@ -117,7 +118,7 @@ common_document := p.document if {
 #   in Go where a test proves them the Rego's, and otherwise asks
 #   uncommon_decision. Undefined for any other call. The decision never
 #   reads it: a stock OPA does not evaluate it.
-common_or_planned := {"document": d} if {
+common_or_planned := d if {
 	d := common_document
 } else := {"planned": d, "facts": facts, "shadow": _shadow_on} if {
 	d := _planned # regal ignore:pointless-reassignment

@@ -520,20 +520,28 @@ test_common_or_planned_is_the_decision if {
 	count([a | some a in answers; a == "neither"]) > 0
 }
 
-test_common_or_planned_is_the_decision_with_pins_and_shadow if {
-	every i in [0, 1, 3, 4] {
-		every x in _variant_inputs {
-			_first_holds(x, _variant_configs[i])
-		}
+test_common_or_planned_is_the_decision_with_pins_and_shadow_0 if _first_holds_all(0)
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_1 if _first_holds_all(1)
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_3 if _first_holds_all(3)
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_4 if _first_holds_all(4)
+
+_first_holds_all(i) if {
+	every x in _variant_inputs {
+		_first_holds(x, _variant_configs[i])
 	}
 }
 
 _first_holds(x, cfg) := "document" if {
 	first := mcpx.common_or_planned with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	not first.planned
 	call := {"server": x.server, "tool": x.tool.name, "sha256": object.get(x, "call_sha256", "")}
-	_same(_decide_with(x, cfg), object.union(first.document, {"call": call}))
+	_same(_decide_with(x, cfg), object.union(first, {"call": call}))
 } else := "planned" if {
 	first := mcpx.common_or_planned with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	first.planned
 	_same(_decide_with(x, cfg), _assembled(x, cfg, first))
 } else := "neither" if {
 	not mcpx.common_or_planned with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
