@@ -11,6 +11,7 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/approval"
 	"github.com/mcpx/mcpx-policy/internal/redact"
+	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -48,6 +49,17 @@ type AnswerOptions struct {
 	// Hold puts an ask on hold as an approval request (RequestApproval)
 	// and names it in the answer (Answer.Held).
 	Hold bool
+	// OutOfBand completes an ask out of band instead (as DecideApproved
+	// with id "" does), for
+	// a caller that runs the call it is answered (serve): an approval a
+	// person gave for exactly this call is used — the answer is the
+	// allow, and Answer.Approval names it —, a declined one is the
+	// ConfirmationDeclined deny, and otherwise the ask stays an ask put
+	// on hold (Answer.Held: the request already waiting for this call, or
+	// a new one), whose daemon rendering says how a person approves it
+	// and that the same call sent again afterwards runs once. A document
+	// that names an approval is decided with it, as without OutOfBand.
+	OutOfBand bool
 	// Name is what the adapter calls the document in the message of an
 	// unreadable one: "not a <Name>: cause"; "" gives the cause alone.
 	Name string
@@ -98,6 +110,9 @@ type Answer struct {
 	Err error
 	// Revision is the config revision that decided.
 	Revision string
+	// hold is how a person answers Held when the ask was held out of band
+	// (OutOfBand); nil otherwise.
+	hold *render.Hold
 	// Recorded is what a recorded call document adds (serve and proxy
 	// --record, docs/rollout.md): the decision the call got when it was
 	// recorded, and the JSON Pointers of the arguments redacted before it
@@ -151,7 +166,25 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		r = redact.Of(d, call.Args)
 	}
 	a.Err = err
-	if opts.Hold && d.Outcome == decision.Ask {
+	if opts.OutOfBand && err == nil && a.Approval == "" && d.Outcome == decision.Ask {
+		out, req, oerr := e.outOfBand(call, d, r)
+		switch {
+		case heldOutOfBand(oerr):
+			h := e.holdOf(req)
+			a.Held, a.hold = &req, &h
+		case req.ID == "":
+			a.HoldErr = oerr
+		default:
+			// An answer a person gave out of band, used or spent.
+			a.Approval, d = req.ID, out
+			if errors.Is(oerr, approval.ErrRefused) {
+				a.Refused = oerr
+			} else {
+				a.Err = oerr
+			}
+			r = redact.Of(d, call.Args)
+		}
+	} else if opts.Hold && d.Outcome == decision.Ask {
 		held, err := e.hold(call, r)
 		if err != nil {
 			a.HoldErr = err
@@ -160,7 +193,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		}
 	}
 	a.Decision = Redacted{r: r}
-	a.Rendering, err = renderAnswer(call, a.Decision, a.Held)
+	a.Rendering, err = renderAnswer(call, a.Decision, a.Held, a.hold)
 	if err != nil && a.Err == nil {
 		a.Err = err
 	}

@@ -146,8 +146,9 @@ func (a *Approvals) Decline(id string) (decision.ApprovalRequest, error) {
 // The request is bound to the sha256 of the unredacted canonical call
 // (server, tool, arguments) and to what else the person is shown or the
 // policy judged: the reasons to ask (codes and messages), whether the call
-// is a write and destructive, and the call's principal. A call that differs
-// in any of them does not use the approval.
+// is a write and destructive, the call's principal, and the config
+// revision that asked (Revision). A call that differs in any of them, or
+// is decided by another config, does not use the approval.
 //
 // Errors: ErrNotAsk (d is not an ask), an error when d was decided for
 // another call or the arguments are not JSON, ErrApprovalsFull,
@@ -164,7 +165,7 @@ func (e *Engine) hold(call decision.Call, r redact.Decision) (decision.ApprovalR
 	if err != nil {
 		return decision.ApprovalRequest{}, err
 	}
-	bind, err := approvalBinding(call, prompt)
+	bind, err := approvalBinding(call, prompt, e.Revision())
 	if err != nil {
 		return decision.ApprovalRequest{}, err
 	}
@@ -182,8 +183,9 @@ func (e *Engine) hold(call decision.Call, r redact.Decision) (decision.ApprovalR
 
 // approvalBinding digests what an approval is bound to besides the call's
 // sha256: the reasons to ask as the person was shown them (redacted), the
-// write and destructive flags, and the principal.
-func approvalBinding(call decision.Call, p render.AskPrompt) (string, error) {
+// write and destructive flags, the principal, and the revision of the
+// config that asked.
+func approvalBinding(call decision.Call, p render.AskPrompt, revision string) (string, error) {
 	var principal any
 	if call.Principal != nil {
 		groups := make([]any, len(call.Principal.Groups))
@@ -196,7 +198,8 @@ func approvalBinding(call decision.Call, p render.AskPrompt) (string, error) {
 	for i, r := range p.Reasons {
 		reasons[i] = map[string]any{"code": string(r.Code), "message": r.Message}
 	}
-	b, err := decision.Canonical(map[string]any{"reasons": reasons, "write": p.Write, "destructive": p.Destructive, "principal": principal})
+	b, err := decision.Canonical(map[string]any{"reasons": reasons, "write": p.Write, "destructive": p.Destructive, "principal": principal,
+		"revision": revision})
 	if err != nil {
 		return "", fmt.Errorf("mcpxpolicy: approval binding: %w", err)
 	}
@@ -223,6 +226,11 @@ func approvalBinding(call decision.Call, p render.AskPrompt) (string, error) {
 //     ConfirmationUnavailable deny, whose details name the approval and
 //     why.
 //
+// With id "" it completes the ask out of band, for a surface that cannot
+// put it to a person (an MCP client without elicitation, a webhook's
+// reader): it uses the approval a person gave for exactly this call, or
+// puts the ask on hold for one (outofband.go, docs/approvals.md).
+//
 // Like Decide, it always returns a decision, a deny whenever it returns an
 // error; errors.Is(err, ErrApprovalRefused) tells a refused approval from
 // a failure of the gate. Safe for concurrent use.
@@ -230,6 +238,13 @@ func (e *Engine) DecideApproved(ctx context.Context, call decision.Call, id stri
 	d, err := e.Decide(ctx, call)
 	if err != nil {
 		return d, err
+	}
+	if id == "" {
+		if d.Outcome != decision.Ask {
+			return d, nil
+		}
+		out, _, err := e.outOfBand(call, d, redact.Of(d, call.Args))
+		return out, err
 	}
 	return e.useApproval(call, d, redact.Of(d, call.Args), id)
 }
@@ -247,7 +262,7 @@ func (e *Engine) useApproval(call decision.Call, d decision.Decision, r redact.D
 	if err != nil {
 		return render.Unavailable(d), fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	bind, err := approvalBinding(call, prompt)
+	bind, err := approvalBinding(call, prompt, e.Revision())
 	if err != nil {
 		return render.Unavailable(d), err
 	}

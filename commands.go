@@ -64,6 +64,17 @@ func (c Commands) PinsAccept(server, tool, sha256 string) string {
 	return s + c.stateDir()
 }
 
+// approve is `mcpx-policy approve ID --sha256 S` with the approval
+// store's place (--state-dir D), quoted as WritesClear is: the command
+// that says yes to approval request id for the call whose sha256 the
+// person was shown. A held refusal carries it (details "approve").
+func (c Commands) approve(id, sha256 string) string {
+	return "mcpx-policy approve " + shellQuote(id) + " --sha256 " + shellQuote(sha256) + c.approvals()
+}
+
+// approvals is the flags that name the approval store: the state dir's.
+func (c Commands) approvals() string { return c.stateDir() }
+
 // Writes is `mcpx-policy writes` with the ledger's place, as WritesClear.
 func (c Commands) Writes() string { return "mcpx-policy writes" + c.ledger() }
 

@@ -47,8 +47,13 @@ var adapterHelpers = map[string]bool{
 	module + "/internal/strictjson": true,
 	module + "/internal/jsonptr":    true, // RFC 6901 spelling, which strictjson's errors use
 	module + "/internal/trust":      true, // the checks of a file an operator trusts (token, signing key)
-	module + "/internal/netcap":     true, // the listeners' cap on open connections
-	module + "/internal/buildinfo":  true, // the running build (version, revision), which holds no policy fact
+	// The approvals page shows and answers requests through the SDK's
+	// Approvals handle; the webhook posts what the SDK hands it. Neither
+	// decides anything.
+	module + "/internal/approvalpage": true,
+	module + "/internal/webhook":      true,
+	module + "/internal/netcap":       true, // the listeners' cap on open connections
+	module + "/internal/buildinfo":    true, // the running build (version, revision), which holds no policy fact
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach

@@ -57,6 +57,21 @@ type Options struct {
 	// request beyond it fails with ErrApprovalsFull. 0 (or less) means
 	// DefaultMaxApprovals.
 	MaxApprovals int
+	// ApprovalsPage is the link of the approvals page that answers this
+	// state dir's requests (serve's or proxy --listen's --approvals-page,
+	// or --approvals-url), without a trailing slash; an ask held out of
+	// band (DecideApproved with id "") links to ApprovalsPage + "/" + the request's
+	// id. "" links to none.
+	ApprovalsPage string
+	// OnApprovalRequest, when set, is told of each approval request an
+	// ask held out of band opens (DecideApproved with id "", Answer with
+	// OutOfBand), once it is durable, with the held refusal (its first
+	// reason's details "approve" and "page" say how a person approves
+	// it), on the goroutine that decided: it must return quickly (serve
+	// and the proxy hand it to the webhook's queue). It is not told of a
+	// request already waiting for the same call, nor of the requests
+	// RequestApproval opens.
+	OnApprovalRequest func(req decision.ApprovalRequest, held decision.Decision)
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -79,6 +94,7 @@ type Engine struct {
 	cmds      Commands
 	cur       atomic.Pointer[revision]
 	mu        sync.Mutex // serializes Reload
+	oob       sync.Mutex // serializes finding and opening out-of-band requests
 }
 
 type revision struct {

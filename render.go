@@ -118,9 +118,11 @@ func Render(surface string, call decision.Call, r Redacted) (Rendering, error) {
 // renderAnswer is Render for an Answer: for an ask put on hold as held,
 // the daemon's 428 body carries the request under "approval" (without its
 // prompt: the body's "ask" is that prompt), so whoever receives the 428
-// knows which request to have approved; the other surfaces render as
-// Render does.
-func renderAnswer(call decision.Call, r Redacted, held *decision.ApprovalRequest) (Rendering, error) {
+// knows which request to have approved; held out of band (how, not nil),
+// its error and details are the held refusal's (render.Held): how a
+// person approves it, and that the same call sent again then runs once.
+// The other surfaces render as Render does.
+func renderAnswer(call decision.Call, r Redacted, held *decision.ApprovalRequest, how *render.Hold) (Rendering, error) {
 	if held == nil || call.Surface != SurfaceDaemon || r.Decision().Outcome != decision.Ask {
 		return Render(call.Surface, call, r)
 	}
@@ -132,6 +134,15 @@ func renderAnswer(call decision.Call, r Redacted, held *decision.ApprovalRequest
 	body, isBody := ans.Body.(*render.DaemonBody)
 	if !ok || !isBody {
 		return Render(call.Surface, call, r)
+	}
+	if how != nil {
+		// The held refusal's words are the process's own (the request's
+		// id, sha256 and expiry, a command, a link): the redacted
+		// decision's reasons are kept as they are.
+		h := render.Held(r.Decision(), *how)
+		first := h.First()
+		body.Error, body.Details = first.Message, first.Details
+		body.Reasons = append([]decision.Reason{first}, body.Reasons[1:]...)
 	}
 	req := *held
 	req.Prompt = nil

@@ -40,6 +40,11 @@ done
 if [ -z "$py" ]; then
 	need "the Prometheus Python client" "/metrics is checked with its OpenMetrics parser" "apt-get install python3-prometheus-client"
 fi
+# Chromium: the approvals page is tested in a real browser (policy_test's
+# TestApprovalsPageInChromium, through chromedp).
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+	need "Chromium" "the approvals page is tested in a real browser" "apt-get install chromium"
+fi
 # Programs the commands of README.md and docs/ run (TestDocs runs them).
 for prog in curl jq openssl git; do
 	if ! command -v "$prog" >/dev/null 2>&1; then

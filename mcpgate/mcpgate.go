@@ -105,3 +105,20 @@ func Unavailable(d decision.Decision) decision.Decision { return render.Unavaila
 func AddShadow(result json.RawMessage, shown mcpxpolicy.Redacted) (json.RawMessage, error) {
 	return render.AddShadowShown(result, shown.Decision())
 }
+
+// URLElicitation is the elicitation/create params (MCP 2025-11-25,
+// mode "url") that send the person behind an MCP client that declares
+// URL elicitation to the approvals page, to answer there the ask held as
+// held (the deny mcpxpolicy.Engine.DecideApproved with id "" returned
+// for it).
+// elicitationID is what the gateway's notifications/elicitation/complete
+// names once the person answered. ok is false when held links no
+// approvals page (mcpxpolicy.Options.ApprovalsPage).
+func URLElicitation(held decision.Decision, elicitationID string) (params json.RawMessage, ok bool) {
+	p, ok := render.HeldURLElicitation(held, elicitationID)
+	if !ok {
+		return nil, false
+	}
+	b, _ := json.Marshal(p)
+	return b, true
+}

@@ -152,14 +152,17 @@ func TestApprovalForChangedCallRefused(t *testing.T) {
 
 // TestApprovalVoidWhenTheReasonsChange: an approval given for one reason
 // to ask does not pass the call once the policy asks for another reason
-// too (here the destructive floor turned on); a reload that leaves the
-// call's reasons alone keeps it valid.
+// too (here the destructive floor turned on); an approval is bound to the
+// config revision that asked, so any other config voids it, even one that
+// leaves the call's reasons alone, and a reload of the same config keeps
+// it valid.
 func TestApprovalVoidWhenTheReasonsChange(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": askConfig})
 	eng := approvalEngine(t, dir, filepath.Join(dir, "state"), 0)
 	call := askCall("/workspace/a")
 	kept := requestApproved(t, eng, call)
+	otherServer := requestApproved(t, eng, call)
 	voided := requestApproved(t, eng, call)
 
 	reload := func(config string) {
@@ -171,8 +174,11 @@ func TestApprovalVoidWhenTheReasonsChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reload(askConfig + "  third: {writePolicy: deny}\n") // another server: the call's reasons are the same
+	reload(askConfig) // the same config: the same revision
 	approvedAllow(t, eng, call, kept.ID)
+
+	reload(askConfig + "  third: {writePolicy: deny}\n") // another server: the call's reasons are the same, the revision not
+	refused(t, eng, call, otherServer.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
 
 	reload("version: 1\npolicy:\n  write: ask\n  confirmDestructive: true\n")
 	if got := codes(decide(t, eng, call).Reasons); len(got) != 2 {

@@ -181,7 +181,7 @@ servers:
 	r.refusal(t, "an unknown-argument refusal", "UnknownArguments", "Unknown arguments: lines", "Valid arguments: head, path, tail")
 
 	r = g.result(t, "an ask the client cannot show", "write_file", "path="+root+"/b.txt", "content=x")
-	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's confirmation")
+	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's approval", "mcpx-policy approve ")
 
 	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
 		t.Errorf("b.txt exists (%v): the unconfirmed write ran", err)
@@ -190,6 +190,96 @@ servers:
 	if r.IsError || !strings.Contains(r.text(), "one\ntwo") {
 		t.Errorf("a read: %s", r.text())
 	}
+}
+
+// TestInspectorAskApprovedOutOfBand: the Inspector cannot show an ask, so
+// the proxy holds it for a person: the refusal the agent reads names the
+// request and the exact `mcpx-policy approve …` command for this state
+// dir, and says the same call sent again then runs once. A person runs
+// that command as printed (through a shell, from the text alone); the
+// Inspector's retry of the same call runs — the file is written — and a
+// second retry is refused again, for a new request: the approval was used
+// once. A changed call never uses it.
+func TestInspectorAskApprovedOutOfBand(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	g := newInspectorGate(t, `version: 1
+policy: {write: ask}
+servers:
+  fs: {}
+`, root)
+	target := root + "/b.txt"
+
+	r := g.result(t, "an ask the client cannot show", "write_file", "path="+target, "content=x")
+	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's approval", "mcpx-policy approve ",
+		"sent again unchanged, runs once", "--state-dir ")
+	approve, id := heldCommand(t, r)
+	if !strings.Contains(r.text(), "`"+approve+"`") {
+		t.Fatalf("the refusal's text does not show the command %q whole:\n%s", approve, r.text())
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("b.txt exists (%v): the unconfirmed write ran", err)
+	}
+
+	// Asked again before anyone answered: the same request, still refused.
+	r = g.result(t, "the same ask, unanswered", "write_file", "path="+target, "content=x")
+	r.refusal(t, "the same ask, unanswered", "ConfirmationUnavailable", id)
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("b.txt exists (%v): a pending request let the write run", err)
+	}
+
+	// A person runs the command, as printed, in a shell.
+	sh := exec.Command("sh", "-c", approve)
+	sh.Env = append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := sh.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "approved "+id) || !strings.Contains(string(out), "the same call sent again") {
+		t.Fatalf("%s: %v\n%s", approve, err, out)
+	}
+
+	// Another call does not use it.
+	r = g.result(t, "another content", "write_file", "path="+target, "content=y")
+	r.refusal(t, "another content", "ConfirmationUnavailable")
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("b.txt exists (%v): a changed call used the approval", err)
+	}
+
+	r = g.result(t, "the retry after the approval", "write_file", "path="+target, "content=x")
+	if r.IsError || !strings.Contains(r.text(), "Successfully wrote to "+target) {
+		t.Fatalf("the retry after the approval: isError %v\n%s", r.IsError, r.text())
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "x" {
+		t.Fatalf("b.txt = %q, %v; want the approved write on disk", b, err)
+	}
+	if err := os.Remove(target); err != nil {
+		t.Fatal(err)
+	}
+
+	r = g.result(t, "a second retry", "write_file", "path="+target, "content=x")
+	r.refusal(t, "a second retry", "ConfirmationUnavailable", "mcpx-policy approve ")
+	if _, again := heldCommand(t, r); again == id {
+		t.Errorf("the second retry names the used request %s again", id)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("b.txt exists again (%v): the approval ran the call twice", err)
+	}
+}
+
+// heldCommand is the approve command and the request id a held refusal's
+// decision (in _meta) names.
+func heldCommand(t *testing.T, r inspectorResult) (approve, id string) {
+	t.Helper()
+	d, _ := r.Meta["mcpx-policy/decision"].(map[string]any)
+	reasons, _ := d["reasons"].([]any)
+	if len(reasons) == 0 {
+		t.Fatalf("no decision in _meta: %v", r.Meta)
+	}
+	details, _ := reasons[0].(map[string]any)["details"].(map[string]any)
+	approve, _ = details["approve"].(string)
+	id, _ = details["approval"].(string)
+	if !strings.HasPrefix(approve, "mcpx-policy approve "+id+" ") || id == "" {
+		t.Fatalf("the held refusal's details name no approve command: %v", details)
+	}
+	return approve, id
 }
 
 // TestProxyPageClientConfigs: every client config docs/proxy.md shows — the

@@ -257,7 +257,8 @@ func TestLedgerOutageIsLoggedOnce(t *testing.T) {
 // TestLedgerUnreadableNamesTheRealCommand: when the PostgreSQL ledger a
 // config names does not answer, a write's LedgerUnreadable deny tells the
 // operator the command that shows why — mcpx-policy writes with this
-// engine's config files, absolute — not a placeholder ('--config …').
+// engine's config files, absolute, in its details — not a placeholder
+// ('--config …'); its message, which an agent reads, names no path.
 func TestLedgerUnreadableNamesTheRealCommand(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": fleetConfig})
@@ -272,8 +273,8 @@ func TestLedgerUnreadableNamesTheRealCommand(t *testing.T) {
 	write := decision.Tool{Name: "write_note", Annotations: &decision.Annotations{ReadOnlyHint: ptr(false)}}
 	d, _ := eng.Decide(context.Background(), decision.Call{Server: "notes", Tool: write, Args: map[string]any{"text": "x"}})
 	r := d.First()
-	want := "an operator runs 'mcpx-policy writes --config " + cfg + "' to see why"
-	if r.Code != decision.LedgerUnreadable || !strings.Contains(r.Message, want) || strings.Contains(r.Message, "…") {
-		t.Errorf("the deny of a write with the database down:\n%s: %s\nwant it to say %q", r.Code, r.Message, want)
+	want := "mcpx-policy writes --config " + cfg
+	if r.Code != decision.LedgerUnreadable || r.Details["writes"] != want || strings.Contains(r.Message, "…") || strings.Contains(r.Message, cfg) {
+		t.Errorf("the deny of a write with the database down:\n%s: %s %v\nwant details.writes %q, and a message (an agent's) that names no path and no placeholder", r.Code, r.Message, r.Details, want)
 	}
 }

@@ -24,7 +24,9 @@ one is for; 'approve' says yes to one — giving back the sha256 you were
 shown, so that you approve the call you saw and nothing else — or no
 (--decline). Approving runs nothing: the call runs when it is decided again
 with the approval (eval --approval ID, or "approval" in serve's
-/v1/decide), once, and only while it is still the same ask.
+/v1/decide) or, for an ask held for a person because the client could not
+ask (the proxy's refusal names the request and this command), when the
+same call is sent again: once, and only while it is still the same ask.
 
   mcpx-policy eval --config mcpx-policy.yaml call.json          # an ask: prints the request
   mcpx-policy approvals
@@ -93,7 +95,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		case decision.ApprovalPending:
 			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, printed), declineCommand(r, printed))
 		case decision.ApprovalApproved:
-			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, printed))
+			fmt.Fprintf(stdout, "  approved; it is used when the same call is sent again, or decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, printed))
 		}
 	}
 	return 0
@@ -139,8 +141,8 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "declined approval %s: %s.%s (sha256 %s) will not run with it\n", r.ID, r.Server, r.Tool, r.SHA256)
 		return 0
 	}
-	fmt.Fprintf(stdout, "approved %s: %s.%s (sha256 %s) may run once, when it is decided with --approval %s before %s\n",
-		r.ID, r.Server, r.Tool, r.SHA256, r.ID, r.Expires.Format(time.RFC3339))
+	fmt.Fprintf(stdout, "approved %s: %s.%s (sha256 %s) may run once before %s: the same call sent again (an agent refused with this request retries it), or decided with --approval %s\n",
+		r.ID, r.Server, r.Tool, r.SHA256, r.Expires.Format(time.RFC3339), r.ID)
 	return 0
 }
 

@@ -32,6 +32,9 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set P
                          [--publish-rules]
                          [--call-timeout 10m] [--task-timeout 1h] [--decide-timeout 5s]
                          [--approval-ttl 5m]
+                         [--approvals-page --token-file F] [--approvals-url URL]
+                         [--approval-webhook URL --approval-webhook-secret-file F
+                          [--approval-webhook-format slack|json]]
                          [--log-level info] [--decision-log PATH]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]] -- CMD ARGS…
@@ -46,8 +49,12 @@ that apply to each tool to its inputSchema (docs/proxy.md);
 tools/call is decided first — a deny or a hidden tool is answered by the
 proxy; an ask is put to the person as an input_required result (MCP
 2026-07-28 clients) or an elicitation/create form (older ones), held as
-an approval request in the state dir that expires after --approval-ttl,
-and refused with ConfirmationUnavailable when the client can do neither;
+an approval request in the state dir that expires after --approval-ttl;
+a client that can do neither is sent to the approvals page (URL
+elicitation) when it declares that, and is otherwise refused with
+ConfirmationUnavailable naming the request and how a person approves it
+('mcpx-policy approve …', the --approvals-url page): the same call, sent
+again afterwards, runs once (docs/approvals.md);
 a warn adds the _ignored_options rider. A write whose answer is lost (the server exits,
 the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
@@ -74,6 +81,8 @@ one anyway, with the pool's settings alone.
   mcpx-policy proxy --config ~/.config/mcpx-policy/config.yaml --server fs -- \
       npx -y @modelcontextprotocol/server-filesystem /workspace
   mcpx-policy proxy --config policy.yaml --server fs --listen 127.0.0.1:8282 -- mcp-server-filesystem /workspace
+  mcpx-policy proxy --config policy.yaml --server fs --listen 127.0.0.1:8282 --approvals-page --token-file token -- \
+      mcp-server-filesystem /workspace
 
 See docs/proxy.md for Claude Desktop, Claude Code and Codex configs.
 
@@ -103,7 +112,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
 	record := addRecordFlags(fs)
+	tokenFile := fs.String("token-file", "", "with --approvals-page: file holding the operator token a person logs in with")
+	oob := addOutOfBandFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return usageError(stdout, stderr, proxyUsage, err)
+	}
+	if err := oob.check(*listen != "", *tokenFile != ""); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
 	switch {
@@ -131,8 +145,30 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("unknown --log-level %q", *level))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	var token string
+	if *tokenFile != "" {
+		var exposed string
+		var err error
+		if token, exposed, err = server.ReadToken(*tokenFile); err != nil {
+			var te *server.TokenError
+			errors.As(err, &te)
+			return fail(stderr, err, te.Hint)
+		}
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: token file %s\n", exposed)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var ln net.Listener
+	if *listen != "" {
+		// The listener comes first: the approvals page's link names its port.
+		var err error
+		if ln, err = net.Listen("tcp", *listen); err != nil {
+			return fail(stderr, err, "")
+		}
+		defer ln.Close()
+	}
 	var eng *mcpxpolicy.Engine
 	var met *metrics.Metrics
 	var observer mcpxpolicy.Observer
@@ -140,7 +176,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		met = newMetrics(&eng, false)
 		observer = met
 	}
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
+	engOpts := mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer}
+	held, err := oob.open(ln, &engOpts, logger, stderr)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	defer held.close()
+	eng, err = mcpxpolicy.New(ctx, engOpts)
 	if err != nil {
 		return fail(stderr, err, "run '"+checkCommand(configs)+"' to see every config problem")
 	}
@@ -181,6 +223,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, Logger: logger, Commands: cmds, OnDecision: onDecision, DecisionLog: logDecision}
+	if met != nil {
+		opts.OnAskAnswered = met.AskAnswered
+	}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)
@@ -196,7 +241,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			}
 			return watched{Conn: c, up: met.Upstream(c)}, nil
 		}
-		return serveProxyHTTP(ctx, *listen, opts, start, []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}, server.Probes(eng, met), logger, stderr)
+		page, err := oob.handler(eng, token, logger)
+		if err != nil {
+			return fail(stderr, err, "")
+		}
+		return serveProxyHTTP(ctx, ln, opts, start, []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}, server.Probes(eng, met), page, logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
@@ -249,15 +298,12 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string,
 	}()
 }
 
-// serveProxyHTTP serves the proxy over Streamable HTTP at /mcp: each MCP
-// session gets its own server process and ends after idle without its
-// client. probes serves every other path (/healthz, /readyz, /metrics).
-// The connections open at once are capped (maxConns).
-func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, hopts []proxy.HTTPOption, probes http.Handler, logger *slog.Logger, stderr io.Writer) int {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fail(stderr, err, "")
-	}
+// serveProxyHTTP serves the proxy over Streamable HTTP at /mcp on ln: each
+// MCP session gets its own server process and ends after idle without its
+// client. page, when not nil, is the approvals page at /approvals; probes
+// serves every other path (/healthz, /readyz, /metrics). The connections
+// open at once are capped (maxConns).
+func serveProxyHTTP(ctx context.Context, ln net.Listener, opts proxy.Options, start proxy.StartFunc, hopts []proxy.HTTPOption, probes, page http.Handler, logger *slog.Logger, stderr io.Writer) int {
 	if !loopback(ln.Addr()) {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can use the server\n", ln.Addr())
 	}
@@ -265,6 +311,11 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	if page != nil {
+		mux.Handle("/approvals", page)
+		mux.Handle("/approvals/", page)
+		logger.Info("serving the approvals page", "url", "http://"+ln.Addr().String()+"/approvals")
+	}
 	mux.Handle("/", probes)
 	capped := netcap.New(ln, maxConns)
 	// No ReadTimeout or WriteTimeout: a session's event stream (GET) lives

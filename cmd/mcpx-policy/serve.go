@@ -24,6 +24,9 @@ import (
 const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--set PATH=VALUE…] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
                          [--max-body 1048576] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--approvals-page] [--approvals-url URL]
+                         [--approval-webhook URL --approval-webhook-secret-file F
+                          [--approval-webhook-format slack|json]]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]]
 
@@ -35,7 +38,9 @@ Serves decisions over HTTP (docs/service.md):
   GET  /v1/approvals       the approval requests waiting for an answer
   POST /v1/approvals/ID    answer one: {"sha256": "<as shown>"} or {"decline": true}
                            (Authorization: Bearer <token>); then POST /v1/decide
-                           the same call with "approval": "ID" runs it once
+                           of the same call runs it once
+  GET  /approvals          with --approvals-page: the approvals page, where a person
+                           logs in with the token and approves or declines
   POST /access/v1/evaluation   the OpenID AuthZEN access evaluation API
   POST /access/v1/evaluations  (its batch form)
   GET  /healthz            liveness and the config revision
@@ -52,6 +57,15 @@ SIGINT or SIGTERM drains in-flight requests and exits. POST bodies need
 Content-Type: application/json; a browser request from another origin is
 refused.
 
+An ask is held for a person (docs/approvals.md): /v1/decide answers it with
+its approval request (the same one while it waits), a person approves it
+(POST /v1/approvals/ID, the page, or 'mcpx-policy approve'), and the same
+call sent again runs once. --approvals-url names the page the 428 body links
+to (by default, with --approvals-page, this listener's); --approval-webhook
+POSTs each new request to a URL, signed with the secret in
+--approval-webhook-secret-file (header X-Mcpx-Policy-Signature:
+sha256=<HMAC-SHA256 of the body>).
+
 --record DIR writes every decided call to DIR (made 0700; files 0600), one
 call document each with its decision and time, for 'mcpx-policy replay'.
 Arguments named by --record-redact — a JSON Pointer (/env/TOKEN), a key
@@ -62,6 +76,8 @@ the oldest records are removed (docs/rollout.md).
 
   mcpx-policy serve --config /etc/mcpx-policy/config.yaml
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
+  mcpx-policy serve --config mcpx-policy.yaml --token-file token --approvals-page \
+      --approval-webhook https://hooks.slack.com/services/… --approval-webhook-secret-file webhook.secret
   curl -s -H 'Content-Type: application/json' localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
   mcpx-policy serve --config mcpx-policy.yaml --record /var/lib/mcpx-policy/record --record-redact @secrets --record-redact /content
 
@@ -85,7 +101,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
 	record := addRecordFlags(fs)
+	oob := addOutOfBandFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return usageError(stdout, stderr, serveUsage, err)
+	}
+	if err := oob.check(true, *tokenFile != ""); err != nil {
 		return usageError(stdout, stderr, serveUsage, err)
 	}
 	if len(configs) == 0 || fs.NArg() > 0 {
@@ -126,22 +146,33 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The listener comes first: the approvals page's link names its port.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	defer ln.Close()
 	var eng *mcpxpolicy.Engine
 	met := newMetrics(&eng, true)
 	opts := mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
-	eng, err := mcpxpolicy.New(ctx, opts)
+	held, err := oob.open(ln, &opts, logger, stderr)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
+	defer held.close()
+	eng, err = mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
 	defer eng.Close()
+	page, err := oob.handler(eng, token, logger)
+	if err != nil {
+		return fail(stderr, err, "")
+	}
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
 	onDecision, err := record.open(eng, logger)
-	if err != nil {
-		return fail(stderr, err, "")
-	}
-	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fail(stderr, err, "")
 	}
@@ -151,7 +182,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	capped := netcap.New(ln, maxConns)
 	srv := &http.Server{
 		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout,
-			Metrics: met, OnDecision: onDecision}),
+			Metrics: met, OnDecision: onDecision, ApprovalsPage: page}),
 		ConnState:         capped.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -167,6 +198,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	reloadOnChange(ctx, eng, watchPaths, logger)
 	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
+	if page != nil {
+		logger.Info("serving the approvals page", "url", "http://"+ln.Addr().String()+"/approvals")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(capped.Listener()) }()
 	select {

@@ -87,11 +87,9 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	for _, e := range st.Entries {
 		// one line an entry: its server's seen token (writes clear
 		// SERVER --seen TOKEN clears all of its entries listed here and
-		// none recorded since), and how to clear this one; the ledger's
-		// flags go before the --reason the SDK's command ends with
-		clear, reason, _ := strings.Cut(mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID, ""), " --reason ")
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s%s --reason %s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], clear, extra, reason)
+		// none recorded since), and how to clear this one
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], clearCommand(e.Server, e.ID, "", extra))
 	}
 	if n := st.InFlight; n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
@@ -174,7 +172,7 @@ func writesChanged(stdout, stderr io.Writer, l *mcpxpolicy.Writes, server string
 		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\n", e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256)
 	}
 	return fail(stderr, fmt.Errorf("the unknown-outcome writes of %s changed since they were listed: nothing was cleared", server),
-		"check the ones listed above, then: "+mcpxpolicy.Commands{}.WritesClear(server, "", st.Seen[server])+extra)
+		"check the ones listed above, then: "+clearCommand(server, "", st.Seen[server], extra))
 }
 
 // ledgerFlags is the --config and --state-dir flags of the commands writes
@@ -213,4 +211,12 @@ func writesQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// clearCommand is the SDK's writes clear command (Commands.WritesClear)
+// with this command's ledger flags (extra) put before the --reason it ends
+// with.
+func clearCommand(server, id, seen, extra string) string {
+	clear, reason, _ := strings.Cut(mcpxpolicy.Commands{}.WritesClear(server, id, seen), " --reason ")
+	return clear + extra + " --reason " + reason
 }

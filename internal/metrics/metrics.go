@@ -79,6 +79,8 @@ type Metrics struct {
 
 	logErrs     prometheus.Counter
 	logWritable prometheus.Gauge
+
+	askAnswers [3][]prometheus.Counter // [outcome severity][code index]: what the client got for an ask
 }
 
 // codeIndex maps each reason code to its column in decisions; column 0 is
@@ -170,6 +172,19 @@ func New(opts Options) *Metrics {
 		Help: "1 when the last decision log line was written (or none was tried, or there is no decision log), 0 when it failed: decisions are refused until a line is written again.",
 	})
 	m.logWritable.Set(1)
+	asks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "ask_answers_total",
+		Help: "Asks of the proxy by what its client got once each ended: allow (a person approved it), or deny with ConfirmationDeclined, or with ConfirmationUnavailable (the client could not be asked: the ask was held for a person out of band, or could not be held).",
+	}, []string{"outcome", "code"})
+	for i, o := range outcomes {
+		if o == decision.Ask {
+			continue // an ask that ended is an allow or a deny
+		}
+		m.askAnswers[i] = make([]prometheus.Counter, len(codes))
+		for j, c := range codes {
+			m.askAnswers[i][j] = asks.WithLabelValues(string(o), c)
+		}
+	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info",
@@ -177,7 +192,7 @@ func New(opts Options) *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go},
 	})
 	build.Set(1)
-	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable, build)
+	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable, build, asks)
 	if opts.Revision != nil {
 		m.reg.MustRegister(revisionCollector{desc: prometheus.NewDesc(Namespace+"_config_revision_info",
 			"The config revision in use (a hex SHA-256 of the compiled policy), as a label; the value is always 1.",
@@ -259,6 +274,24 @@ func (m *Metrics) Decided(outcome decision.Outcome, code decision.Code, shadow b
 	if err != nil {
 		m.evalErrs.Inc()
 	}
+}
+
+// AskAnswered counts one ask by what the client got when it ended: an
+// allow ("" code), or a deny and its deciding code. The policy's ask
+// itself is counted by Decided.
+func (m *Metrics) AskAnswered(outcome decision.Outcome, code decision.Code) {
+	row := m.askAnswers[outcome.Severity()]
+	if row == nil {
+		return
+	}
+	col := 0
+	if outcome != decision.Allow && code != "" {
+		var ok bool
+		if col, ok = codeIndex[code]; !ok {
+			col = len(codeIndex) + 1
+		}
+	}
+	row[col].Inc()
 }
 
 // series is the decisions counter of shadow index s, outcome and code

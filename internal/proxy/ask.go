@@ -179,6 +179,13 @@ func formElicitation(e map[string]json.RawMessage) bool {
 	return e != nil && (form || !url)
 }
 
+// urlElicitation reads an elicitation capability: URL mode declared (MCP
+// 2025-11-25).
+func urlElicitation(e map[string]json.RawMessage) bool {
+	_, url := e["url"]
+	return url
+}
+
 // askOutcome is where an ask stands after the proxy put it to the client.
 type askOutcome struct {
 	d       decision.Decision
@@ -188,9 +195,20 @@ type askOutcome struct {
 // ask completes the ask d of call with the client: an answered retry is
 // decided with its approval; a 2026-07-28 client that can show a form gets
 // an input_required result; an older one with form elicitation an
-// elicitation/create; any other a ConfirmationUnavailable deny. What it
-// returns is an allow or a deny, or a pending input_required result.
+// elicitation/create; one with URL elicitation only is sent to the
+// approvals page (askByURL); any other gets the ask held out of band
+// (askOutOfBand). What it returns is an allow or a deny, or a pending
+// input_required result; what the client got for an ask that ended is
+// told to OnAskAnswered.
 func (s *session) ask(ctx context.Context, call decision.Call, d decision.Decision, r retry, members map[string]json.RawMessage) askOutcome {
+	o := s.askClient(ctx, call, d, r, members)
+	if o.pending == nil && ctx.Err() == nil && s.opts.OnAskAnswered != nil {
+		s.opts.OnAskAnswered(o.d.Outcome, o.d.First().Code)
+	}
+	return o
+}
+
+func (s *session) askClient(ctx context.Context, call decision.Call, d decision.Decision, r retry, members map[string]json.RawMessage) askOutcome {
 	eng := s.opts.Engine
 	if r.held != nil {
 		return askOutcome{d: s.useHeld(ctx, call, r)}
@@ -206,13 +224,15 @@ func (s *session) ask(ctx context.Context, call decision.Call, d decision.Decisi
 		return askOutcome{d: out}
 	}
 	s.mu.Lock()
-	elicit := s.elicit
+	elicit, elicitURL := s.elicit, s.elicitURL
 	s.mu.Unlock()
 	switch {
 	case r.mrtr && r.elicit:
 	case !r.mrtr && elicit:
+	case !r.mrtr && elicitURL:
+		return askOutcome{d: s.askByURL(ctx, call)}
 	default:
-		return askOutcome{d: mcpgate.Unavailable(d)}
+		return askOutcome{d: s.askOutOfBand(ctx, call)}
 	}
 	req, err := eng.RequestApproval(call, d)
 	if err != nil {

@@ -128,6 +128,19 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			return
 		}
 		d, shown = o.d, nil
+		// The decision log says what the client got for the ask, beside
+		// what the policy said: the allow a person gave, or the refusal
+		// (held for a person, declined). Unlogged, it is not acted on.
+		if s.opts.DecisionLog != nil {
+			if err := s.opts.DecisionLog(call, show()); err != nil {
+				s.log.Error("decision log", "tool", params.Name, "err", err)
+				if done() {
+					s.replyRefusal(m.ID, call, decision.Denied(d.Call, decision.PolicyError,
+						"the decision could not be written to the decision log, so the call was not sent; it can be sent again once the log can be written"))
+				}
+				return
+			}
+		}
 	}
 	if d.Outcome != decision.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -46,5 +47,56 @@ func TestDecisionLogFailsClosed(t *testing.T) {
 	res, err = r.client.CallTool(ctx, call)
 	if err != nil || res.IsError || ran.Load() != 1 || logged.Load() != 1 {
 		t.Fatalf("with the log writable again: %v %v (ran %d, logged %d); want the call run once and logged", res, err, ran.Load(), logged.Load())
+	}
+}
+
+// TestDecisionLogSaysWhatTheClientGot: for an ask, the decision log has
+// the policy's ask and then what the client got — the held refusal for a
+// client that cannot ask, and, once a person approved it out of band, the
+// allow of the retry — and the counter of asks' ends sees the same.
+func TestDecisionLogSaysWhatTheClientGot(t *testing.T) {
+	var ran atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(textTool("write", false, func(context.Context) string { ran.Add(1); return "written" }))
+	var mu sync.Mutex
+	var lines, answered []string
+	r := newRig(t, "version: 1\npolicy: {write: ask}\nservers: {s: {}}\n", proxy.Options{
+		DecisionLog: func(_ decision.Call, shown mcpxpolicy.Redacted) error {
+			d := shown.Decision()
+			mu.Lock()
+			lines = append(lines, string(d.Outcome)+" "+string(d.First().Code))
+			mu.Unlock()
+			return nil
+		},
+		OnAskAnswered: func(o decision.Outcome, c decision.Code) {
+			mu.Lock()
+			answered = append(answered, string(o)+" "+string(c))
+			mu.Unlock()
+		},
+	}, srv)
+	ctx := context.Background()
+	call := &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "/w/a"}}
+
+	res, err := r.client.CallTool(ctx, call)
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "mcpx-policy approve ") {
+		t.Fatalf("the ask: %v %v; want the held refusal", res, err)
+	}
+	list, err := r.eng.Approvals().List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("requests: %v %v; want the one held", list, err)
+	}
+	if _, err := r.eng.Approvals().Approve(list[0].ID, list[0].SHA256); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.client.CallTool(ctx, call); err != nil || res.IsError || ran.Load() != 1 {
+		t.Fatalf("the retry after the approval: %v %v (ran %d)", res, err, ran.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := strings.Join(lines, " | "), "ask WriteNeedsConfirmation | deny ConfirmationUnavailable | ask WriteNeedsConfirmation | allow WriteNeedsConfirmation"; got != want {
+		t.Errorf("decision log: %s\nwant:         %s", got, want)
+	}
+	if got, want := strings.Join(answered, " | "), "deny ConfirmationUnavailable | allow WriteNeedsConfirmation"; got != want {
+		t.Errorf("asks' ends: %s; want %s", got, want)
 	}
 }

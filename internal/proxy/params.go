@@ -117,6 +117,7 @@ func (s *session) noteInitialize(params json.RawMessage) error {
 	}
 	s.mu.Lock()
 	s.elicit = formElicitation(p.Capabilities.Elicitation)
+	s.elicitURL = urlElicitation(p.Capabilities.Elicitation)
 	s.mu.Unlock()
 	return nil
 }

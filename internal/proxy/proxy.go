@@ -78,6 +78,12 @@ type Options struct {
 	// server lists (a hidden one too) and the policy's decision, redacted,
 	// before an ask is put to the person (proxy --record).
 	OnDecision func(decision.Call, mcpxpolicy.Redacted)
+	// OnAskAnswered, when set, is told what the client got for each ask
+	// once it ended: an allow (a person approved it), a deny and its
+	// code (ConfirmationDeclined, or ConfirmationUnavailable when the ask
+	// could not be put to a person in band: held out of band for one, or
+	// not held at all). The metrics count it (ask_answers_total).
+	OnAskAnswered func(outcome decision.Outcome, code decision.Code)
 	// DecisionLog, when set, is given the same calls and decisions as
 	// OnDecision, first (proxy --decision-log). An error refuses the call,
 	// unsent: a decision that must be logged is not acted on unlogged.
@@ -96,15 +102,16 @@ type session struct {
 	server Conn
 	ctx    context.Context
 
-	mu       sync.Mutex
-	pending  map[jsonrpc.ID]*pending           // client requests at the server
-	deciding map[jsonrpc.ID]context.CancelFunc // tools/call being decided
-	own      map[jsonrpc.ID]*ownRequest        // the proxy's own requests
-	held     map[string]*heldAsk               // asks answered with input_required, by requestState
-	tasks    map[string]*sessionTask           // tasks this session's requests created, by task id
-	meta     map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
-	elicit   bool                              // the client declared form elicitation
-	ready    bool                              // the client sent notifications/initialized
+	mu        sync.Mutex
+	pending   map[jsonrpc.ID]*pending           // client requests at the server
+	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
+	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
+	held      map[string]*heldAsk               // asks answered with input_required, by requestState
+	tasks     map[string]*sessionTask           // tasks this session's requests created, by task id
+	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
+	elicit    bool                              // the client declared form elicitation
+	elicitURL bool                              // the client declared URL elicitation
+	ready     bool                              // the client sent notifications/initialized
 	// relisting: a tools/list after list_changed is under way;
 	// relistAgain: another notification came meanwhile (relist).
 	relisting, relistAgain bool

@@ -90,7 +90,12 @@ func newRigAt(t *testing.T, version, config string, opts proxy.Options, server *
 	back := proxy.NewStreamConn(proxyBack, proxyBack)
 	opts.Engine, opts.Server = eng, "s"
 	opts.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() { r.done <- proxy.Run(ctx, opts, front, back) }()
+	var running sync.WaitGroup
+	running.Add(1)
+	go func() { defer running.Done(); r.done <- proxy.Run(ctx, opts, front, back) }()
+	// the proxy's last writes (a write's settling) end before the state
+	// dir is removed
+	t.Cleanup(func() { cancel(); running.Wait() })
 	var co *mcp.ClientOptions
 	if len(clientOpts) > 0 {
 		co = clientOpts[0]

@@ -19,11 +19,13 @@ import (
 //
 // One string per reason is kept as it is: the clear command of an
 // UnknownOutcomePending reason (details "clear"), the accept command of a
-// ToolDefinitionChanged one (details "accept") and the writes command of a
-// LedgerUnreadable one (details "writes"), each also where its message
-// names it, when it is such a command (it starts with "mcpx-policy writes
-// clear ", "mcpx-policy pins accept " or is "mcpx-policy writes" with or
-// without flags). The process that decided built it from the server's and
+// ToolDefinitionChanged one (details "accept"), the writes command of a
+// LedgerUnreadable one (details "writes") and the approve command of a
+// ConfirmationUnavailable one held for a person (details "approve"), each
+// also where its message names it, when it is such a command (it starts
+// with "mcpx-policy writes clear ", "mcpx-policy pins accept ",
+// "mcpx-policy approve " or is "mcpx-policy writes" with or without
+// flags). The process that decided built it from the server's and
 // the tool's names, the definition's hash and its own state dir or config
 // files (Engine.ClearCommand, Engine.AcceptCommand), none of them from the
 // call's arguments, and a path that merely looks random (a mktemp
@@ -61,7 +63,8 @@ func Redact(d decision.Decision, args map[string]any) decision.Decision {
 // keptCommand is the detail key and the command of reason rs that Redact
 // keeps as it is — the clear command of an UnknownOutcomePending, the
 // accept command of a ToolDefinitionChanged, the writes command of a
-// LedgerUnreadable —, or "", "".
+// LedgerUnreadable, the approve command of a held ConfirmationUnavailable
+// —, or "", "".
 func keptCommand(rs decision.Reason) (key, cmd string) {
 	var prefix string
 	switch rs.Code {
@@ -71,6 +74,8 @@ func keptCommand(rs decision.Reason) (key, cmd string) {
 		key, prefix = "accept", "mcpx-policy pins accept "
 	case decision.LedgerUnreadable:
 		key, prefix = "writes", "mcpx-policy writes"
+	case decision.ConfirmationUnavailable:
+		key, prefix = "approve", "mcpx-policy approve "
 	default:
 		return "", ""
 	}
@@ -81,16 +86,39 @@ func keptCommand(rs decision.Reason) (key, cmd string) {
 	return key, c
 }
 
-// textKeeping is r.text(s) with every occurrence of kept left as it is.
-func textKeeping(r *redactor, s, kept string) string {
-	if kept == "" {
+// keptLink is the approvals page's link of a held ConfirmationUnavailable
+// reason (details "page"), which Redact keeps as it is besides its
+// command: the process that held the ask built it from its own page's
+// URL and the request's id, and an id merely looks random. "" for any
+// other reason, or a page that is not an http(s) URL.
+func keptLink(rs decision.Reason) string {
+	if rs.Code != decision.ConfirmationUnavailable {
+		return ""
+	}
+	if _, cmd := keptCommand(rs); cmd == "" {
+		return ""
+	}
+	p, _ := rs.Details["page"].(string)
+	if !strings.HasPrefix(p, "http://") && !strings.HasPrefix(p, "https://") {
+		return ""
+	}
+	return p
+}
+
+// textKeeping is r.text(s) with every occurrence of each kept string left
+// as it is.
+func textKeeping(r *redactor, s string, kept ...string) string {
+	for len(kept) > 0 && kept[0] == "" {
+		kept = kept[1:]
+	}
+	if len(kept) == 0 {
 		return r.text(s)
 	}
-	parts := strings.Split(s, kept)
+	parts := strings.Split(s, kept[0])
 	for i, p := range parts {
-		parts[i] = r.text(p)
+		parts[i] = textKeeping(r, p, kept[1:]...)
 	}
-	return strings.Join(parts, kept)
+	return strings.Join(parts, kept[0])
 }
 
 func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
@@ -126,7 +154,8 @@ func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
 func scrubReasons(r *redactor, rs, orig []decision.Reason) {
 	for i := range rs {
 		key, kept := keptCommand(orig[i])
-		rs[i].Message = textKeeping(r, rs[i].Message, kept)
+		link := keptLink(orig[i])
+		rs[i].Message = textKeeping(r, rs[i].Message, kept, link)
 		for j := range rs[i].Violations {
 			v := &rs[i].Violations[j]
 			v.Value = scrubTree(r, v.Value)
@@ -138,6 +167,9 @@ func scrubReasons(r *redactor, rs, orig []decision.Reason) {
 			rs[i].Details, _ = scrubTree(r, rs[i].Details).(map[string]any)
 			if kept != "" {
 				rs[i].Details[key] = kept
+			}
+			if link != "" {
+				rs[i].Details["page"] = link
 			}
 		}
 	}

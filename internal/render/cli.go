@@ -62,6 +62,12 @@ func cli(d decision.Decision) string {
 				fmt.Fprintf(&b, "    accept with: %s\n", c)
 			}
 		}
+		if isHeld(r) {
+			fmt.Fprintf(&b, "    approve with: %s\n", stringIn(r.Details, HeldApprove))
+			if p := stringIn(r.Details, HeldPage); p != "" {
+				fmt.Fprintf(&b, "    or open: %s\n", p)
+			}
+		}
 		if r.Code == decision.LedgerUnreadable {
 			if c := stringIn(r.Details, "writes"); c != "" {
 				fmt.Fprintf(&b, "    see why with: %s\n", c)

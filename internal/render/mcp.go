@@ -175,6 +175,12 @@ func mcpText(d decision.Decision) string {
 			fmt.Fprintf(&b, "Did you mean: %s?\n", strings.Join(suggestions, ", "))
 		}
 		b.WriteString("Retry with only the valid arguments.\n")
+	} else if isHeld(first) {
+		page := ""
+		if stringIn(first.Details, HeldPage) != "" {
+			page = " or by opening the link"
+		}
+		fmt.Fprintf(&b, heldHint+"\n", page)
 	} else if h, ok := hints[code]; ok {
 		switch {
 		case strings.Contains(h, "%[2]"):

@@ -68,6 +68,11 @@ type Options struct {
 	// and its decision, redacted (serve --record); not a call decided with
 	// an approval, whose ask it was given when first asked.
 	OnDecision func(decision.Call, mcpxpolicy.Redacted)
+	// ApprovalsPage, when set, is served at /approvals and under it (serve
+	// --approvals-page, internal/approvalpage): a page of HTML forms,
+	// which checks its own requests (a session, a form token, the same
+	// origin) instead of the API's JSON rules.
+	ApprovalsPage http.Handler
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -121,6 +126,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "Forbidden", fmt.Sprintf("Host %q is not a loopback name", r.Host))
 		return
 	}
+	if h.opts.ApprovalsPage != nil && (r.URL.Path == approvalsPage || strings.HasPrefix(r.URL.Path, approvalsPage+"/")) {
+		h.opts.ApprovalsPage.ServeHTTP(w, r)
+		return
+	}
 	// A page in a browser may not use the service: a request from another
 	// origin is refused whatever its method (a form or a fetch() with
 	// text/plain needs no CORS preflight), as the proxy's --listen does.
@@ -157,6 +166,9 @@ func probe(r *http.Request) bool {
 }
 
 var crossOrigin = http.NewCrossOriginProtection()
+
+// approvalsPage is where Options.ApprovalsPage is served.
+const approvalsPage = "/approvals"
 
 // crossSite refuses a browser's request from another origin: an Origin
 // header whose host is not the one the request was sent to (the service's
@@ -214,7 +226,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, Hold: true,
+	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true,
 		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
 	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
 		logUnwritable(w, err)
@@ -266,6 +278,9 @@ func (h *Handler) logAnswer(ans mcpxpolicy.Answer) {
 	}
 	if ans.HoldErr != nil {
 		h.opts.Logger.Warn("no approval request for an ask", "server", call.Server, "tool", call.Tool.Name, "err", ans.HoldErr)
+	}
+	if ans.Held != nil {
+		h.opts.Logger.Info("ask held for a person", "id", ans.Held.ID, "server", call.Server, "tool", call.Tool.Name, "sha256", ans.Held.SHA256)
 	}
 }
 
