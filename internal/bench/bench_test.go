@@ -146,13 +146,15 @@ func BenchmarkDecideWarm(b *testing.B) {
 	}
 }
 
-// BenchmarkNative is the same steps in plain Go with santhosh v6.
+// BenchmarkNative is the same steps in plain Go with santhosh v6, timed
+// by outcome class as BenchmarkDecide is (benchtable prints each class's
+// engine / native ratio).
 func BenchmarkNative(b *testing.B) {
 	for _, s := range shapes {
 		b.Run(s.Name, func(b *testing.B) {
 			f := load(b, s)
 			calls := f.w.Fresh(b.N)
-			Timed(b, func(i int) { f.native.Decide(calls[i]) })
+			TimedByClass(b, func(i int) string { return outcomeClass(f.native.Decide(calls[i])) })
 		})
 	}
 }

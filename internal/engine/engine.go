@@ -58,10 +58,15 @@ type Prepared struct {
 	// is asked first on an input without the arguments, which are
 	// converted only when it is undefined (lite).
 	common, uncommon *rego.PreparedEvalQuery
-	revision         string
-	memo             *memo
-	schemas          *schemaCache
-	builtins         cache.InterQueryValueCache
+	// planning: the common half is data.mcpx.common_or_planned, whose
+	// answer may also be a planned call, whose refusal details are built
+	// in Go (refusals, refusal.go)
+	planning bool
+	refusals *refusals
+	revision string
+	memo     *memo
+	schemas  *schemaCache
+	builtins cache.InterQueryValueCache
 	// decisions is nil when the policy calls a non-deterministic builtin
 	// (time.now_ns, rand.intn, …): then equal inputs may decide differently.
 	decisions *decisionCache
@@ -186,8 +191,13 @@ func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 	}
 	// the decision's halves, on the compiled policy
 	var halves [2]*rego.PreparedEvalQuery
+	planning := hasRule(compiler, plannedQuery)
 	if query == decisionQuery && swap && !overrides && hasRule(compiler, commonQuery) && hasRule(compiler, uncommonQuery) {
-		for i, q := range []string{commonQuery, uncommonQuery} {
+		first := commonQuery
+		if planning {
+			first = plannedQuery
+		}
+		for i, q := range []string{first, uncommonQuery} {
 			hq, err := rego.New(append(slices.Clone(base), rego.Query(q))...).PrepareForEval(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("prepare policy: %w", err)
@@ -201,6 +211,8 @@ func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 		query:    pq,
 		common:   halves[0],
 		uncommon: halves[1],
+		planning: planning && halves[0] != nil,
+		refusals: newRefusals(preds, p.Data),
 		revision: p.Revision,
 		memo:     newMemo(compiler, s.memoFunctions),
 		schemas:  newSchemaCache(),
@@ -266,6 +278,9 @@ func callsNondeterministic(c *ast.Compiler) bool {
 const (
 	commonQuery   = "data.mcpx.common_document"
 	uncommonQuery = "data.mcpx.uncommon_decision"
+	// plannedQuery is the common half with a planned call's answer
+	// (common_or_planned); a policy without it is asked commonQuery
+	plannedQuery = "data.mcpx.common_or_planned"
 )
 
 // hasRule reports whether c holds a rule at query's ref.
@@ -382,10 +397,25 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 		// the common case first, without the arguments
 		ga.lite = true
 		t, learned, err = e.eval(ctx, e.common, in)
-		ga.lite = false
 		if err != nil {
+			ga.lite = false
 			return evalFailed(ctx, ref, limit, err)
 		}
+		if t != nil && e.planning {
+			// common_or_planned: the common document, or a planned call
+			// whose findings the engine builds in Go when it can
+			var d decision.Decision
+			var built bool
+			if t, d, built = e.firstAnswer(call, in, ga, t); built {
+				ga.lite = false
+				if seen, ok := ctx.Value(builtKey{}).(*bool); ok {
+					*seen = true
+				}
+				d.Call = decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}
+				return d, learned, nil
+			}
+		}
+		ga.lite = false
 		if t != nil {
 			// common_decision is this document and the call (decision.rego)
 			d, err := fromTerm(t.Value)
@@ -426,6 +456,29 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
 	}
 	return d, learned, nil
+}
+
+// builtKey notes on a context a *bool that evaluate sets when it built
+// the decision in Go (the equivalence tests' hook, export_test.go).
+type builtKey struct{}
+
+// firstAnswer reads common_or_planned's answer t: the common document
+// (t itself: it has no "planned" key), or for a planned call the decision
+// built in Go (built), or neither (the Rego's uncommon half decides).
+func (e *Prepared) firstAnswer(call decision.Call, in ast.Object, ga *callArgs, t *ast.Term) (*ast.Term, decision.Decision, bool) {
+	obj, ok := t.Value.(ast.Object)
+	if !ok {
+		return nil, decision.Decision{}, false
+	}
+	if obj.Get(kPlanned) == nil {
+		return t, decision.Decision{}, false
+	}
+	pl, ok := plannedOf(obj)
+	if !ok {
+		return nil, decision.Decision{}, false
+	}
+	d, ok := e.refusals.buildPlanned(call, in, ga, pl)
+	return nil, d, ok
 }
 
 // eval evaluates pq on input in: the result's term, nil when undefined,

@@ -13,6 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 )
 
 // Input is the policy input Decide evaluates for call, as an ast.Value
@@ -95,4 +96,20 @@ func (e *Prepared) EvaluateInput(ctx context.Context, in ast.Value, opts ...rego
 	}
 	e.memo.commit(vc.learned)
 	return len(rs), nil
+}
+
+// DecideBuilt is Decide, reporting whether the decision was built in Go
+// (a planned call's refusal details, refusal.go) rather than by the Rego:
+// a decision the decision cache answers reports false.
+func (e *Prepared) DecideBuilt(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, bool, error) {
+	var built bool
+	d, err := e.Decide(context.WithValue(ctx, builtKey{}, &built), call, led)
+	return d, built, err
+}
+
+// ExplainWith makes e compute a value's violations with f instead of the
+// package's Explainer: a test's way to make the Go violations differ
+// from santhosh's verdict (refusal_rules.go) and see the Rego decide.
+func (e *Prepared) ExplainWith(f func(x *schemarego.Explainer, v ast.Value, pointer string) []schemarego.Violation) {
+	e.refusals.violations = f
 }

@@ -17,6 +17,7 @@ import data.mcpx.lib.plan
 import data.mcpx.lib.predicates
 import data.mcpx.lib.req
 import data.mcpx.lib.shadow
+import data.mcpx.lib.tool
 import data.mcpx.steps.destructive
 import data.mcpx.steps.hidden
 import data.mcpx.steps.ledger
@@ -100,6 +101,40 @@ common_document := p.document if {
 	_pin_passes(p.pin_mode)
 	predicates.well_formed
 }
+
+# METADATA
+# title: common_or_planned
+# description: |
+#   What the embedded engine asks first, before it converts the call's
+#   arguments, so that a call decided over its plan takes one evaluation:
+#   common_document when the common case decides the call (a decision
+#   document has no "planned" key);
+#   else, for a call whose only findings can be unknown arguments and
+#   argument rules (well formed, to a visible tool the config can decide,
+#   its pin passing, nothing in the ledger, no override finding: the calls
+#   uncommon_decision decides over their planned document),
+#   {"planned": that document, "facts": the tool's facts, "shadow": whether
+#   the server is in shadow mode}. The engine builds such a call's findings
+#   in Go where a test proves them the Rego's, and otherwise asks
+#   uncommon_decision. Undefined for any other call. The decision never
+#   reads it: a stock OPA does not evaluate it.
+common_or_planned := d if {
+	d := common_document
+} else := {"planned": d, "facts": facts, "shadow": _shadow_on} if {
+	d := _planned # regal ignore:pointless-reassignment
+	predicates.well_formed
+	_pin_passes(pin.mode_of(input.server))
+
+	# regal ignore:superfluous-object-get
+	object.get(input, "ledger", {"entries": [], "total": 0}) == {"entries": [], "total": 0}
+	count([f | some f in data.mcpx.overrides.deny]) == 0
+	count([f | some f in data.mcpx.overrides.ask]) == 0
+	facts := tool.facts(input.server, input.tool.name)
+}
+
+_shadow_on if shadow.on(input.server)
+
+else := false
 
 # _pin_passes holds when the pin step finds nothing and has no problem:
 # pinning is off for the server, or on and the caller found the tool's

@@ -505,3 +505,74 @@ _hidden_common_holds(doc, cfg) if _same(_common_with(doc, cfg), _reference(doc, 
 _common_with(doc, cfg) := d if {
 	d := mcpx.common_decision with input as doc with data.mcpx.config as cfg
 }
+
+# What the embedded engine asks first (common_or_planned): the common
+# document when the common case decides the call; else, when it says the
+# call is planned, the decision is its planned document with the unknown-
+# arguments and argument-rules findings added (the engine's Go assembly,
+# internal/engine), shadow mode applied; on every input above, with pins
+# and shadow mode. Each kind of answer occurs.
+test_common_or_planned_is_the_decision if {
+	answers := [_first_holds(x, testdata.config) | some x in _base_inputs]
+	count(answers) == count(_base_inputs)
+	count([a | some a in answers; a == "document"]) > 0
+	count([a | some a in answers; a == "planned"]) > 0
+	count([a | some a in answers; a == "neither"]) > 0
+}
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_0 if _first_holds_all(0)
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_1 if _first_holds_all(1)
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_3 if _first_holds_all(3)
+
+test_common_or_planned_is_the_decision_with_pins_and_shadow_4 if _first_holds_all(4)
+
+_first_holds_all(i) if {
+	every x in _variant_inputs {
+		_first_holds(x, _variant_configs[i])
+	}
+}
+
+_first_holds(x, cfg) := "document" if {
+	first := mcpx.common_or_planned with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	not first.planned
+	call := {"server": x.server, "tool": x.tool.name, "sha256": object.get(x, "call_sha256", "")}
+	_same(_decide_with(x, cfg), object.union(first, {"call": call}))
+} else := "planned" if {
+	first := mcpx.common_or_planned with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+	first.planned
+	_same(_decide_with(x, cfg), _assembled(x, cfg, first))
+} else := "neither" if {
+	not mcpx.common_or_planned with input as x with data.mcpx.config as cfg with data.mcpx.overrides.deny as set() with data.mcpx.overrides.ask as set()
+}
+
+# _assembled is a planned call's decision as the engine assembles it: the
+# findings, then the planned document's reasons; shadow mode applied.
+_assembled(x, cfg, first) := d if {
+	ua_deny := [r | some r in data.mcpx.steps.unknown_args.deny] with input as x with data.mcpx.config as cfg
+	ua_warn := [r | some r in data.mcpx.steps.unknown_args.warn] with input as x with data.mcpx.config as cfg
+	ar := [r | some r in data.mcpx.steps.rules.deny] with input as x with data.mcpx.config as cfg
+	p := first.planned
+	verdict := _verdict_of(ua_deny, ar, p)
+	doc := {
+		"outcome": verdict[0],
+		"step": verdict[1],
+		"reasons": array.concat(array.concat(ua_deny, ar), p.reasons),
+		"warnings": array.concat(ua_warn, p.warnings),
+		"write": p.write,
+		"destructive": p.destructive,
+		"call": {"server": x.server, "tool": x.tool.name, "sha256": object.get(x, "call_sha256", "")},
+	}
+	d := _shadowed_if(first.shadow, doc)
+}
+
+_verdict_of(ua, ar, p) := ["deny", "unknown_args"] if {
+	count(ua) > 0
+} else := ["deny", "argument_rules"] if {
+	count(ar) > 0
+} else := [p.outcome, p.step]
+
+_shadowed_if(true, doc) := shadow.document(doc)
+
+_shadowed_if(false, doc) := doc

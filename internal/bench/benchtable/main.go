@@ -117,6 +117,11 @@ func main() {
 	rows := []row{
 		{"decision, distinct calls (tools seen): p50", p("Decide", "p50-ns")},
 		{"decision, distinct calls (tools seen): p99", p("Decide", "p99-ns")},
+		{"decision, distinct calls (tools seen): p99 / p50", func(s string) string {
+			a, aok := res.get("Decide/"+s, "p99-ns")
+			b, bok := res.get("Decide/"+s, "p50-ns")
+			return ratio(a, aok, b, bok)
+		}},
 		{"decision, distinct calls (tools seen): allocs/op", func(s string) string {
 			v, ok := res.get("Decide/"+s, "allocs/op")
 			return num(v, ok, "")
@@ -185,6 +190,11 @@ func main() {
 		rows = append(rows,
 			row{"  by outcome, " + c + ": p50 (share)", cell("-p50-ns")},
 			row{"  by outcome, " + c + ": p99 (share)", cell("-p99-ns")},
+			row{"  by outcome, " + c + ": engine / native (p50)", func(s string) string {
+				a, aok := res.get("Decide/"+s, c+"-p50-ns")
+				b, bok := res.get("Native/"+s, c+"-p50-ns")
+				return ratio(a, aok, b, bok)
+			}},
 		)
 	}
 	rows = append(rows, pathRows(res)...)

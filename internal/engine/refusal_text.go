@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// The text helpers of rego/mcpx/lib/text.rego that a refusal's details
+// use, in Go, for values the secret table leaves as they are. A value the
+// table would change (redaction) is not built here: the helpers say so
+// (ok false) and the Rego decides. Counts and cuts are in characters, as
+// OPA's count and substring are.
+
+// maxValueChars is text.max_value_chars.
+const maxValueChars = 120
+
+// jsonText is OPA's json.marshal of v.
+func jsonText(v ast.Value) (string, bool) {
+	x, err := ast.JSON(v)
+	if err != nil {
+		return "", false
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// runes is count(s).
+func runes(s string) int { return len([]rune(s)) }
+
+// prefix is substring(s, 0, n).
+func prefix(s string, n int) string {
+	rs := []rune(s)
+	if n > len(rs) {
+		n = len(rs)
+	}
+	return string(rs[:n])
+}
+
+// quote is text.quote(s, n) (cut, guard.go, is text.cut).
+func quote(s string, n int) string { return jsonString(cut(s, n)) }
+
+// jsonString is OPA's json.marshal of a string.
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return `""`
+	}
+	return string(b)
+}
+
+// plainText is the text of a string the policy echoes as it is
+// (text.redact, text.redact_key and text.redact_pointer leave it
+// unchanged): ok is false when the secret table would look at it.
+func (r *refusals) plainText(s string) (string, bool) {
+	return s, !r.preds.secrets.suspect(s)
+}
+
+// show is text.show(key, v) for a value the secret table leaves as it is
+// (lib.predicates.plain_value): v, or when long, its first characters and
+// its size. ok is false when the table would redact something.
+func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
+	if !r.preds.secrets.plainValue(ast.String(key), v) {
+		return nil, false
+	}
+	if s, ok := v.(ast.String); ok {
+		if runes(string(s)) <= maxValueChars {
+			return v, true
+		}
+		return ast.String(fmt.Sprintf("%s… (%d characters)", prefix(string(s), maxValueChars), runes(string(s)))), true
+	}
+	text, ok := jsonText(v)
+	if !ok {
+		return nil, false
+	}
+	if runes(text) <= maxValueChars {
+		return v, true
+	}
+	return ast.String(fmt.Sprintf("%s… (%d bytes)", prefix(text, maxValueChars), runes(text))), true
+}
+
+// unescape is text.unescape: a JSON Pointer token's key.
+func unescape(t string) string {
+	if !strings.Contains(t, "~") {
+		return t
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+}
+
+// escapeKey is text._escape for a string key.
+func escapeKey(k string) string {
+	if !strings.Contains(k, "~") && !strings.Contains(k, "/") {
+		return k
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// lastKey is steps.rules._last_key(ptr): the key of a pointer's last
+// token, "" for the root; ok false for a non-empty text that is not a
+// pointer (the Rego leaves it undefined).
+func lastKey(ptr string) (string, bool) {
+	if ptr == "" {
+		return "", true
+	}
+	i := strings.LastIndexByte(ptr, '/')
+	if i < 0 {
+		return "", false
+	}
+	return unescape(ptr[i+1:]), true
+}
+
+// nearest is text.nearest(key, candidates): the candidate most like key,
+// "" when none is at least half alike (the Dice coefficient over the
+// bigrams of the lowercased, space-padded names, 0.9 for an anagram; ties
+// to the first in sort order). The likeness is compared exactly, as a
+// fraction: OPA divides on floats of 64 bits of precision, which round
+// two fractions of such small terms alike only when they are equal.
+func nearest(key string, candidates []string) string {
+	k := shapeOf(key)
+	best, bestC := new(big.Rat), ""
+	found := false
+	for _, c := range candidates {
+		b := shapeOf(c)
+		common := 0
+		for g := range k.bigrams {
+			if b.bigrams[g] {
+				common++
+			}
+		}
+		l := big.NewRat(int64(2*common), int64(len(k.bigrams)+len(b.bigrams)))
+		if slicesEqual(k.letters, b.letters) {
+			if a := big.NewRat(9, 10); a.Cmp(l) > 0 {
+				l = a
+			}
+		}
+		if l.Cmp(big.NewRat(1, 2)) < 0 {
+			continue
+		}
+		if !found || l.Cmp(best) > 0 || (l.Cmp(best) == 0 && c < bestC) {
+			best, bestC, found = l, c, true
+		}
+	}
+	return bestC
+}
+
+type shape struct {
+	bigrams map[string]bool
+	letters []string
+}
+
+// shapeOf is text._shape(s).
+func shapeOf(s string) shape {
+	lower := strings.ToLower(s)
+	p := []rune(" " + lower + " ")
+	sh := shape{bigrams: make(map[string]bool, len(p))}
+	for i := 0; i+1 < len(p); i++ {
+		sh.bigrams[string(p[i:i+2])] = true
+	}
+	sh.letters = strings.Split(lower, "")
+	sort.Strings(sh.letters)
+	return sh
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
