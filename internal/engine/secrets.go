@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -24,8 +25,14 @@ type secretTable struct {
 	exact   map[string]bool
 	counts  map[string]bool
 	parts   []string
-	alts    []alternative // the shapes' regexes and the entropy run: text._any
+	names   map[string]bool // nameFields: text._name_field
+	pairKey *regexp.Regexp  // text._pair_key
+	alts    []alternative   // the shapes' regexes and the entropy run: text._any
 }
+
+// jsonStart is text._json_start: a string that may hold JSON text, which
+// the policy reads as JSON too.
+var jsonStart = regexp.MustCompile(`^[ \t\n\r]*[\[{"]`)
 
 // alternative is one alternative of text._any with what every match of
 // it contains (need), so that most strings skip it without running it.
@@ -40,10 +47,12 @@ func newSecretTable(data any) *secretTable {
 		return &secretTable{}
 	}
 	var t struct {
-		KeyParts  *[]string `json:"keyParts"`
-		KeyExact  *[]string `json:"keyExact"`
-		KeyCounts *[]string `json:"keyCounts"`
-		Shapes    *[]struct {
+		KeyParts   *[]string `json:"keyParts"`
+		KeyExact   *[]string `json:"keyExact"`
+		KeyCounts  *[]string `json:"keyCounts"`
+		NameFields *[]string `json:"nameFields"`
+		PairKey    *string   `json:"pairKey"`
+		Shapes     *[]struct {
 			RE *string `json:"re"`
 		} `json:"shapes"`
 		Entropy *struct {
@@ -52,14 +61,19 @@ func newSecretTable(data any) *secretTable {
 		MaxScan *json.Number `json:"maxScan"`
 	}
 	if json.Unmarshal(raw, &t) != nil || t.KeyParts == nil || t.KeyExact == nil || t.KeyCounts == nil ||
-		t.Shapes == nil || t.Entropy == nil || t.Entropy.Run == nil || t.MaxScan == nil {
+		t.NameFields == nil || t.PairKey == nil || t.Shapes == nil || t.Entropy == nil || t.Entropy.Run == nil || t.MaxScan == nil {
 		return &secretTable{}
 	}
 	maxScan, err := t.MaxScan.Int64()
 	if err != nil || maxScan < 0 {
 		return &secretTable{}
 	}
-	st := &secretTable{ok: true, maxScan: int(maxScan), exact: set(*t.KeyExact), counts: set(*t.KeyCounts), parts: *t.KeyParts}
+	pairKey, err := regexp.Compile(*t.PairKey)
+	if err != nil {
+		return &secretTable{}
+	}
+	st := &secretTable{ok: true, maxScan: int(maxScan), exact: set(*t.KeyExact), counts: set(*t.KeyCounts), parts: *t.KeyParts,
+		names: set(*t.NameFields), pairKey: pairKey}
 	res := make([]string, 0, len(*t.Shapes)+1)
 	for _, sh := range *t.Shapes {
 		if sh.RE == nil {
@@ -83,6 +97,19 @@ func newSecretTable(data any) *secretTable {
 	return st
 }
 
+// normalise is a key as the policy compares it: lower case, only a-z
+// and 0-9.
+func normalise(key string) string {
+	lower := strings.ToLower(key)
+	var b strings.Builder
+	for i := 0; i < len(lower); i++ {
+		if c := lower[i]; (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 func set(xs []string) map[string]bool {
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
@@ -92,9 +119,10 @@ func set(xs []string) map[string]bool {
 }
 
 // suspect is text._suspect(s): the table is missing, s is longer than
-// maxScan characters, or some shape or the entropy run matches in s.
+// maxScan characters, s may hold JSON text, or some shape or the entropy
+// run matches in s.
 func (t *secretTable) suspect(s string) bool {
-	if !t.ok || utf8.RuneCountInString(s) > t.maxScan {
+	if !t.ok || utf8.RuneCountInString(s) > t.maxScan || jsonStart.MatchString(s) {
 		return true
 	}
 	var lower string
@@ -116,14 +144,7 @@ func (t *secretTable) secretKey(key string) bool {
 	if !t.ok {
 		return true
 	}
-	lower := strings.ToLower(key)
-	var b strings.Builder
-	for i := 0; i < len(lower); i++ {
-		if c := lower[i]; (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
-			b.WriteByte(c)
-		}
-	}
-	n := b.String()
+	n := normalise(key)
 	if n == "" || t.counts[n] {
 		return false
 	}
@@ -142,9 +163,12 @@ func (t *secretTable) secretKey(key string) bool {
 // in v is echoed otherwise. It says so for null and booleans; for a number
 // or a string not under a secret key name, a string also matching no
 // shape; for an array or object not under a secret key name whose every
-// object key is neither a secret key name nor secret-shaped and whose
-// every string matches no shape. Anything else, sets and non-string keys
-// included, is a no (the policy redacts it, or Rego decides).
+// object key is neither a secret key name nor secret-shaped, whose every
+// string matches no shape, and where no structure names a secret (no name
+// field holds a secret key name, no array element is one that names the
+// next, no command line of an array's strings matches a shape). Anything
+// else, sets and non-string keys included, is a no (the policy redacts
+// it, or Rego decides).
 func (t *secretTable) plainValue(key, v ast.Value) bool {
 	if !t.ok {
 		return false
@@ -174,8 +198,18 @@ func (t *secretTable) plainTree(v ast.Value, depth int) bool {
 	case ast.String:
 		return !t.suspect(string(x))
 	case *ast.Array:
+		if depth == 0 && !t.plainLine(nil, x) {
+			return false
+		}
 		for i := 0; i < x.Len(); i++ {
-			if !t.plainTree(x.Elem(i).Value, depth+1) {
+			e := x.Elem(i).Value
+			if s, ok := e.(ast.String); ok && i+1 < x.Len() && t.pairKey.MatchString(string(s)) && t.secretKey(string(s)) {
+				return false // it names the next element
+			}
+			if a, ok := e.(*ast.Array); ok && !t.plainLine(nil, a) {
+				return false
+			}
+			if !t.plainTree(e, depth+1) {
 				return false
 			}
 		}
@@ -184,10 +218,49 @@ func (t *secretTable) plainTree(v ast.Value, depth int) bool {
 		ok := true
 		x.Until(func(k, e *ast.Term) bool {
 			ks, isString := k.Value.(ast.String)
-			ok = isString && !t.secretKey(string(ks)) && !t.suspect(string(ks)) && t.plainTree(e.Value, depth+1)
+			ok = isString && !t.secretKey(string(ks)) && !t.suspect(string(ks))
+			if ok && t.names[normalise(string(ks))] {
+				if s, isStr := e.Value.(ast.String); isStr && t.secretKey(string(s)) {
+					ok = false // it names the members beside it
+				}
+			}
+			if a, isArr := e.Value.(*ast.Array); ok && isArr {
+				ok = t.plainLine(x, a)
+			}
+			ok = ok && t.plainTree(e.Value, depth+1)
 			return !ok
 		})
 		return ok
 	}
 	return false
+}
+
+// plainLine reports that the command line of array a (text._line: the
+// string members of beside in key order, then a's strings, joined by
+// spaces, when at least two) is not suspect: text._ctx_finds has nothing
+// for a.
+func (t *secretTable) plainLine(beside ast.Object, a *ast.Array) bool {
+	var keys []string
+	if beside != nil {
+		beside.Foreach(func(k, v *ast.Term) {
+			ks, ok1 := k.Value.(ast.String)
+			if _, ok2 := v.Value.(ast.String); ok1 && ok2 {
+				keys = append(keys, string(ks))
+			}
+		})
+		sort.Strings(keys)
+	}
+	parts := make([]string, 0, len(keys)+a.Len())
+	for _, k := range keys {
+		parts = append(parts, string(beside.Get(ast.StringTerm(k)).Value.(ast.String)))
+	}
+	for i := 0; i < a.Len(); i++ {
+		if s, ok := a.Elem(i).Value.(ast.String); ok {
+			parts = append(parts, string(s))
+		}
+	}
+	if len(parts) < 2 {
+		return true
+	}
+	return !t.suspect(strings.Join(parts, " "))
 }

@@ -203,3 +203,72 @@ test_nearest_agrees_with_reference if {
 		}
 	}
 }
+
+# Redaction by structure: a value named a secret by what is beside it.
+_structure_cases := [
+	{
+		"value": {"env": [{"name": "DB_PASSWORD", "value": "pw1"}, {"name": "LOG_LEVEL", "value": "debug"}]},
+		"want": {"env": [{"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}, {"name": "LOG_LEVEL", "value": "debug"}]},
+	},
+	{
+		"value": {"s": {"key": "api_key", "val": "k1", "type": "x"}},
+		"want": {"s": {"key": "api_key", "val": "[REDACTED by key name, 2 chars]", "type": "[REDACTED by key name, 1 chars]"}},
+	},
+	{
+		"value": {"ref": {"name": "db-creds", "key": "password"}},
+		"want": {"ref": {"name": "db-creds", "key": "password"}},
+	},
+	{
+		"value": {"headers": [["X-Api-Key", "k2"], ["Accept", "json"]]},
+		"want": {"headers": [["X-Api-Key", "[REDACTED by key name, 2 chars]"], ["Accept", "json"]]},
+	},
+	{
+		"value": {"argv": ["tool", "--password", "pw3", "--port", "5432"]},
+		"want": {"argv": ["tool", "--password", "[REDACTED by key name, 3 chars]", "--port", "5432"]},
+	},
+	{
+		"value": {"command": "mysql", "args": ["-u", "root", "-ppw4x", "shop"]},
+		"want": {"command": "mysql", "args": ["-u", "root", "-p[REDACTED password-flag, 4 chars]", "shop"]},
+	},
+	{
+		"value": {"argv": ["sshpass", "-p", "pw5x", "ssh", "web1"]},
+		"want": {"argv": ["sshpass", "-p", "[REDACTED password-flag, 4 chars]", "ssh", "web1"]},
+	},
+	{
+		"value": {"body": `{"env":[{"name":"DB_PASSWORD","value":"pw6x"}]}`},
+		"want": {"body": `{"env":[{"name":"DB_PASSWORD","value":"[REDACTED by key name, 4 chars]"}]}`},
+	},
+	{
+		"value": {"body": `{"note": "see password=pw7x now"}`},
+		"want": {"body": `{"note": "see password=[REDACTED assignment, 4 chars] now"}`},
+	},
+	{
+		"value": {"config": "db:\n  password:\n    pw8x\n"},
+		"want": {"config": "db:\n  password:\n    [REDACTED block-value, 4 chars]\n"},
+	},
+]
+
+test_value_by_structure if {
+	every c in _structure_cases {
+		got := text.value("", c.value, set())
+		print(got)
+		got == c.want
+	}
+}
+
+test_show_at_hides_what_structure_names if {
+	args := {"env": [{"name": "DB_PASSWORD", "value": "pw1"}], "command": "mysql", "args": ["-u", "root", "-ppw4x"], "credentials": {"user": "u"}}
+	view := text.arg_view(args)
+	text.show_at(view, "/env/0/value", "value", "pw1") == "[REDACTED by key name, 3 chars]"
+	text.show_at(view, "/env/0", "0", {"name": "DB_PASSWORD", "value": "pw1"}) == {"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}
+	text.show_at(view, "/args/2", "2", "-ppw4x") == "-p[REDACTED password-flag, 4 chars]"
+	text.show_at(view, "/args", "args", ["-u", "root", "-ppw4x"]) == ["-u", "root", "-p[REDACTED password-flag, 4 chars]"]
+	text.show_at(view, "/credentials/user", "user", "u") == "[REDACTED by key name, 1 chars]"
+	text.show_at(view, "/command", "command", "mysql") == "mysql"
+}
+
+test_secrets_in_by_structure if {
+	s := text.secrets_in({"env": [{"name": "DB_PASSWORD", "value": "pw1x"}], "argv": ["mysql", "-ppw2x"]})
+	"pw1x" in s
+	"pw2x" in s
+}

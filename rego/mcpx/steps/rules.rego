@@ -100,6 +100,10 @@ deny contains {
 	vs := [r.violation | some r in rendered]
 }
 
+# _arg_view is what the structure of the call's arguments hides
+# (text.arg_view), read once per call and only when a violation is shown.
+_arg_view := text.arg_view(req.call.args)
+
 # METADATA
 # description: A rule's reference in its violations (the config's alone).
 # custom:
@@ -131,9 +135,9 @@ _render(v, id) := {
 } if {
 	t := _template(id, v.path, v.constraint, v.expected, object.filter(v, {"detail"}))
 	not t.silent
-	value := text.show(t.key, v.value)
+	value := text.show_at(_arg_view, v.path, t.key, v.value)
 } else := {
-	"violation": object.union(t.violation, {"value": text.show(t.key, v.value)}),
+	"violation": object.union(t.violation, {"value": text.show_at(_arg_view, v.path, t.key, v.value)}),
 	"phrase": sprintf("%s %s", [t.where, t.constraint]),
 } if {
 	t := _template(id, v.path, v.constraint, v.expected, object.filter(v, {"detail"}))
