@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,6 +28,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -439,6 +441,34 @@ servers:
     writeTools: ["/^w/"]
 `
 
+// TestPredicatesImplyRegoOnTheSecretCorpus: every secret of the corpus
+// (in a secret-named key, a name/value object, [K, V] pairs, an argument
+// vector, KEY=VALUE text, YAML, INI and .env blocks, JSON text, command
+// lines) and random nestings of it, as a call's arguments: plain_text and
+// plain_value say yes only where the policy echoes the value unchanged.
+func TestPredicatesImplyRegoOnTheSecretCorpus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "fuzz.yaml")
+	if err := os.WriteFile(cfg, []byte(fuzzConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newChecker(t, policyOf(t, cfg))
+	cases := append(secretcorpus.Cases(), secretcorpus.Shapes("pw")...)
+	cases = append(cases, secretcorpus.Shapes("hunter2")...)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := 0; i < 200; i++ {
+		cases = append(cases, secretcorpus.Nest(rng, cases[rng.IntN(len(cases))], 1+rng.IntN(4)))
+	}
+	for i, sc := range cases {
+		call := decision.Call{Server: "s", Tool: fuzzTools[i%len(fuzzTools)], Args: sc.Args}
+		c.check(t, sc.Name, nil, &call, &engine.Ledger{})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
 // fuzzTools are the tools a fuzzed call names: no schema, a plain closed
 // one with nested properties, an open one, one with patternProperties and
 // a $ref, and the names the rules and patterns single out.
@@ -472,6 +502,8 @@ func FuzzPredicates(f *testing.F) {
 		`{"server": "s", "tool": {"name": "closed", "inputSchema": {"properties": {"a": {}}}}, "args": {"a": 1, "b": 2}, "mode": "allow"}`,
 		`{"server": "s", "tool": {"name": "plain", "annotations": {"readOnlyHint": "yes"}}, "args": {}}`,
 		`{"server": 7, "tool": {"name": "plain"}, "args": {"n": 1e400}}`,
+		`{"env": [{"name": "DB_PASSWORD", "value": "pw"}], "headers": [["X-Api-Key", "k"]], "argv": ["--password", "p"]}`,
+		`{"command": "mysql", "args": ["-u", "root", "-ppw"], "body": "{\"key\": \"api_key\", \"val\": \"v\"}"}`,
 	} {
 		f.Add([]byte(seed), uint8(1), uint8(0))
 	}
