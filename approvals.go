@@ -31,11 +31,17 @@ const DefaultApprovalTTL = approval.DefaultTTL
 // Options.MaxApprovals is 0.
 const DefaultMaxApprovals = approval.DefaultMaxLive
 
-// AskPrompt is the exact call a person is asked to confirm: server, tool,
-// the canonical arguments with secrets redacted and long values cut, the
-// sha256 of the unredacted call, and the reasons to ask. Text() is how a
-// terminal shows it.
+// AskPrompt is the exact call a person is asked to confirm and what an
+// approval of it binds, one value: server, tool, the canonical arguments
+// with secrets redacted and nothing cut, the sha256 of the unredacted
+// call, the reasons to ask, and Shown, the text every surface shows (every
+// invisible character escaped). Text() is that text.
 type AskPrompt = render.AskPrompt
+
+// MaxShownBytes is the largest prompt text a person is asked to confirm;
+// a call whose prompt would be larger is refused, not asked
+// (ErrPromptTooLarge).
+const MaxShownBytes = render.MaxShownBytes
 
 // ApprovalState is where an approval request stands.
 type ApprovalState = approval.State
@@ -70,6 +76,10 @@ var (
 	// ErrApprovalTooLarge: the prompt is too large to keep (a call with a
 	// huge object among its arguments).
 	ErrApprovalTooLarge = approval.ErrTooLarge
+	// ErrPromptTooLarge: the call is too large to show in full (its prompt
+	// would pass MaxShownBytes), so it cannot be asked: a surface refuses
+	// it with ConfirmationUnavailableFor(d, err), which says so.
+	ErrPromptTooLarge = render.ErrPromptTooLarge
 	// ErrApprovalRefused is matched, besides the specific error, by every
 	// error of DecideApproved that is about the approval itself (unknown,
 	// expired, mismatched, pending or declined) rather than a failure of
@@ -226,17 +236,15 @@ func (e *Engine) Approvals() *Approvals { return e.approvals }
 // is a write and destructive, and the call's principal. A call that differs
 // in any of them does not use the approval.
 //
-// Errors: ErrNotAsk (d is not an ask), an error when d was decided for
-// another call or the arguments are not JSON, ErrApprovalsFull,
-// ErrApprovalTooLarge, ErrApprovalsUnreadable, I/O errors. On error the
-// ask stands; a surface that cannot put it to a person returns
-// ConfirmationUnavailableDecision(d). Safe for concurrent use.
+// Errors: ErrNotAsk (d is not an ask), ErrPromptTooLarge (the call is
+// too large to show in full: it must be refused, not asked), an error when
+// d was decided for another call or the arguments are not JSON,
+// ErrApprovalsFull, ErrApprovalTooLarge, ErrApprovalsUnreadable, I/O
+// errors. On error the ask stands; a surface that cannot put it to a
+// person returns ConfirmationUnavailableFor(d, err). Safe for concurrent
+// use.
 func (e *Engine) RequestApproval(call Call, d Decision) (ApprovalRequest, error) {
 	prompt, err := render.Prompt(call, d)
-	if err != nil {
-		return ApprovalRequest{}, err
-	}
-	bind, err := approvalBinding(call, prompt)
 	if err != nil {
 		return ApprovalRequest{}, err
 	}
@@ -245,34 +253,11 @@ func (e *Engine) RequestApproval(call Call, d Decision) (ApprovalRequest, error)
 		return ApprovalRequest{}, fmt.Errorf("mcpxpolicy: prompt: %w", err)
 	}
 	r, err := e.approvals.s.Request(approval.Record{SHA256: prompt.SHA256, Server: call.Server, Tool: call.Tool.Name,
-		Surface: call.Surface, Binding: bind, Prompt: b})
+		Surface: call.Surface, Binding: prompt.Binding, Prompt: b})
 	if err != nil {
 		return ApprovalRequest{}, err
 	}
 	return requestOf(r)
-}
-
-// approvalBinding digests what an approval is bound to besides the call's
-// sha256: the reasons to ask as the person was shown them (redacted), the
-// write and destructive flags, and the principal.
-func approvalBinding(call Call, p AskPrompt) (string, error) {
-	var principal any
-	if call.Principal != nil {
-		groups := make([]any, len(call.Principal.Groups))
-		for i, g := range call.Principal.Groups {
-			groups[i] = g
-		}
-		principal = map[string]any{"id": call.Principal.ID, "groups": groups}
-	}
-	reasons := make([]any, len(p.Reasons))
-	for i, r := range p.Reasons {
-		reasons[i] = map[string]any{"code": string(r.Code), "message": r.Message}
-	}
-	b, err := decision.Canonical(map[string]any{"reasons": reasons, "write": p.Write, "destructive": p.Destructive, "principal": principal})
-	if err != nil {
-		return "", fmt.Errorf("mcpxpolicy: approval binding: %w", err)
-	}
-	return decision.SHA256Hex(b), nil
 }
 
 // DecideApproved decides call again and, if it is still the ask that
@@ -310,14 +295,14 @@ func (e *Engine) DecideApproved(ctx context.Context, call Call, id string) (Deci
 		return d, nil
 	}
 	prompt, err := render.Prompt(call, d)
+	if errors.Is(err, ErrPromptTooLarge) {
+		e.approvals.s.Discard(id)
+		return ConfirmationUnavailableFor(d, err), fmt.Errorf("%w: %w", ErrApprovalRefused, err)
+	}
 	if err != nil {
 		return ConfirmationUnavailableDecision(d), fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	bind, err := approvalBinding(call, prompt)
-	if err != nil {
-		return ConfirmationUnavailableDecision(d), err
-	}
-	if _, err := e.approvals.s.Consume(id, prompt.SHA256, bind); err != nil {
+	if _, err := e.approvals.s.Consume(id, prompt.SHA256, prompt.Binding); err != nil {
 		for _, refusal := range []error{ErrApprovalUnknown, ErrApprovalExpired, ErrApprovalMismatch, ErrApprovalPending, ErrApprovalDeclined} {
 			if errors.Is(err, refusal) {
 				err = fmt.Errorf("%w: %w", ErrApprovalRefused, err)

@@ -154,6 +154,12 @@ func HTTPStatus(d Decision) int { return render.StatusOf(d) }
 // ask returns; it never turns an ask into an allow.
 func ConfirmationUnavailableDecision(d Decision) Decision { return render.Unavailable(d) }
 
+// ConfirmationUnavailableFor is ConfirmationUnavailableDecision for an ask
+// that could not be put to a person because of err (RequestApproval's):
+// for ErrPromptTooLarge the deny says the call is too large to show in
+// full; for any other err it is ConfirmationUnavailableDecision(d).
+func ConfirmationUnavailableFor(d Decision, err error) Decision { return render.UnavailableFor(d, err) }
+
 // ConfirmationDeclinedDecision turns an ask into the deny returned when the
 // person said no.
 func ConfirmationDeclinedDecision(d Decision) Decision { return render.Declined(d) }

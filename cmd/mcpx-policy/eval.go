@@ -133,6 +133,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		var hold *held
 		if d.Outcome == mcpxpolicy.Ask {
 			hold = putOnHold(eng, call, d, path, printed, again)
+			if errors.Is(hold.err, mcpxpolicy.ErrPromptTooLarge) {
+				// Too large to show in full: refused, never asked.
+				d, hold = mcpxpolicy.ConfirmationUnavailableFor(d, hold.err), nil
+			}
 		}
 		if d.Outcome.Severity() > worst.Severity() {
 			worst = d.Outcome

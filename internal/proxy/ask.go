@@ -215,7 +215,7 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 	req, err := eng.RequestApproval(call, d)
 	if err != nil {
 		s.log.Error("the ask could not be put on hold; refused", "tool", call.Tool.Name, "err", err)
-		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableDecision(d)}
+		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableFor(d, err)}
 	}
 	if r.mrtr {
 		state := ownIDPrefix + rand.Text()

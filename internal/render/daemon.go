@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -98,14 +99,20 @@ func Daemon(d decision.Decision) (status int, body any) {
 
 // DaemonAsk renders an ask for a daemon: the Daemon rendering of
 // Unavailable(d) (428) with the prompt of the exact call in "ask", so a
-// client can show it to a person or take it to an approver. It returns an
-// error when Prompt does; a decision that is not an ask renders as Daemon.
+// client can show it to a person or take it to an approver. An ask too
+// large to show in full renders as Daemon(UnavailableFor(d, err)), with
+// no prompt. It returns an error when Prompt fails otherwise; a decision
+// that is not an ask renders as Daemon.
 func DaemonAsk(call decision.Call, d decision.Decision) (int, any, error) {
 	if d.Outcome != decision.Ask {
 		s, b := Daemon(d)
 		return s, b, nil
 	}
 	p, err := Prompt(call, d)
+	if errors.Is(err, ErrPromptTooLarge) {
+		s, b := Daemon(Redact(UnavailableFor(d, err), call.Args))
+		return s, b, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/decision"
@@ -28,9 +29,20 @@ type ElicitRequest struct {
 //     ElicitRequest the proxy would send;
 //   - cli: the CLI text; for an ask the prompt's Text.
 //
-// It fails for an unknown surface and when an ask's prompt cannot be built.
+// An ask too large to show in full (ErrPromptTooLarge) is not asked: it
+// renders as the deny of UnavailableFor. It fails for an unknown surface
+// and when an ask's prompt cannot be built otherwise.
 func Render(surface string, call decision.Call, d decision.Decision) (any, error) {
 	d = Redact(d, call.Args)
+	var p AskPrompt
+	if d.Outcome == decision.Ask && surface != SurfaceDaemon {
+		var err error
+		if p, err = Prompt(call, d); errors.Is(err, ErrPromptTooLarge) {
+			d = UnavailableFor(d, err)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	ask := d.Outcome == decision.Ask
 	switch surface {
 	case SurfaceDaemon:
@@ -45,19 +57,11 @@ func Render(surface string, call decision.Call, d decision.Decision) (any, error
 		return HTTPAnswer{Status: s, Body: b}, nil
 	case SurfaceMCP:
 		if ask {
-			p, err := Prompt(call, d)
-			if err != nil {
-				return nil, err
-			}
 			return ElicitRequest{Method: "elicitation/create", Params: p.Elicitation()}, nil
 		}
 		return MCP(d), nil
 	case SurfaceCLI:
 		if ask {
-			p, err := Prompt(call, d)
-			if err != nil {
-				return nil, err
-			}
 			return p.Text(), nil
 		}
 		return CLI(d), nil

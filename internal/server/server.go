@@ -213,11 +213,16 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
 	}
+	policy := d
+	held, holdErr := h.putOnHold(call, d)
+	if errors.Is(holdErr, mcpxpolicy.ErrPromptTooLarge) {
+		// Too large to show in full: refused, never asked.
+		d, holdErr = mcpxpolicy.ConfirmationUnavailableFor(d, holdErr), nil
+	}
 	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
 	if h.opts.OnDecision != nil && approvalID == "" {
-		h.opts.OnDecision(call, d)
+		h.opts.OnDecision(call, policy)
 	}
-	held, holdErr := h.putOnHold(call, d)
 	// The response carries the decision redacted, like every rendering and
 	// the log: the raw one stays in the process.
 	resp, err := mcpxpolicy.Respond(call, d, held, holdErr)
