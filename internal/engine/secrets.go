@@ -30,9 +30,20 @@ type secretTable struct {
 	alts    []alternative   // the shapes' regexes and the entropy run: text._any
 }
 
-// jsonStart is text._json_start: a string that may hold JSON text, which
-// the policy reads as JSON too.
-var jsonStart = regexp.MustCompile(`^[ \t\n\r]*[\[{"]`)
+// mayBeJSON is text._json_start (^[ \t\n\r]*[\[{"]): a string that may
+// hold JSON text, which the policy reads as JSON too.
+func mayBeJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+		case '[', '{', '"':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
 
 // alternative is one alternative of text._any with what every match of
 // it contains (need), so that most strings skip it without running it.
@@ -122,7 +133,7 @@ func set(xs []string) map[string]bool {
 // maxScan characters, s may hold JSON text, or some shape or the entropy
 // run matches in s.
 func (t *secretTable) suspect(s string) bool {
-	if !t.ok || utf8.RuneCountInString(s) > t.maxScan || jsonStart.MatchString(s) {
+	if !t.ok || utf8.RuneCountInString(s) > t.maxScan || mayBeJSON(s) {
 		return true
 	}
 	var lower string
@@ -144,7 +155,11 @@ func (t *secretTable) secretKey(key string) bool {
 	if !t.ok {
 		return true
 	}
-	n := normalise(key)
+	return t.secretName(normalise(key))
+}
+
+// secretName is secretKey of a normalised key.
+func (t *secretTable) secretName(n string) bool {
 	if n == "" || t.counts[n] {
 		return false
 	}
@@ -218,8 +233,9 @@ func (t *secretTable) plainTree(v ast.Value, depth int) bool {
 		ok := true
 		x.Until(func(k, e *ast.Term) bool {
 			ks, isString := k.Value.(ast.String)
-			ok = isString && !t.secretKey(string(ks)) && !t.suspect(string(ks))
-			if ok && t.names[normalise(string(ks))] {
+			n := normalise(string(ks))
+			ok = isString && !t.secretName(n) && !t.suspect(string(ks))
+			if ok && t.names[n] {
 				if s, isStr := e.Value.(ast.String); isStr && t.secretKey(string(s)) {
 					ok = false // it names the members beside it
 				}
@@ -240,6 +256,23 @@ func (t *secretTable) plainTree(v ast.Value, depth int) bool {
 // spaces, when at least two) is not suspect: text._ctx_finds has nothing
 // for a.
 func (t *secretTable) plainLine(beside ast.Object, a *ast.Array) bool {
+	strs := 0
+	for i := 0; i < a.Len() && strs < 2; i++ {
+		if _, ok := a.Elem(i).Value.(ast.String); ok {
+			strs++
+		}
+	}
+	if beside != nil && strs < 2 {
+		beside.Until(func(_, v *ast.Term) bool {
+			if _, ok := v.Value.(ast.String); ok {
+				strs++
+			}
+			return strs >= 2
+		})
+	}
+	if strs < 2 {
+		return true // one string is judged by itself
+	}
 	var keys []string
 	if beside != nil {
 		beside.Foreach(func(k, v *ast.Term) {
