@@ -262,7 +262,8 @@ func TestRedactionCorpusEval(t *testing.T) {
 				paths = append(paths, p)
 			}
 			for _, format := range []string{"json", "text"} {
-				args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", filepath.Join(dir, "state"),
+				// A state dir each: every ask is put on hold, under the cap.
+				args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", filepath.Join(dir, "state-"+surface+"-"+format),
 					"--format", format}, paths...)
 				cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
 				cmd.Env = cleanEnv()
