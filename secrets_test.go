@@ -293,11 +293,11 @@ func TestRegoHidesTheCorpus(t *testing.T) {
 	got, _ := json.Marshal(regoEval(t, `x := [{
 		"value": data.mcpx.lib.text.value("", a, set()),
 		"scrubbed": data.mcpx.lib.text.scrub(json.marshal(a), data.mcpx.lib.text.secrets_in(a)),
-		"shown": [data.mcpx.lib.text.show_at(view, data.mcpx.lib.text.pointer(p), "", v) |
+		"shown": [data.mcpx.lib.text.show_at(a, false, data.mcpx.lib.text.pointer(p), "", v) |
 			walk(a, [p, v])
 			count(p) > 0
 		],
-	} | some a in input.args; view := data.mcpx.lib.text.arg_view(a)]`, map[string]any{"args": args}))
+	} | some a in input.args]`, map[string]any{"args": args}))
 	var outs []struct {
 		Value    map[string]any `json:"value"`
 		Scrubbed string         `json:"scrubbed"`

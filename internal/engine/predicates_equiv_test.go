@@ -35,7 +35,7 @@ import (
 // harness asks every engine-only predicate of lib.predicates on the input:
 // the rules as booleans, package_accepts for each of the tool's matched
 // packages and accepting_packages (their set), plain_text for every string and key of the input, plain_value
-// for every value of the arguments under its key. Evaluated on the engine
+// for every value of the arguments under its key, plain_args for the arguments. Evaluated on the engine
 // (the predicates answered in Go) and on the same policy as stock OPA
 // evaluates a bundle (the predicates in Rego).
 const harness = `package mcpx_predicates_harness
@@ -52,6 +52,7 @@ answers := {
 	"accepting_packages": {pkg | some pkg in predicates.accepting_packages},
 	"plain_text": plain_text,
 	"plain_value": plain_value,
+	"plain_args": plain_args,
 }
 
 well_formed := true if predicates.well_formed else := false
@@ -86,6 +87,11 @@ _strings contains k if {
 }
 
 plain_value := {[k, v] | some [k, v] in _values; predicates.plain_value(k, v)}
+
+plain_args := true if {
+	is_object(input)
+	predicates.plain_args(object.get(input, "args", {}))
+} else := false
 
 _values contains [_key(p), v] if {
 	is_object(input)
@@ -166,7 +172,7 @@ func (c *checker) check(t testing.TB, what string, in ast.Value, call *decision.
 	g := normal(t, goRes[0])
 	r := normal(t, regoRes[0].Expressions[0].Value)
 	yes := 0
-	for _, name := range []string{"well_formed", "no_unknown_args", "nested_keys_known", "rules_accept", "common_case"} {
+	for _, name := range []string{"well_formed", "no_unknown_args", "nested_keys_known", "rules_accept", "common_case", "plain_args"} {
 		if g[name] == true {
 			yes++
 			if r[name] != true {

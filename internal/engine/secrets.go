@@ -20,14 +20,15 @@ import (
 // read differently (a field missing or of another type, a regex that does
 // not compile) makes every answer "not plain": the Rego path decides.
 type secretTable struct {
-	ok      bool
-	maxScan int
-	exact   map[string]bool
-	counts  map[string]bool
-	parts   []string
-	names   map[string]bool // nameFields: text._name_field
-	pairKey *regexp.Regexp  // text._pair_key
-	alts    []alternative   // the shapes' regexes and the entropy run: text._any
+	ok       bool
+	maxScan  int
+	exact    map[string]bool
+	counts   map[string]bool
+	parts    []string
+	names    map[string]bool // nameFields: text._name_field
+	pairKey  *regexp.Regexp  // text._pair_key
+	lineWord int             // text._word
+	alts     []alternative   // the shapes' regexes and the entropy run: text._any
 }
 
 // mayBeJSON is text._json_start (^[ \t\n\r]*[\[{"]): a string that may
@@ -63,6 +64,7 @@ func newSecretTable(data any) *secretTable {
 		KeyCounts  *[]string `json:"keyCounts"`
 		NameFields *[]string `json:"nameFields"`
 		PairKey    *string   `json:"pairKey"`
+		LineWord   *int      `json:"lineWord"`
 		Shapes     *[]struct {
 			RE *string `json:"re"`
 		} `json:"shapes"`
@@ -72,7 +74,7 @@ func newSecretTable(data any) *secretTable {
 		MaxScan *json.Number `json:"maxScan"`
 	}
 	if json.Unmarshal(raw, &t) != nil || t.KeyParts == nil || t.KeyExact == nil || t.KeyCounts == nil ||
-		t.NameFields == nil || t.PairKey == nil || t.Shapes == nil || t.Entropy == nil || t.Entropy.Run == nil || t.MaxScan == nil {
+		t.NameFields == nil || t.PairKey == nil || t.LineWord == nil || t.Shapes == nil || t.Entropy == nil || t.Entropy.Run == nil || t.MaxScan == nil {
 		return &secretTable{}
 	}
 	maxScan, err := t.MaxScan.Int64()
@@ -84,7 +86,7 @@ func newSecretTable(data any) *secretTable {
 		return &secretTable{}
 	}
 	st := &secretTable{ok: true, maxScan: int(maxScan), exact: set(*t.KeyExact), counts: set(*t.KeyCounts), parts: *t.KeyParts,
-		names: set(*t.NameFields), pairKey: pairKey}
+		names: set(*t.NameFields), pairKey: pairKey, lineWord: *t.LineWord}
 	res := make([]string, 0, len(*t.Shapes)+1)
 	for _, sh := range *t.Shapes {
 		if sh.RE == nil {
@@ -252,19 +254,23 @@ func (t *secretTable) plainTree(v ast.Value, depth int) bool {
 }
 
 // plainLine reports that the command line of array a (text._line: the
-// string members of beside in key order, then a's strings, joined by
-// spaces, when at least two) is not suspect: text._ctx_finds has nothing
-// for a.
+// words among the string members of beside in key order, then a's words,
+// joined by spaces, when a has one and at least two take part) matches no
+// shape: text._ctx_finds has nothing for a.
 func (t *secretTable) plainLine(beside ast.Object, a *ast.Array) bool {
-	strs := 0
-	for i := 0; i < a.Len() && strs < 2; i++ {
-		if _, ok := a.Elem(i).Value.(ast.String); ok {
-			strs++
+	own := 0
+	for i := 0; i < a.Len(); i++ {
+		if s, ok := a.Elem(i).Value.(ast.String); ok && t.word(string(s)) {
+			own++
 		}
 	}
+	if own == 0 {
+		return true // no word of its own: no command line
+	}
+	strs := own
 	if beside != nil && strs < 2 {
 		beside.Until(func(_, v *ast.Term) bool {
-			if _, ok := v.Value.(ast.String); ok {
+			if s, ok := v.Value.(ast.String); ok && t.word(string(s)) {
 				strs++
 			}
 			return strs >= 2
@@ -277,23 +283,115 @@ func (t *secretTable) plainLine(beside ast.Object, a *ast.Array) bool {
 	if beside != nil {
 		beside.Foreach(func(k, v *ast.Term) {
 			ks, ok1 := k.Value.(ast.String)
-			if _, ok2 := v.Value.(ast.String); ok1 && ok2 {
+			if s, ok2 := v.Value.(ast.String); ok1 && ok2 && t.word(string(s)) {
 				keys = append(keys, string(ks))
 			}
 		})
 		sort.Strings(keys)
 	}
-	parts := make([]string, 0, len(keys)+a.Len())
+	parts := make([]string, 0, len(keys)+own)
 	for _, k := range keys {
 		parts = append(parts, string(beside.Get(ast.StringTerm(k)).Value.(ast.String)))
 	}
 	for i := 0; i < a.Len(); i++ {
-		if s, ok := a.Elem(i).Value.(ast.String); ok {
+		if s, ok := a.Elem(i).Value.(ast.String); ok && t.word(string(s)) {
 			parts = append(parts, string(s))
 		}
 	}
-	if len(parts) < 2 {
+	return !t.shaped(strings.Join(parts, " "))
+}
+
+// shaped reports whether some shape of the table (not the entropy run)
+// matches in s, at any length: text._shape_finds may find something. A
+// missing table is a yes.
+func (t *secretTable) shaped(s string) bool {
+	if !t.ok {
 		return true
 	}
-	return !t.suspect(strings.Join(parts, " "))
+	var lower string
+	for _, a := range t.alts[:len(t.alts)-1] {
+		if a.need.Maybe(s, &lower) && a.re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameField is text._name_field: the key, normalised, is one of the
+// table's nameFields. An ASCII key is normalised without allocating.
+func (t *secretTable) nameField(key string) bool {
+	if len(key) > 64 {
+		return t.names[normalise(key)]
+	}
+	var buf [64]byte
+	n := 0
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c >= 0x80:
+			return t.names[normalise(key)] // ToLower of other scripts may give a-z
+		case c >= 'A' && c <= 'Z':
+			buf[n] = c + 'a' - 'A'
+			n++
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			buf[n] = c
+			n++
+		}
+	}
+	return t.names[string(buf[:n])]
+}
+
+// word is text._word: at most lineWord characters and no line break.
+func (t *secretTable) word(s string) bool {
+	return len(s) <= 4*t.lineWord && utf8.RuneCountInString(s) <= t.lineWord && !strings.Contains(s, "\n")
+}
+
+// plainArgs is lib.predicates.plain_args: no structure of args names a
+// secret. It says no for an object with a name field holding a secret key
+// name, an array with a string element that matches pairKey and names a
+// secret before another element, an array whose command line is suspect
+// (plainLine), and anything deeper than maxDepth; text._named_roots and
+// text._ctx_finds find something only where one of these is.
+func (t *secretTable) plainArgs(v ast.Value) bool {
+	if !t.ok {
+		return false
+	}
+	return t.structureFree(nil, v, 0)
+}
+
+func (t *secretTable) structureFree(beside ast.Object, v ast.Value, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case *ast.Array:
+		if !t.plainLine(beside, x) {
+			return false
+		}
+		for i := 0; i < x.Len(); i++ {
+			e := x.Elem(i).Value
+			if s, ok := e.(ast.String); ok && i+1 < x.Len() && t.pairKey.MatchString(string(s)) && t.secretKey(string(s)) {
+				return false
+			}
+			if !t.structureFree(nil, e, depth+1) {
+				return false
+			}
+		}
+	case ast.Object:
+		ok := true
+		x.Until(func(k, e *ast.Term) bool {
+			if ks, isString := k.Value.(ast.String); isString && t.nameField(string(ks)) {
+				if s, isStr := e.Value.(ast.String); isStr && t.secretKey(string(s)) {
+					ok = false
+					return true
+				}
+			}
+			ok = t.structureFree(x, e.Value, depth+1)
+			return !ok
+		})
+		return ok
+	case ast.Set:
+		return false // the policy reads a set as an array: let it decide
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Redaction by structure: a value is a secret not only by its own key's
@@ -64,14 +65,24 @@ func pairNamed(a []any, i int) bool {
 
 // commandLine is the text the strings of array a make as one command line,
 // after the strings beside it (the string members of the object that
-// holds it, in key order): each joined by one space. It is "" when fewer
-// than two strings take part, since one string is searched by itself.
+// holds it, in key order): each a word (lineWord) joined by one space. It
+// is "" when a has no word or fewer than two words take part, since one
+// string is searched by itself.
 func commandLine(beside map[string]any, a []any) string {
+	var own []string
+	for _, e := range a {
+		if s, ok := e.(string); ok && lineWord(s) {
+			own = append(own, s)
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
 	var parts []string
 	if beside != nil {
 		keys := make([]string, 0, len(beside))
 		for k, v := range beside {
-			if _, ok := v.(string); ok {
+			if s, ok := v.(string); ok && lineWord(s) {
 				keys = append(keys, k)
 			}
 		}
@@ -80,15 +91,17 @@ func commandLine(beside map[string]any, a []any) string {
 			parts = append(parts, beside[k].(string))
 		}
 	}
-	for _, e := range a {
-		if s, ok := e.(string); ok {
-			parts = append(parts, s)
-		}
-	}
+	parts = append(parts, own...)
 	if len(parts) < 2 {
 		return ""
 	}
 	return strings.Join(parts, " ")
+}
+
+// lineWord reports whether s takes part in a command line: at most
+// Secrets.LineWord characters and no line break.
+func lineWord(s string) bool {
+	return len(s) <= 4*Secrets.LineWord && utf8.RuneCountInString(s) <= Secrets.LineWord && !strings.Contains(s, "\n")
 }
 
 // commandFinds is what the table's shapes find in the command line of a

@@ -63,6 +63,10 @@ type SecretTable struct {
 	// element is a secret by key name ([["X-Api-Key", "…"]], a flat header
 	// list, the argument vector ["--password", "…"]).
 	PairKey string `json:"pairKey"`
+	// LineWord is the longest string, in characters and without a line
+	// break, that takes part in the command line an array's strings make
+	// with the strings beside it (a word of a command, not a text).
+	LineWord int `json:"lineWord"`
 	// Schemes are HTTP auth scheme words a name=value shape must not take
 	// for the secret ("Authorization: Bearer …": the credential is its own
 	// shape).
@@ -111,7 +115,8 @@ var Secrets = SecretTable{
 		"param", "paramname", "parameter", "parametername", "parameterkey", "option", "optionname", "setting",
 		"property", "propertyname", "attribute",
 	},
-	PairKey: `^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*[:=]?$`,
+	PairKey:  `^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*[:=]?$`,
+	LineWord: 256,
 	KeyCounts: []string{
 		"tokens", "maxtokens", "maxnewtokens", "maxoutputtokens", "maxinputtokens",
 		"maxcompletiontokens", "numtokens", "totaltokens", "inputtokens", "outputtokens",

@@ -31,53 +31,108 @@ show(key, v) := _cut(v, v) if {
 # METADATA
 # description: |
 #   show_at is show for the value v found at JSON Pointer ptr of a call's
-#   arguments, given what their structure hides there (view, arg_view): a
-#   value a name hides, at ptr or above it, is hidden whole; a string in an
-#   array, and the strings of an array, have the secrets of the array's
-#   command line replaced.
-show_at(view, ptr, key, v) := _cut(_hide(v), v) if {
-	_named_at(view.named, ptr)
+#   arguments args: a value a name hides — its key's or an ancestor's, or
+#   one beside it or beside an ancestor (_names_child) — is hidden whole; a
+#   string in an array, and the strings of an array, have the secrets of
+#   the array's command line replaced. Only the ancestors of ptr are read,
+#   with its digit tokens read as array indexes and, failing that, as keys;
+#   with plain (lib.predicates.plain_args of args, asked once per call)
+#   only their names are.
+show_at(args, plain, ptr, key, v) := show(key, v) if {
+	plain
+	not contains(trim_prefix(ptr, "/"), "/") # one key: show judges it
+} else := _cut(_hide(v), v) if {
+	plain
+	_named_above(ptr)
+} else := show(key, v) if {
+	plain
+} else := _show_at(args, _readings(ptr), key, v)
+
+# _named_above holds when a key of ptr above its last names a secret.
+_named_above(ptr) if {
+	parts := split(ptr, "/")
+	count(parts) > 2
+	some t in array.slice(parts, 1, count(parts) - 1)
+	secret_key(unescape(t))
+}
+
+_show_at(args, readings, key, v) := _cut(_hide(v), v) if {
+	some t in readings
+	_named_at(args, t)
 } else := _cut(_scrub(v, set(), f), v) if {
 	is_string(v)
-	f := _ptr_ctx(view.ctx, _parent(ptr))
+	f := _line_finds_at(args, readings, 1)
 	count(f) > 0
 } else := _cut(_tree_in(key, w, set(), _named_roots(w), object.union(_ctx_finds(w), {[]: f})), v) if {
 	is_array(v)
-	f := _ptr_ctx(view.ctx, ptr)
+	f := _line_finds_at(args, readings, 0)
 	count(f) > 0
 	w := _plain(v)
 } else := show(key, v)
 
-# METADATA
-# description: |
-#   arg_view is what the structure of a call's arguments hides, by JSON
-#   Pointer, for show_at: "named", the pointers of values hidden whole by
-#   their key's name or by a name beside them, and "ctx", the command-line
-#   finds of each array.
-arg_view(args) := {
-	"named": ({pointer(p) | some p in _named_roots(args)} | {pointer(p) |
-		walk(args, [p, _])
-		count(p) > 0
-		secret_key(p[count(p) - 1])
-	}),
-	"ctx": {pointer(p): f | some p, f in _ctx_finds(args)},
+# _readings are the paths ptr names for object.get: its digit tokens as
+# array indexes, then all its tokens as keys.
+_readings(ptr) := [[_index(t) | some t in toks], toks] if {
+	toks := [unescape(t) | some t in array.slice(split(ptr, "/"), 1, count(split(ptr, "/")))]
 }
 
-_named_at(named, ptr) if ptr in named
+_index(t) := to_number(t) if regex.match(`^(0|[1-9][0-9]{0,8})$`, t)
 
-_named_at(named, ptr) if {
-	some q in named
-	startswith(ptr, concat("", [q, "/"]))
+else := t
+
+_named_at(_, t) if {
+	some seg in t
+	is_string(seg)
+	secret_key(seg)
 }
 
-_ptr_ctx(ctx, ptr) := f if {
-	f := ctx[ptr]
+_named_at(args, t) if {
+	count(t) > 0
+	some i in numbers.range(0, count(t) - 1)
+	_names_child(object.get(args, array.slice(t, 0, i), null), t[i])
+}
+
+# _names_child holds when node names its child k a secret by structure
+# (_named_roots): a name field of the object beside it, the element before
+# it in the array.
+_names_child(o, k) if {
+	is_object(o)
+	not _name_field(k)
+	_names_secret(o)
+}
+
+_names_child(a, i) if {
+	is_array(a)
+	is_number(i)
+	i > 0
+	_pair_key(a[i - 1])
+}
+
+# _line_finds_at is what the shapes find on the command line of the array
+# `up` levels above the path (of readings) in args (text._ctx_finds), or [].
+_line_finds_at(args, readings, up) := f if {
+	some t in readings
+	count(t) >= up
+	at := array.slice(t, 0, count(t) - up)
+	a := object.get(args, at, null)
+	is_array(a)
+	f := _line_finds(_line(_holder(args, at), a))
 } else := []
 
-_parent(ptr) := concat("/", array.slice(parts, 0, count(parts) - 1)) if {
-	parts := split(ptr, "/")
-	count(parts) > 1
-} else := ""
+# _line_finds is what the shapes find in a command line; a line with no
+# secret-shaped part to look for (lib.predicates.plain_text, answered in
+# Go by the embedded engine) is not searched.
+_line_finds(line) := [] if predicates.plain_text(line)
+
+else := _shape_finds(line)
+
+# _holder is the object that holds the node at path t, or {}.
+_holder(args, t) := o if {
+	count(t) > 0
+	is_string(t[count(t) - 1])
+	o := object.get(args, array.slice(t, 0, count(t) - 1), null)
+	is_object(o)
+} else := {}
 
 # _hide is v hidden whole, as under a secret key name.
 _hide(v) := _by_name(v) if {
@@ -244,8 +299,9 @@ _pair_key(s) if {
 # description: |
 #   _ctx_finds maps the path of each array in v to what the table's
 #   shapes find in the command line its strings make: the string members
-#   of the object that holds it (in key order), then its own strings, joined
-#   by single spaces, when at least two take part (["mysql", "-pPASS"],
+#   of the object that holds it (in key order), then its own strings, each a
+#   word (_word: short, one line), joined by single spaces, when it has a
+#   word and at least two take part (["mysql", "-pPASS"],
 #   {"command": "mysql", "args": ["-pPASS"]}). Those secrets are replaced
 #   in the array's strings.
 _ctx_finds(v) := object.union_n([
@@ -254,7 +310,7 @@ _ctx_finds(v) := object.union_n([
 		is_object(o)
 		some k, a in o
 		is_array(a)
-		f := _shape_finds(_line(o, a))
+		f := _line_finds(_line(o, a))
 		count(f) > 0
 	},
 	{array.concat(p, [i]): f |
@@ -262,20 +318,30 @@ _ctx_finds(v) := object.union_n([
 		is_array(o)
 		some i, a in o
 		is_array(a)
-		f := _shape_finds(_line({}, a))
+		f := _line_finds(_line({}, a))
 		count(f) > 0
 	},
 	{[]: f |
 		is_array(v)
-		f := _shape_finds(_line({}, v))
+		f := _line_finds(_line({}, v))
 		count(f) > 0
 	},
 ])
 
 _line(o, a) := concat(" ", parts) if {
-	parts := array.concat([o[k] | some k in sort([k | some k, x in o; is_string(x)])], [x | some x in a; is_string(x)])
+	own := [x | some x in a; _word(x)]
+	count(own) > 0
+	parts := array.concat([o[k] | some k in sort([k | some k, x in o; _word(x)])], own)
 	count(parts) > 1
 } else := ""
+
+# _word is a string that takes part in a command line: at most lineWord
+# characters and no line break.
+_word(x) if {
+	is_string(x)
+	count(x) <= _table.lineWord
+	not contains(x, "\n")
+}
 
 _ctx_at(ctx, p) := f if {
 	f := ctx[array.slice(p, 0, count(p) - 1)]
@@ -472,7 +538,7 @@ _first_of(sorted, i) if sorted[i - 1][0] != sorted[i][0]
 
 _escapings(sec) := {sec, substring(j, 1, count(j) - 2)} if j := json.marshal(sec)
 
-_shape_finds(s) := [] if not regex.match(concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes]), s)
+_shape_finds(s) := [] if not regex.match(_shapes_any, s)
 
 _shape_finds(s) := [[rank, sh.kind, val] |
 	some rank, sh in _table.shapes
@@ -482,7 +548,10 @@ _shape_finds(s) := [[rank, sh.kind, val] |
 	val != ""
 	_named_ok(sh, m, val)
 	not startswith(val, "[REDACTED")
-] if regex.match(concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes]), s)
+] if regex.match(_shapes_any, s)
+
+# _shapes_any matches wherever some shape could.
+_shapes_any := concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes])
 
 _named_ok(sh, _, _) if sh.name == 0
 

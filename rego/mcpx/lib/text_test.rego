@@ -258,17 +258,28 @@ test_value_by_structure if {
 
 test_show_at_hides_what_structure_names if {
 	args := {"env": [{"name": "DB_PASSWORD", "value": "pw1"}], "command": "mysql", "args": ["-u", "root", "-ppw4x"], "credentials": {"user": "u"}}
-	view := text.arg_view(args)
-	text.show_at(view, "/env/0/value", "value", "pw1") == "[REDACTED by key name, 3 chars]"
-	text.show_at(view, "/env/0", "0", {"name": "DB_PASSWORD", "value": "pw1"}) == {"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}
-	text.show_at(view, "/args/2", "2", "-ppw4x") == "-p[REDACTED password-flag, 4 chars]"
-	text.show_at(view, "/args", "args", ["-u", "root", "-ppw4x"]) == ["-u", "root", "-p[REDACTED password-flag, 4 chars]"]
-	text.show_at(view, "/credentials/user", "user", "u") == "[REDACTED by key name, 1 chars]"
-	text.show_at(view, "/command", "command", "mysql") == "mysql"
+	text.show_at(args, false, "/env/0/value", "value", "pw1") == "[REDACTED by key name, 3 chars]"
+	text.show_at(args, false, "/env/0", "0", {"name": "DB_PASSWORD", "value": "pw1"}) == {"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}
+	text.show_at(args, false, "/args/2", "2", "-ppw4x") == "-p[REDACTED password-flag, 4 chars]"
+	text.show_at(args, false, "/args", "args", ["-u", "root", "-ppw4x"]) == ["-u", "root", "-p[REDACTED password-flag, 4 chars]"]
+	text.show_at(args, false, "/credentials/user", "user", "u") == "[REDACTED by key name, 1 chars]"
+	text.show_at(args, false, "/command", "command", "mysql") == "mysql"
+}
+
+test_show_at_hides_a_named_value_whole if {
+	args := {"env": [{"name": "DB_PASSWORD", "value": {"user": "u1", "pw": ["p2", true]}, "enabled": false}]}
+	text.show_at(args, false, "/env/0/value", "value", {"user": "u1", "pw": ["p2", true]}) == {"user": "[REDACTED by key name, 2 chars]", "pw": ["[REDACTED by key name, 2 chars]", true]}
+	text.show_at(args, false, "/env/0/enabled", "enabled", false) == false
 }
 
 test_secrets_in_by_structure if {
 	s := text.secrets_in({"env": [{"name": "DB_PASSWORD", "value": "pw1x"}], "argv": ["mysql", "-ppw2x"]})
 	"pw1x" in s
 	"pw2x" in s
+}
+
+test_show_at_plain_arguments_judge_the_path_names if {
+	text.show_at({"credentials": {"user": "u"}}, true, "/credentials/user", "user", "u") == "[REDACTED by key name, 1 chars]"
+	text.show_at({"a": {"user": "u"}}, true, "/a/user", "user", "u") == "u"
+	text.show_at({"a": "x"}, true, "/a", "a", "x") == "x"
 }
