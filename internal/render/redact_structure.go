@@ -42,8 +42,23 @@ func normalise(key string) string {
 // members of its object (Secrets.NameFields).
 func nameField(k string) bool { return table.names[normalise(k)] }
 
+// valueField reports whether an object member named k holds the value a
+// name field beside it names (Secrets.ValueFields, Secrets.ValueParts).
+func valueField(k string) bool {
+	n := normalise(k)
+	if table.values[n] {
+		return true
+	}
+	for _, p := range Secrets.ValueParts {
+		if strings.Contains(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // namesSecret reports whether object m names a secret in a name field:
-// then its other members are secrets by key name.
+// then its value fields are secrets by key name.
 func namesSecret(m map[string]any) bool {
 	for k, v := range m {
 		if s, ok := v.(string); ok && nameField(k) && SecretKey(s) {
@@ -120,7 +135,7 @@ func commandFinds(beside map[string]any, a []any) map[string]hit {
 
 // object redacts object m found at ptr: a member is a secret by key name
 // when its own key names one, when m is (secret), or when a name field of
-// m names one and the member is not a name field.
+// m names one and the member is a value field.
 func (r *redactor) object(ptr string, m map[string]any, secret bool) any {
 	named := !secret && namesSecret(m)
 	out := make(map[string]any, len(m))
@@ -128,7 +143,7 @@ func (r *redactor) object(ptr string, m map[string]any, secret bool) any {
 		kk := r.key(k)
 		p := ptr + "/" + escapePointer(kk)
 		child := secret
-		if !child && (named && !nameField(k) || SecretKey(k)) {
+		if !child && (named && valueField(k) || SecretKey(k)) {
 			if v, ok := r.name(p, e); ok {
 				out[kk] = v
 				continue

@@ -51,13 +51,20 @@ type SecretTable struct {
 	// KeyCounts are normalised names that contain a part but count tokens
 	// rather than hold one (max_tokens and its kin): never secrets.
 	KeyCounts []string `json:"keyCounts"`
-	// NameFields are normalised member names that name the other members
-	// of their object: when one of them holds a string that is a secret
-	// key name ({"name": "DB_PASSWORD", "value": "…"}, {"key": "api_key",
-	// "val": "…"}, {"ParameterKey": "DbPassword", "ParameterValue": "…"}),
-	// every other member of that object whose name is not one of these is
-	// a secret by key name.
+	// NameFields are normalised member names that name the value beside
+	// them: when one of them holds a string that is a secret key name
+	// ({"name": "DB_PASSWORD", "value": "…"}, {"key": "api_key", "val":
+	// "…"}, {"ParameterKey": "DbPassword", "ParameterValue": "…"}), every
+	// value field of that object (ValueFields, ValueParts) is a secret by
+	// key name.
 	NameFields []string `json:"nameFields"`
+	// ValueFields are normalised member names that hold the value a name
+	// field names; so is every name that contains one of ValueParts
+	// (value, Value, ParameterValue, SecretValue, encrypted_value). Other
+	// members beside a name field stay ({"key": "api_key", "path":
+	// "/api_key"} names an argument, it holds none).
+	ValueFields []string `json:"valueFields"`
+	ValueParts  []string `json:"valueParts"`
 	// PairKey matches an array element that names the element after it:
 	// when a string element matches it and is a secret key name, the next
 	// element is a secret by key name ([["X-Api-Key", "…"]], a flat header
@@ -115,8 +122,10 @@ var Secrets = SecretTable{
 		"param", "paramname", "parameter", "parametername", "parameterkey", "option", "optionname", "setting",
 		"property", "propertyname", "attribute",
 	},
-	PairKey:  `^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*[:=]?$`,
-	LineWord: 256,
+	ValueFields: []string{"val", "v", "data", "content"},
+	ValueParts:  []string{"value"},
+	PairKey:     `^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*[:=]?$`,
+	LineWord:    256,
 	KeyCounts: []string{
 		"tokens", "maxtokens", "maxnewtokens", "maxoutputtokens", "maxinputtokens",
 		"maxcompletiontokens", "numtokens", "totaltokens", "inputtokens", "outputtokens",
@@ -220,6 +229,7 @@ type compiled struct {
 	counts  map[string]bool
 	schemes map[string]bool
 	names   map[string]bool // NameFields
+	values  map[string]bool // ValueFields
 	pairKey *regexp.Regexp
 	shapes  []compiledShape
 	run     *regexp.Regexp
@@ -249,6 +259,7 @@ func compile(t SecretTable) *compiled {
 		counts:  set(t.KeyCounts),
 		schemes: set(t.Schemes),
 		names:   set(t.NameFields),
+		values:  set(t.ValueFields),
 		pairKey: regexp.MustCompile(t.PairKey),
 		run:     regexp.MustCompile(t.Entropy.Run),
 		hex:     regexp.MustCompile(t.Entropy.Hex),

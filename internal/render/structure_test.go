@@ -174,6 +174,7 @@ func TestStructureNamesSecrets(t *testing.T) {
 		"command": "mysql",
 		"args":    []any{"-u", "root", "-ppw4x", "shop"},
 		"ref":     map[string]any{"name": "db-creds", "key": "password"},
+		"unknown": []any{map[string]any{"key": "api_key", "path": "/api_key", "suggestion": ""}},
 	}
 	out, changed := render.RedactShown(args)
 	want := map[string]any{
@@ -183,6 +184,7 @@ func TestStructureNamesSecrets(t *testing.T) {
 		"command": "mysql",
 		"args":    []any{"-u", "root", "-p[REDACTED password-flag, 4 chars]", "shop"},
 		"ref":     map[string]any{"name": "db-creds", "key": "password"},
+		"unknown": []any{map[string]any{"key": "api_key", "path": "/api_key", "suggestion": ""}},
 	}
 	got, _ := json.Marshal(out)
 	exp, _ := json.Marshal(want)

@@ -97,7 +97,7 @@ _named_at(args, t) if {
 # it in the array.
 _names_child(o, k) if {
 	is_object(o)
-	not _name_field(k)
+	_value_field(k)
 	_names_secret(o)
 }
 
@@ -255,18 +255,18 @@ _named_path(_, p, roots) if {
 # METADATA
 # description: |
 #   _named_roots are the paths in v of the values a name beside them
-#   hides (Go: render's redact_structure.go): every member of an object
-#   whose name field (the table's nameFields: name, key, header, …) holds
-#   a secret key name, but the name fields themselves
-#   ({"name": "DB_PASSWORD", "value": …}); and an array element after a
-#   string that matches the table's pairKey and is a secret key name
-#   ([["X-Api-Key", …]], ["--password", …]).
+#   hides (Go: render's redact_structure.go): every value field (the
+#   table's valueFields, and names containing one of its valueParts) of an
+#   object whose name field (nameFields: name, key, header, …) holds a
+#   secret key name ({"name": "DB_PASSWORD", "value": …}); and an array
+#   element after a string that matches the table's pairKey and is a
+#   secret key name ([["X-Api-Key", …]], ["--password", …]).
 _named_roots(v) := {array.concat(p, [k]) |
 	walk(v, [p, o])
 	is_object(o)
 	_names_secret(o)
 	some k, _ in o
-	not _name_field(k)
+	_value_field(k)
 } | {array.concat(p, [i]) |
 	walk(v, [p, a])
 	is_array(a)
@@ -276,6 +276,20 @@ _named_roots(v) := {array.concat(p, [k]) |
 }
 
 _name_fields := {x | some x in _table.nameFields}
+
+_value_fields := {x | some x in _table.valueFields}
+
+_value_field(k) if {
+	is_string(k)
+	regex.replace(lower(k), `[^a-z0-9]`, "") in _value_fields
+}
+
+_value_field(k) if {
+	is_string(k)
+	n := regex.replace(lower(k), `[^a-z0-9]`, "")
+	some part in _table.valueParts
+	contains(n, part)
+}
 
 _name_field(k) if {
 	is_string(k)

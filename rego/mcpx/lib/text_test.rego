@@ -212,11 +212,15 @@ _structure_cases := [
 	},
 	{
 		"value": {"s": {"key": "api_key", "val": "k1", "type": "x"}},
-		"want": {"s": {"key": "api_key", "val": "[REDACTED by key name, 2 chars]", "type": "[REDACTED by key name, 1 chars]"}},
+		"want": {"s": {"key": "api_key", "val": "[REDACTED by key name, 2 chars]", "type": "x"}},
 	},
 	{
 		"value": {"ref": {"name": "db-creds", "key": "password"}},
 		"want": {"ref": {"name": "db-creds", "key": "password"}},
+	},
+	{
+		"value": {"unknown": [{"key": "api_key", "path": "/api_key", "suggestion": ""}]},
+		"want": {"unknown": [{"key": "api_key", "path": "/api_key", "suggestion": ""}]},
 	},
 	{
 		"value": {"headers": [["X-Api-Key", "k2"], ["Accept", "json"]]},
