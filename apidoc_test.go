@@ -3,29 +3,19 @@ package mcpxpolicy_test
 import (
 	"go/ast"
 	"go/doc"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"strings"
 	"testing"
 )
 
-// TestEveryExportedNameIsDocumented: `go doc` of the SDK and of opabundle
-// reads as a complete API — every exported type, function, method,
-// constant and variable (or its group) has a doc comment, and so does
-// each package.
+// TestEveryExportedNameIsDocumented: `go doc` of the SDK's packages
+// (sdkDirs) reads as a complete API — every
+// exported type, function, method, constant and variable (or its group)
+// has a doc comment, and so does each package.
 func TestEveryExportedNameIsDocumented(t *testing.T) {
 	t.Parallel()
-	for _, dir := range []string{".", "opabundle"} {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pkgs {
-			d := doc.New(p, dir, 0)
+	for _, dir := range sdkDirs {
+		{
+			d := docOf(t, dir)
 			need := func(what, text string) {
 				if strings.TrimSpace(text) == "" {
 					t.Errorf("%s: %s has no doc comment", dir, what)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/mcpx/mcpx-policy/internal/engine"
-	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 // BundleFiles returns the whole policy for a config as the files of a
@@ -44,17 +43,4 @@ func BundleFiles(opts Options) (map[string][]byte, error) {
 	}
 	files[".manifest"] = append(manifest, '\n')
 	return files, nil
-}
-
-// WriteBundleArchive writes BundleFiles as opabundle.WriteArchive does.
-//
-// Deprecated: use BundleFiles and opabundle.WriteArchive, which also
-// write folders and signed bundles; this one stays until the last caller
-// in the repository's benchmarks moves.
-func WriteBundleArchive(opts Options, path string) error {
-	files, err := BundleFiles(opts)
-	if err != nil {
-		return err
-	}
-	return opabundle.WriteArchive(files, path)
 }

@@ -3,13 +3,13 @@ package mcpxpolicy_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 func TestParseToolIsStrict(t *testing.T) {
@@ -35,7 +35,12 @@ func TestParseToolIsStrict(t *testing.T) {
 	}
 }
 
-func TestDecodeCall(t *testing.T) {
+// TestAnswerReadsStrictly: Answer reads a call document strictly — exact
+// key names, no duplicate, no unknown field, nothing after it — and keeps
+// numbers as written; a document that does not read is an InvalidInput
+// deny that says why, and only a tool that does not resolve gets the
+// adapter's hint.
+func TestAnswerReadsStrictly(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mcpx-policy.yaml")
@@ -46,9 +51,13 @@ func TestDecodeCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call, _, err := eng.DecodeCall([]byte(`{"server":"fs","tool":{"name":"w"},"args":{"path":"/a","Path":"/b","n":1.0},"surface":"mcp"}`))
-	if err != nil || call.Server != "fs" || call.Tool.Name != "w" || call.Args["Path"] != "/b" || call.Args["n"] != json.Number("1.0") || call.Surface != "mcp" {
-		t.Fatalf("DecodeCall = %+v, %v", call, err)
+	defer eng.Close()
+	ctx := context.Background()
+	opts := mcpxpolicy.AnswerOptions{Name: "call document", ToolHint: "HINT"}
+	ans := eng.Answer(ctx, []byte(`{"server":"fs","tool":{"name":"w"},"args":{"path":"/a","Path":"/b","n":1.0},"surface":"mcp"}`), opts)
+	call := ans.Call
+	if ans.Unread != nil || call.Server != "fs" || call.Tool.Name != "w" || call.Args["Path"] != "/b" || call.Args["n"] != json.Number("1.0") || call.Surface != "mcp" {
+		t.Fatalf("Answer = %+v, %v", call, ans.Unread)
 	}
 	for raw, want := range map[string]string{
 		`{"server":"fs","SERVER":"fs2","tool":"w","args":{}}`:        `key "SERVER" is not "server"`,
@@ -59,18 +68,23 @@ func TestDecodeCall(t *testing.T) {
 		`{"server":"fs","tool":{"name":"w","Name":"r"},"args":{}}`:   `key "Name" is not "name"`,
 		`{"server":"fs","tool":{"name":"w"},"principal":{"ID":"x"}}`: `key "ID" is not "id"`,
 	} {
-		_, _, err := eng.DecodeCall([]byte(raw))
-		var te *mcpxpolicy.ToolError
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("DecodeCall(%s) = %v; want an error with %q", raw, err, want)
+		ans := eng.Answer(ctx, []byte(raw), opts)
+		err := ans.Unread
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "not a call document: ") {
+			t.Errorf("Answer(%s): %v; want an error with %q", raw, err, want)
 		}
-		if errors.As(err, &te) && !strings.Contains(raw, `"Name"`) {
-			t.Errorf("DecodeCall(%s): a document error reported as a tool error", raw)
+		if d := ans.Decision.Decision(); d.Outcome != decision.Deny || d.First().Code != decision.InvalidInput || d.First().Message != err.Error() {
+			t.Errorf("Answer(%s): %+v; want an InvalidInput deny saying why", raw, d)
+		}
+		if strings.Contains(err.Error(), "HINT") != strings.Contains(raw, `"Name"`) {
+			t.Errorf("Answer(%s): %v: the tool's hint goes with a tool that does not read, and only there", raw, err)
 		}
 	}
-	call, _, err = eng.DecodeCall([]byte(`{"server":"fs","tool":"nosuch","args":{}}`))
-	var te *mcpxpolicy.ToolError
-	if !errors.As(err, &te) || call.Server != "fs" || call.Tool.Name != "nosuch" {
-		t.Errorf("a tool name without a catalog: %+v, %v; want a *ToolError and the names for the deny", call, err)
+	ans = eng.Answer(ctx, []byte(`{"server":"fs","tool":"nosuch","args":{}}`), opts)
+	if err := ans.Unread; err == nil || !strings.HasSuffix(err.Error(), "is not in the catalog (HINT)") || ans.Call.Server != "fs" || ans.Call.Tool.Name != "nosuch" {
+		t.Errorf("a tool name without a catalog: %+v, %v; want the hint and the names for the deny", ans.Call, err)
+	}
+	if d := ans.Decision.Decision(); d.Call.Server != "fs" || d.Call.Tool != "nosuch" {
+		t.Errorf("the deny names %+v; want fs.nosuch", d.Call)
 	}
 }

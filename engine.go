@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
-	"github.com/mcpx/mcpx-policy/internal/pins"
 )
 
 // Options says where an Engine's config and state come from.
@@ -25,15 +26,20 @@ type Options struct {
 	// Catalog is an optional tool catalog file; with it, rules and patterns
 	// that match no tool become warnings.
 	Catalog string
-	// Env holds "NAME=value" pairs for the MCPX_POLICY_* layer; nil means
-	// os.Environ().
+	// Env holds "NAME=value" pairs for the MCPX_POLICY_* layer of the
+	// config (docs/configuration.md). Nil, the default, is no such layer:
+	// the environment of a daemon that embeds the Engine changes no
+	// setting unless the daemon hands it over — os.Environ(), as the CLI
+	// does, or the pairs it chooses. The state dir's default reads
+	// $MCPX_POLICY_STATE_DIR whatever Env holds (StateDir).
 	Env []string
 	// Set holds flag-level overrides by config path (for example
 	// "policy.write": "deny"), the highest layer.
 	Set map[string]string
-	// StateDir is where the approval requests live, and the
-	// unknown-outcome ledger when the config keeps it in a file (the
-	// default); "" means DefaultStateDir().
+	// StateDir is where the approval requests and the pinned tool
+	// definitions live, and the unknown-outcome ledger when the config
+	// keeps it in a file (the default); "" means $MCPX_POLICY_STATE_DIR,
+	// else $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
 	StateDir string
 	// DecideTimeout bounds one Decide whose context has no deadline of its
 	// own; 0 (or less) means DefaultDecideTimeout. A context with a deadline
@@ -59,31 +65,26 @@ type Options struct {
 // runaway operator override comes near it.
 const DefaultDecideTimeout = 5 * time.Second
 
-// DefaultStateDir is $MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy,
-// else ~/.local/state/mcpx-policy.
-func DefaultStateDir() (string, error) { return ledger.DefaultStateDir() }
-
 // Engine decides tool calls. It is safe for concurrent use; Reload swaps the
 // prepared policy atomically, so a Decide sees either the old or the new
-// config, never a mix.
+// config, never a mix. It holds the state it decides with behind three
+// handles of one shape — Writes (the unknown-outcome ledger), Approvals
+// and Pins — and feeds the policy from them (docs/decisions/0013-a-thin-door.md).
 type Engine struct {
 	opts      Options
-	ledger    ledger.Store
+	writes    *Writes
 	ledgerCfg config.LedgerConfig // the ledger section it opened
-	pins      *pins.Store
+	pins      *Pins
+	approvals *Approvals
+	cmds      Commands
 	cur       atomic.Pointer[revision]
 	mu        sync.Mutex // serializes Reload
-
-	approvals *Approvals
 }
 
 type revision struct {
 	engine   *engine.Prepared
 	compiled *config.Compiled
 }
-
-// ConfigError is a load-time config error with its file and line.
-type ConfigError = config.ConfigError
 
 // New loads the config and the ledger and prepares the policy. A bad config
 // is an error listing every problem with its file and line (errors.As finds
@@ -95,52 +96,71 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if len(opts.ConfigPaths) == 0 {
 		return nil, errors.New("mcpxpolicy: no config file given")
 	}
-	dir := opts.StateDir
-	if dir == "" {
-		var err error
-		if dir, err = ledger.DefaultStateDir(); err != nil {
-			return nil, fmt.Errorf("mcpxpolicy: state dir: %w", err)
-		}
+	dir, err := stateDir(opts.StateDir)
+	if err != nil {
+		return nil, err
 	}
 	apv, err := openApprovals(dir, opts.ApprovalTTL, opts.MaxApprovals)
 	if err != nil {
 		return nil, err
 	}
-	ps, err := pins.Open(dir)
+	ps, err := openPins(dir)
 	if err != nil {
-		return nil, fmt.Errorf("mcpxpolicy: %w", err)
+		return nil, err
 	}
 	e := &Engine{opts: opts, approvals: apv, pins: ps}
 	rev, err := e.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	led, err := openStore(rev.compiled.Ledger, dir)
+	w, err := openWrites(rev.compiled.Ledger, dir)
 	if err != nil {
 		return nil, err
 	}
-	e.ledger, e.ledgerCfg = led, rev.compiled.Ledger
+	w.engine = true
+	e.writes, e.ledgerCfg = w, rev.compiled.Ledger
+	e.cmds = commandsFor(opts, e.ledgerCfg)
 	e.cur.Store(rev)
 	return e, nil
 }
 
+// stateDir is dir, else the default state dir.
+func stateDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	d, err := ledger.DefaultStateDir()
+	if err != nil {
+		return "", fmt.Errorf("mcpxpolicy: state dir: %w", err)
+	}
+	return d, nil
+}
+
 // Close releases the ledger's connections (the PostgreSQL store's; the
 // file store holds nothing to release). Writes of this Engine still in
-// flight read as a dead process's from then on. Decide and the ledger
-// methods must not be used after it.
-func (e *Engine) Close() error { return e.ledger.Close() }
+// flight read as a dead process's from then on. No method of the Engine
+// or of its handles may be used after it.
+func (e *Engine) Close() error { return e.writes.s.Close() }
 
-// Compile loads and compiles a config without preparing it: what `check`
-// and `bundle` need.
+// compileConfig loads and compiles a config without preparing it: what
+// Check and BundleFiles need.
 func compileConfig(opts Options) (*config.Compiled, error) {
-	return config.Load(config.LoadOptions{
+	env := opts.Env
+	if env == nil {
+		env = []string{} // config.Load would read os.Environ()
+	}
+	c, err := config.Load(config.LoadOptions{
 		Paths:          opts.ConfigPaths,
-		Env:            opts.Env,
+		Env:            env,
 		Set:            opts.Set,
 		Catalog:        opts.Catalog,
 		SchemaCompiler: schemarego.Compile,
 		RuleEvaluator:  schemarego.Evaluate,
 	})
+	if err != nil {
+		return nil, sdkError(err)
+	}
+	return c, nil
 }
 
 func (e *Engine) load(ctx context.Context) (*revision, error) {
@@ -179,6 +199,13 @@ func (e *Engine) Reload(ctx context.Context) error {
 	return err
 }
 
+func orDefault(source string) string {
+	if source == "" {
+		return "the default"
+	}
+	return source
+}
+
 // Revision identifies the config the Engine decides with: a hex SHA-256 of
 // the compiled data and modules.
 func (e *Engine) Revision() string { return e.cur.Load().compiled.Revision }
@@ -198,20 +225,42 @@ func (e *Engine) Warnings() []string {
 	return append(out, catalogWarnings(c, e.opts.Catalog)...)
 }
 
+// Servers returns the names of the servers the current config configures
+// (its `servers:` keys), sorted. A call to any other server is decided by
+// the pool's settings alone: none of a server's hidden tools, rules or
+// write mode apply to it (UnconfiguredWarning). Safe for concurrent use.
+func (e *Engine) Servers() []string { return configuredServers(e.cur.Load().compiled) }
+
+// Ready reports whether the Engine can decide writes: a policy is loaded
+// and the unknown-outcome ledger reads. The error says what is wrong; a
+// ledger that does not read makes every write deny meanwhile
+// (LedgerUnreadable). Safe for concurrent use.
+func (e *Engine) Ready() error {
+	if e.cur.Load() == nil {
+		return errors.New("mcpxpolicy: no policy loaded")
+	}
+	return e.writes.s.Check()
+}
+
 // Decide judges one call. Annotations in call.Tool must come from the
-// server's own tools/list. The server's unknown-outcome entries are read
-// from the ledger and fed to the policy. When the server pins tool
-// definitions (pinTools), call.Tool is compared with its pin in the state
-// dir — a tool seen first is pinned (durably, before Decide returns) — and
-// while its definition differs from the pinned one, the call is judged
-// with the stricter of the pinned and the current annotations
-// (docs/proxy.md#pinned-tool-definitions). Decide always returns a
-// decision; when it also returns an error, the decision is a deny.
+// server's own tools/list. The state the policy reads is fed from the
+// Engine's handles (state.go): the server's unknown-outcome entries from
+// Writes and, when the server pins tool definitions (pinTools), call.Tool
+// compared with its pin in Pins — a tool seen first is pinned (durably,
+// before Decide returns), and while its definition differs from the
+// pinned one, the call is judged with the stricter of the pinned and the
+// current annotations (docs/proxy.md#pinned-tool-definitions). The
+// commands the decision names (clear a write, accept a pin) are spelled
+// for this Engine's process (Commands). Decide always returns a decision;
+// when it also returns an error, the decision is a deny.
 //
 // Every decision has a deadline: ctx's own, else Options.DecideTimeout
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
-func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
+//
+// The decision is the policy's own document, what a stock OPA answers:
+// print, log or return it only redacted (Redact).
+func (e *Engine) Decide(ctx context.Context, call decision.Call) (decision.Decision, error) {
 	if obs := e.opts.Observer; obs != nil {
 		start := time.Now()
 		d, err := e.decide(ctx, call)
@@ -222,26 +271,7 @@ func (e *Engine) Decide(ctx context.Context, call Call) (Decision, error) {
 	return e.decide(ctx, call)
 }
 
-// Listable reports whether server's tool t may be shown to a client in a
-// tool list: not when it is hidden (step 1), nor when its definition is not
-// the one pinned (ToolDefinitionChanged, whether the pin denies or asks);
-// why is the pin's reason then. It judges the tool, not a call: observers
-// (Options.Observer) are not told. Like Decide, it pins a tool seen first
-// when the server pins tool definitions. Safe for concurrent use.
-func (e *Engine) Listable(ctx context.Context, server string, t Tool) (ok bool, why string) {
-	d, _ := e.decide(ctx, Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
-	if d.Outcome == Deny && d.First().Code == HiddenTool {
-		return false, ""
-	}
-	for _, r := range d.Reasons {
-		if r.Code == ToolDefinitionChanged {
-			return false, r.Message
-		}
-	}
-	return true, ""
-}
-
-func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
+func (e *Engine) decide(ctx context.Context, call decision.Call) (decision.Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl)
@@ -254,6 +284,7 @@ func (e *Engine) decide(ctx context.Context, call Call) (Decision, error) {
 	rev := e.cur.Load()
 	led, call := e.stateView(rev.compiled, call)
 	d, err := rev.engine.Decide(ctx, call, led)
+	d = e.cmds.spell(d, led.Seen)
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
 	}
@@ -268,25 +299,64 @@ func (e *Engine) decideTimeout() time.Duration {
 	return DefaultDecideTimeout
 }
 
-// ToolFromCatalog returns the tool of the Engine's catalog (Options.Catalog)
-// by server and name.
-func (e *Engine) ToolFromCatalog(server, name string) (Tool, bool) {
-	cat := e.cur.Load().compiled.Catalog
-	if cat == nil {
-		return Tool{}, false
+// Listable reports whether server's tool t may be shown to a client in a
+// tool list: not when it is hidden (step 1), nor when its definition is not
+// the one pinned (ToolDefinitionChanged, whether the pin denies or asks);
+// why is the pin's reason then. It judges the tool, not a call: observers
+// (Options.Observer) are not told. Like Decide, it pins a tool seen first
+// when the server pins tool definitions. Safe for concurrent use.
+func (e *Engine) Listable(ctx context.Context, server string, t decision.Tool) (ok bool, why string) {
+	d, _ := e.decide(ctx, decision.Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
+	if d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool {
+		return false, ""
 	}
-	return catalogTool(cat, server, name)
+	for _, r := range d.Reasons {
+		if r.Code == decision.ToolDefinitionChanged {
+			return false, r.Message
+		}
+	}
+	return true, ""
 }
 
-// Denied is the deny decision a surface returns when it cannot use the
-// engine at all (for example a config that never loaded).
-func Denied(server, tool string, code Code, message string) Decision {
-	return decision.Denied(decision.CallRef{Server: server, Tool: tool}, code, message)
+// Writes is the Engine's unknown-outcome ledger (Options.StateDir's file,
+// or the database its config names). Engine.Close closes it.
+func (e *Engine) Writes() *Writes { return e.writes }
+
+// Approvals is the Engine's approval store (in Options.StateDir, with
+// Options.ApprovalTTL and MaxApprovals).
+func (e *Engine) Approvals() *Approvals { return e.approvals }
+
+// Pins is the pin store the Engine decides with (Options.StateDir's).
+func (e *Engine) Pins() *Pins { return e.pins }
+
+// Commands spells the commands this Engine's operator runs — clear its
+// writes, accept its pins, list them, check its config — as its decisions
+// name them: with --state-dir when Options.StateDir or
+// $MCPX_POLICY_STATE_DIR chose the state dir (printedStateDir), and the
+// --config files when the ledger is the config's database. Fixed for the
+// Engine's life.
+func (e *Engine) Commands() Commands { return e.cmds }
+
+// configuredServers is the `servers:` keys of c, sorted.
+func configuredServers(c *config.Compiled) []string {
+	cfg, _ := c.Data["config"].(map[string]any)
+	servers, _ := cfg["servers"].(map[string]any)
+	names := make([]string, 0, len(servers))
+	for n := range servers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
-func orDefault(source string) string {
-	if source == "" {
-		return "the default"
+// UnconfiguredWarning is the warning for a call, a catalog or a proxy
+// that names a server the config does not configure: that only the pool's
+// settings apply to it, and which servers the config has.
+func UnconfiguredWarning(server string, configured []string) string {
+	known := "none"
+	if len(configured) > 0 {
+		known = strings.Join(configured, ", ")
 	}
-	return source
+	return fmt.Sprintf("server %q is not configured (no servers.%s in the config): none of a server's hidden tools, rules or write mode apply to it, only the pool's; configured servers: %s",
+		server, server, known)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Load a config into an Engine: the files in layer order, the environment
@@ -31,7 +32,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	defer eng.Close()
-	d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "notes", Tool: writeFile, Args: map[string]any{}})
+	d, _ := eng.Decide(context.Background(), decision.Call{Server: "notes", Tool: writeFile, Args: map[string]any{}})
 	fmt.Println(d.Outcome, d.First().Code)
 
 	_ = os.WriteFile(path, []byte("version: 1\npolicy:\n  write: maybe\n"), 0o644)
@@ -42,63 +43,46 @@ func ExampleNew() {
 	// true
 }
 
-// Read a call document — the call file of `mcpx-policy eval`, the body of
-// serve's POST /v1/decide — strictly, and decide it.
-func ExampleEngine_DecodeCall() {
-	eng, done := exampleEngine(exampleConfig)
-	defer done()
-	raw := []byte(`{"server": "fs", "tool": {"name": "write_file", "inputSchema": {"type": "object", "properties": {"path": {}}}},
-	  "args": {"path": "/etc/passwd"}}`)
-	call, approval, err := eng.DecodeCall(raw)
-	if err != nil {
-		panic(err)
-	}
-	d, _ := eng.Decide(context.Background(), call)
-	fmt.Printf("%s %s %q\n", d.Outcome, d.First().Code, approval)
-
-	_, _, err = eng.DecodeCall([]byte(`{"server": "fs", "server": "git", "tool": "x", "args": {}}`))
-	fmt.Println(err != nil)
-	// Output:
-	// deny ArgumentRuleViolation ""
-	// true
-}
-
-// The JSON answer of `mcpx-policy eval --format json` and serve's POST
-// /v1/decide: the redacted decision with its rendering for the call's
-// surface.
-func ExampleRespond() {
-	eng, done := exampleEngine(exampleConfig)
-	defer done()
-	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}, Surface: mcpxpolicy.SurfaceDaemon}
-	d, _ := eng.Decide(context.Background(), call)
-
-	resp, err := mcpxpolicy.Respond(call, d, nil, nil)
-	if err != nil {
-		panic(err)
-	}
-	b, _ := json.Marshal(resp.Rendered)
-	fmt.Println(resp.Outcome, resp.Rendered.HTTP.Status)
-	fmt.Println(string(b))
-	// Output:
-	// deny 400
-	// {"status":400,"body":{"error":"tool \"move_file\" on \"fs\" is hidden by its hiddenTools configuration","code":"HiddenTool","server":"fs","tool":"move_file","violations":[]}}
-}
-
-// What an MCP proxy answers a refused tools/call with: a hidden tool is an
-// unknown tool to the client, any other refusal an isError result whose
-// text says what was refused and what would be accepted.
-func ExampleRenderMCP() {
+// Answer a call document — the call file of `mcpx-policy eval`, the body
+// of serve's POST /v1/decide — in one step: read it strictly, decide it,
+// put an ask on hold, and render the decision, redacted once, for the
+// call's surface. Its JSON is what eval --format json prints and serve
+// returns.
+func ExampleEngine_Answer() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
 	ctx := context.Background()
+	raw := []byte(`{"server": "fs", "tool": {"name": "move_file"}, "args": {}}`)
+	ans := eng.Answer(ctx, raw, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon})
+	d := ans.Decision.Decision()
+	b, _ := json.Marshal(ans.Rendering)
+	fmt.Println(d.Outcome, d.First().Code, ans.Rendering.Status)
+	fmt.Println(string(b))
 
-	hidden, _ := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}})
-	fmt.Println(mcpxpolicy.RenderMCP(hidden, mcpxpolicy.Commands{}).Error.Message)
-
-	outside, _ := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}})
-	fmt.Println(mcpxpolicy.RenderMCP(outside, mcpxpolicy.Commands{}).Result.IsError)
+	ans = eng.Answer(ctx, []byte(`{"server": "fs", "server": "git", "tool": "x", "args": {}}`), mcpxpolicy.AnswerOptions{Name: "call document"})
+	fmt.Println(ans.Unread)
 	// Output:
-	// unknown tool "move_file"
+	// deny HiddenTool 400
+	// {"status":400,"body":{"error":"tool \"move_file\" on \"fs\" is hidden by its hiddenTools configuration","code":"HiddenTool","server":"fs","tool":"move_file","violations":[]}}
+	// not a call document: json: duplicate key "server"
+}
+
+// What an MCP proxy answers a refused tools/call with: the refusal
+// rendered for MCP, an isError result whose text says what was refused
+// and what would be accepted (a hidden tool is an unknown tool to the
+// client: package mcpgate).
+func ExampleRender_mcp() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	call := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}}
+	d, _ := eng.Decide(context.Background(), call)
+	r, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceMCP, call, mcpxpolicy.Redact(call, d))
+	var result struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(r.Body, &result)
+	fmt.Println(result.IsError)
+	// Output:
 	// true
 }
 
@@ -117,7 +101,7 @@ func ExampleWrites_Clear() {
 	if err != nil {
 		panic(err)
 	}
-	w, _ := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}})
+	w, _ := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}})
 	w.Sent()
 	_ = w.Unknown("timeout")
 	eng.Close()
@@ -134,21 +118,24 @@ func ExampleWrites_Clear() {
 	cleared, err := ledger.Clear("fs", st.Entries[0].ID, "checked: the file was written")
 	fmt.Println(len(cleared), err)
 	_, err = ledger.Clear("fs", "0123456789abcdef", "")
-	fmt.Println(err != nil && errors.Is(err, mcpxpolicy.ErrWriteNotFound))
+	fmt.Println(err != nil && errors.Is(err, mcpxpolicy.ErrNotFound))
 	// Output:
 	// 1 fs timeout
 	// 1 <nil>
 	// true
 }
 
-// A gateway that asks a fleet of stock OPA servers (docs/fleet.md) reads
-// each answer's "result" with ParseDecision; anything that is not a
-// well-formed decision is an error, and the gateway denies the call.
-func ExampleParseDecision() {
-	d, err := mcpxpolicy.ParseDecision([]byte(`{"outcome":"allow","reasons":[],"warnings":[],"write":false,"destructive":false,"call":{"server":"fs","tool":"read_file","sha256":""}}`))
+// A gateway that asks a fleet of stock OPA servers (docs/fleet.md) sends
+// OPAInput's document and reads each answer's "result" with
+// ParseDecision; anything that is not a well-formed decision is an error,
+// and the gateway denies the call.
+func ExampleEngine_ParseDecision() {
+	eng, done := exampleEngine(exampleConfig)
+	defer done()
+	d, err := eng.ParseDecision([]byte(`{"outcome":"allow","reasons":[],"warnings":[],"write":false,"destructive":false,"call":{"server":"fs","tool":"read_file","sha256":""}}`))
 	fmt.Println(d.Outcome, err)
 
-	_, err = mcpxpolicy.ParseDecision([]byte(`{"outcome":"allow-anyway"}`))
+	_, err = eng.ParseDecision([]byte(`{"outcome":"allow-anyway"}`))
 	fmt.Println(err != nil)
 	// Output:
 	// allow <nil>

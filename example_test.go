@@ -2,12 +2,15 @@ package mcpxpolicy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 )
 
 // exampleEngine loads a small config from a temp dir. Examples share it.
@@ -44,14 +47,14 @@ servers:
         description: writes stay in the workspace
         schema:
           properties:
-            path: {type: string, pattern: "^/workspace/"}
+            path: {type: string, pathWithin: [/workspace]}
 `
 
 func boolPtr(b bool) *bool { return &b }
 
-var writeFile = mcpxpolicy.Tool{
+var writeFile = decision.Tool{
 	Name:        "write_file",
-	Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: boolPtr(false)},
+	Annotations: &decision.Annotations{ReadOnlyHint: boolPtr(false)},
 	InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{}, "content": map[string]any{}}},
 }
 
@@ -61,8 +64,8 @@ func ExampleEngine_Decide() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
 
-	for _, path := range []string{"/workspace/notes.md", "/etc/passwd"} {
-		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{
+	for _, path := range []string{"/workspace/notes.md", "/workspace/../etc/passwd"} {
+		d, err := eng.Decide(context.Background(), decision.Call{
 			Server: "fs",
 			Tool:   writeFile,
 			Args:   map[string]any{"path": path, "content": "hello"},
@@ -72,24 +75,29 @@ func ExampleEngine_Decide() {
 		}
 		fmt.Println(d.Outcome, "step="+string(d.Step))
 		for _, r := range d.Reasons {
-			fmt.Println(" ", r.Code, r.Violations[0].Path, r.Violations[0].Constraint, r.Violations[0].Rule.ID)
+			v := r.Violations[0]
+			fmt.Println(" ", r.Code, v.Path, v.Constraint, v.Rule.ID)
+			fmt.Println("   ", v.Detail)
 		}
 	}
 	// Output:
 	// allow step=
 	// deny step=argument_rules
-	//   ArgumentRuleViolation /path pattern fs-writes-in-workspace
+	//   ArgumentRuleViolation /path pathWithin fs-writes-in-workspace
+	//     has a ".." segment, which is refused; it resolves to /etc/passwd
 }
 
 // Render one decision natively for each surface that can ask for it.
 func ExampleRender() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
-	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file"}, Args: map[string]any{}}
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "move_file"}, Args: map[string]any{}}
 	d, _ := eng.Decide(context.Background(), call)
 
-	fmt.Println("daemon status:", mcpxpolicy.HTTPStatus(d))
-	cli, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
+	shown := mcpxpolicy.Redact(call, d) // once: every rendering takes it
+	daemon, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceDaemon, call, shown)
+	fmt.Println("daemon status:", daemon.Status)
+	cli, _ := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, shown)
 	fmt.Println(cli.Text)
 	// Output:
 	// daemon status: 400
@@ -98,12 +106,12 @@ func ExampleRender() {
 
 // Track a write through the ledger's dispatch lifecycle. A write whose
 // answer is lost blocks further writes to that server until it is cleared.
-func ExampleEngine_BeginWrite() {
+func ExampleWrites_Begin() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
-	call := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}, Surface: "mcp"}
+	call := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}, Surface: "mcp"}
 
-	w, err := eng.BeginWrite(call) // durable before the request goes out
+	w, err := eng.Writes().Begin(call) // durable before the request goes out
 	if err != nil {
 		panic(err)
 	}
@@ -113,7 +121,7 @@ func ExampleEngine_BeginWrite() {
 	d, _ := eng.Decide(context.Background(), call)
 	fmt.Println(d.Outcome, d.Reasons[0].Code)
 
-	_, _ = eng.ClearWrites("fs", w.ID(), "checked: the file was written")
+	_, _ = eng.Writes().Clear("fs", w.ID, "checked: the file was written")
 	d, _ = eng.Decide(context.Background(), call)
 	fmt.Println(d.Outcome)
 	// Output:
@@ -130,17 +138,22 @@ func ExampleEngine_DecideApproved() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
 	ctx := context.Background()
-	call := mcpxpolicy.Call{Server: "notes", Tool: writeFile, Args: map[string]any{"path": "/todo.md", "content": "milk"}}
+	call := decision.Call{Server: "notes", Tool: writeFile, Args: map[string]any{"path": "/todo.md", "content": "milk"}}
 
 	d, _ := eng.Decide(ctx, call) // writes to notes need confirmation
 	req, err := eng.RequestApproval(call, d)
 	if err != nil { // no request: the ask cannot complete here
-		d = mcpxpolicy.ConfirmationUnavailableDecision(d)
+		d = mcpgate.Unavailable(d)
 	}
-	fmt.Println(d.Outcome, req.State, req.Prompt.Reasons[0].Code)
-	fmt.Println(req.Prompt.Server, req.Prompt.Tool, string(req.Prompt.Arguments))
+	var prompt struct {
+		Arguments json.RawMessage `json:"arguments"`
+		Reasons   []struct{ Code string }
+	}
+	_ = json.Unmarshal(req.Prompt, &prompt)
+	fmt.Println(d.Outcome, req.State, prompt.Reasons[0].Code)
+	fmt.Println(req.Server, req.Tool, string(prompt.Arguments))
 
-	// The person saw req.Prompt.Text() and said yes to that call.
+	// The person saw req.Text and said yes to that call.
 	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); err != nil {
 		panic(err)
 	}
@@ -148,7 +161,7 @@ func ExampleEngine_DecideApproved() {
 	fmt.Println(d.Outcome, err)
 
 	d, err = eng.DecideApproved(ctx, call, req.ID) // the same approval again
-	fmt.Println(d.Outcome, d.First().Code, errors.Is(err, mcpxpolicy.ErrApprovalUnknown))
+	fmt.Println(d.Outcome, d.First().Code, errors.Is(err, mcpxpolicy.ErrNotFound))
 	// Output:
 	// ask pending WriteNeedsConfirmation
 	// notes write_file {"content":"milk","path":"/todo.md"}
@@ -180,7 +193,7 @@ func ExampleDecision_Enforced() {
 	for _, tool := range []string{"write_file", "move_file"} {
 		t := writeFile
 		t.Name = tool
-		d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{
+		d, _ := eng.Decide(context.Background(), decision.Call{
 			Server: "fs",
 			Tool:   t,
 			Args:   map[string]any{"path": "/etc/passwd", "content": "hello"},
@@ -201,7 +214,7 @@ func ExamplePins_Accept() {
 	defer done()
 	defer eng.Close()
 	ctx := context.Background()
-	call := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}}
+	call := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a"}}
 	d, _ := eng.Decide(ctx, call) // first sight: pinned
 	fmt.Println(d.Outcome)
 

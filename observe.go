@@ -1,6 +1,10 @@
 package mcpxpolicy
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcpx/mcpx-policy/decision"
+)
 
 // Observer watches an Engine at work; the metrics of `serve` and `proxy`
 // are one (docs/service.md#metrics). Its methods run on the goroutine of
@@ -13,15 +17,15 @@ type Observer interface {
 	// shadow mode let the call go ahead against that outcome
 	// (Decision.Relaxed), the time Decide took, and the error Decide
 	// returns with it (nil when the policy decided).
-	Decided(outcome Outcome, code Code, shadow bool, elapsed time.Duration, err error)
+	Decided(outcome decision.Outcome, code decision.Code, shadow bool, elapsed time.Duration, err error)
 	// Reloaded is called once per Reload with its error: nil when the new
 	// policy is in use, else the old one stays.
 	Reloaded(err error)
 }
 
 // decidingCode is the code of the reason that decided d; "" for an allow.
-func decidingCode(d *Decision) Code {
-	if d.Outcome == Allow {
+func decidingCode(d *decision.Decision) decision.Code {
+	if d.Outcome == decision.Allow {
 		return ""
 	}
 	for i := range d.Reasons {
@@ -33,20 +37,4 @@ func decidingCode(d *Decision) Code {
 		return d.Reasons[0].Code
 	}
 	return ""
-}
-
-// PendingApprovals counts the approval requests of the state dir that wait
-// for an answer (the metrics' approvals_pending). Safe for concurrent use.
-func (e *Engine) PendingApprovals() (int, error) {
-	rs, err := e.approvals.List()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, r := range rs {
-		if r.State == ApprovalPending {
-			n++
-		}
-	}
-	return n, nil
 }

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/rollout"
 )
@@ -17,37 +18,22 @@ import (
 // Rolling a config change out (docs/rollout.md): DiffConfigs says what a
 // change does to every tool before it ships.
 
-// DiffOptions says which two configs DiffConfigs compares.
-type DiffOptions struct {
-	// Old and New are each config's files in layer order; conf.d/*.yaml
-	// beside the first file of each is layered after them, as Options
-	// does. The environment is not read: the diff compares the files.
-	Old, New []string
-	// Catalog is an optional tool catalog file: with it every catalog
-	// tool is compared, without it every server as written.
-	Catalog string
+// ConfigDiff is what changes from one config to another (DiffConfigs):
+// each change of a tool's facts (or, without a catalog, of a server's
+// settings as written) marked loosening, tightening or changed.
+type ConfigDiff struct {
+	// Loosening, Tightening and Other count the changes each way; all 0
+	// when the configs decide alike.
+	Loosening, Tightening, Other int
+	// Text is the diff as `mcpx-policy diff` prints it: what was compared,
+	// each change by server and tool, and the counts.
+	Text string
+	// JSON is the diff as `mcpx-policy diff --format json` prints it:
+	// "catalog", "tools", "changes" (server, tool, field, item, old, new,
+	// direction, and for a tool that stops being hidden its facts) and
+	// the counts.
+	JSON json.RawMessage
 }
-
-// ConfigDiff is what changes from one config to another, each change
-// marked loosening, tightening or changed (internal/rollout documents the
-// fields).
-type ConfigDiff = rollout.Diff
-
-// ToolFacts are what a config's policy computes about one catalog tool
-// (a ConfigDiff change of a tool that stops being hidden carries them).
-type ToolFacts = rollout.ToolFacts
-
-// The directions of a config change.
-const (
-	Loosening  = rollout.Loosening
-	Tightening = rollout.Tightening
-	Changed    = rollout.Changed
-)
-
-// RecordedDecision is the decision a recorded call got (CallDocument's
-// Decision): outcome, step, deciding code, its message redacted, the
-// call's SHA-256 and the revision of the config that decided it.
-type RecordedDecision = rollout.RecordedDecision
 
 // factsQuery reads, for each probe (an input document of one catalog
 // tool), the facts the policy computes for the tool and whether a call to
@@ -58,25 +44,41 @@ const factsQuery = `[{"i": i, "facts": f, "write": w} |
 	w := data.mcpx.lib.call.write with input as p
 ]`
 
-// DiffConfigs loads both configs, and with a catalog asks the policy of
+// DiffConfigs loads two configs — old.ConfigPaths and new.ConfigPaths,
+// each with conf.d/*.yaml beside its first file, as New layers them; the
+// environment and Set layers are not read: the diff compares the files —
+// and, with a catalog (new.Catalog, else old.Catalog), asks the policy of
 // each what it makes of every catalog tool (hidden, a write, its write and
 // unknown-arguments modes, exempt keys, the rules that apply), and
 // compares: the decision of a config change through the compiled policy,
-// not its YAML text. Each config is prepared as Check prepares it; an
-// error names the config that failed to load.
-func DiffConfigs(ctx context.Context, opts DiffOptions) (ConfigDiff, error) {
-	if len(opts.Old) == 0 || len(opts.New) == 0 {
+// not its YAML text. Without a catalog every server is compared as
+// written. Each config is prepared as Check prepares it; an error names
+// the config that failed to load.
+func DiffConfigs(ctx context.Context, old, new Options) (ConfigDiff, error) {
+	if len(old.ConfigPaths) == 0 || len(new.ConfigPaths) == 0 {
 		return ConfigDiff{}, fmt.Errorf("mcpxpolicy: a diff needs an old and a new config")
 	}
-	oldSnap, err := snapshot(ctx, opts.Old, opts.Catalog)
+	catalog := new.Catalog
+	if catalog == "" {
+		catalog = old.Catalog
+	}
+	oldSnap, err := snapshot(ctx, old.ConfigPaths, catalog)
 	if err != nil {
 		return ConfigDiff{}, fmt.Errorf("old config: %w", err)
 	}
-	newSnap, err := snapshot(ctx, opts.New, opts.Catalog)
+	newSnap, err := snapshot(ctx, new.ConfigPaths, catalog)
 	if err != nil {
 		return ConfigDiff{}, fmt.Errorf("new config: %w", err)
 	}
-	return rollout.Compare(oldSnap, newSnap), nil
+	d := rollout.Compare(oldSnap, newSnap)
+	out := ConfigDiff{Text: d.Text(strings.Join(old.ConfigPaths, "+"), strings.Join(new.ConfigPaths, "+"), catalog)}
+	out.Loosening, out.Tightening, out.Other = d.Count()
+	b, err := d.JSON()
+	if err != nil {
+		return ConfigDiff{}, fmt.Errorf("mcpxpolicy: diff: %w", err)
+	}
+	out.JSON = b
+	return out, nil
 }
 
 func snapshot(ctx context.Context, paths []string, catalog string) (rollout.Snapshot, error) {
@@ -116,7 +118,7 @@ func toolFacts(ctx context.Context, compiled *config.Compiled) (map[string]map[s
 			if !ok {
 				return nil, fmt.Errorf("catalog: tool %s of server %s is not an MCP Tool the policy can read", name, server)
 			}
-			raw, err := engine.InputJSON(Call{Server: server, Tool: tool, Args: map[string]any{}}, nil)
+			raw, err := engine.InputJSON(decision.Call{Server: server, Tool: tool, Args: map[string]any{}}, nil)
 			if err != nil {
 				return nil, fmt.Errorf("catalog: tool %s of server %s: %w", name, server, err)
 			}
@@ -191,18 +193,34 @@ func sortedStrings(v any) []string {
 // (the file `mcpx-policy eval` reads, plus the decision and its time),
 // within a size and an age cap, their arguments redacted where
 // RecorderOptions.Redact says: what `mcpx-policy replay` decides again.
-// Call Record(call, decision, engine.Revision()) after a decision. Safe
-// for concurrent use.
-type Recorder = rollout.Recorder
+// Safe for concurrent use.
+type Recorder struct{ r *rollout.Recorder }
 
-// RecorderOptions configure a Recorder: its directory, caps and
-// redaction.
-type RecorderOptions = rollout.RecorderOptions
+// RecorderOptions configure a Recorder.
+type RecorderOptions struct {
+	// Dir holds the recorded calls, one file each. It is made 0700 if
+	// missing; an existing one must belong to this user and be closed to
+	// group and others (mode 0700), as the arguments of calls are private.
+	Dir string
+	// MaxBytes caps the recorded files together; the oldest go first to
+	// make room. 0 means DefaultRecordMaxBytes.
+	MaxBytes int64
+	// MaxAge is how long a recorded call is kept. 0 means
+	// DefaultRecordMaxAge.
+	MaxAge time.Duration
+	// Redact says which arguments are written as "[REDACTED]": JSON
+	// Pointers from the arguments' root ("/env/TOKEN", one place), key
+	// names ("content": that key at any depth), and RedactSecrets. Nil
+	// means [RedactSecrets]; an empty list redacts nothing.
+	Redact []string
+}
 
 // Defaults and words of a recording.
 const (
+	// DefaultRecordMaxBytes caps a recording's files, together.
 	DefaultRecordMaxBytes = rollout.DefaultRecordMaxBytes
-	DefaultRecordMaxAge   = rollout.DefaultRecordMaxAge
+	// DefaultRecordMaxAge is how long a recorded call is kept.
+	DefaultRecordMaxAge = rollout.DefaultRecordMaxAge
 	// RedactSecrets in RecorderOptions.Redact names every argument whose
 	// key is a secret's name (token, password, api_key, …); the default.
 	RedactSecrets = rollout.RedactSecrets
@@ -210,4 +228,19 @@ const (
 
 // OpenRecorder checks or makes the directory (0700, this user's, closed
 // to group and others), reads what it holds and applies the caps.
-func OpenRecorder(opts RecorderOptions) (*Recorder, error) { return rollout.OpenRecorder(opts) }
+func OpenRecorder(opts RecorderOptions) (*Recorder, error) {
+	r, err := rollout.OpenRecorder(rollout.RecorderOptions{Dir: opts.Dir, MaxBytes: opts.MaxBytes, MaxAge: opts.MaxAge, Redact: opts.Redact})
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{r: r}, nil
+}
+
+// Record writes one decided call: its arguments redacted as
+// RecorderOptions.Redact says, its decision as shown (redacted with the
+// call, Redact), revision the config revision that decided it
+// (Engine.Revision, Answer.Revision). A call larger than the whole cap is
+// not written, and is an error.
+func (r *Recorder) Record(call decision.Call, shown Redacted, revision string) error {
+	return r.r.Record(call, shown.r, revision)
+}

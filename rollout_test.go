@@ -54,14 +54,14 @@ servers:
         tools: [write_file, move_file]
         schema: {properties: {path: {pattern: "^/workspace/src/"}}}
 `)
-	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.DiffOptions{Old: []string{old}, New: []string{new}, Catalog: catalog})
+	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{old}}, mcpxpolicy.Options{ConfigPaths: []string{new}, Catalog: catalog})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.Catalog || d.Tools != 4 {
-		t.Errorf("Catalog %v, Tools %d; want true, 4", d.Catalog, d.Tools)
+	if d.Loosening != 5 || d.Tightening != 2 || d.Other != 0 {
+		t.Errorf("counts %d %d %d; want 5 loosening, 2 tightening", d.Loosening, d.Tightening, d.Other)
 	}
-	text := strings.ReplaceAll(d.Text("old.yaml", "new.yaml", "catalog.json"), dir+"/", "")
+	text := strings.ReplaceAll(d.Text, dir+"/", "")
 	want := `compared old.yaml -> new.yaml over the 4 tools of the catalog catalog.json
 fs.move_file
   loosening   hidden -> visible; now a write (write mode allow), unknown arguments off, rules ws-strict
@@ -79,23 +79,25 @@ fs.write_file
 		t.Errorf("text:\n%s\nwant:\n%s", text, want)
 	}
 	// The same changes as JSON, with what a newly visible tool now gets.
-	b, err := d.JSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := d.JSON
 	var doc struct {
+		Catalog   bool `json:"catalog"`
+		Tools     int  `json:"tools"`
 		Changed   bool `json:"changed"`
 		Loosening int  `json:"loosening"`
 		Changes   []struct {
 			Server, Tool, Field, Item, Direction string
 			Old, New                             any
-			Facts                                *mcpxpolicy.ToolFacts
+			Facts                                *struct {
+				Write     bool   `json:"write"`
+				WriteMode string `json:"writeMode"`
+			}
 		} `json:"changes"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if !doc.Changed || doc.Loosening != 5 || len(doc.Changes) != 7 {
+	if !doc.Catalog || doc.Tools != 4 || !doc.Changed || doc.Loosening != 5 || len(doc.Changes) != 7 {
 		t.Fatalf("JSON: %s", b)
 	}
 	first := doc.Changes[0]
@@ -104,8 +106,8 @@ fs.write_file
 	}
 
 	// A config against itself: no change.
-	same, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.DiffOptions{Old: []string{old}, New: []string{old}, Catalog: catalog})
-	if err != nil || len(same.Changes) != 0 {
-		t.Errorf("a config against itself: %v, %+v", err, same.Changes)
+	same, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{old}}, mcpxpolicy.Options{ConfigPaths: []string{old}, Catalog: catalog})
+	if err != nil || same.Loosening+same.Tightening+same.Other != 0 {
+		t.Errorf("a config against itself: %v, %s", err, same.Text)
 	}
 }

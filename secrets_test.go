@@ -18,7 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 )
 
@@ -29,12 +29,12 @@ var update = flag.Bool("update", false, "rewrite rego/mcpx/secrets/data.json fro
 const regoSecretsFile = "rego/mcpx/secrets/data.json"
 
 // TestPolicySecretsAreTheGoTable ties the policy's secret table to Go's: the
-// data every bundle ships (and the engine evaluates) holds render.Secrets
+// data every bundle ships (and the engine evaluates) holds redact.Secrets
 // under data.mcpx.secrets, and so does the file `opa test rego/` reads
 // (go test . -run TestPolicySecretsAreTheGoTable -update rewrites it).
 func TestPolicySecretsAreTheGoTable(t *testing.T) {
 	t.Parallel()
-	want := generic(t, render.Secrets)
+	want := generic(t, redact.Secrets)
 	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: []string{"examples/mcpx-policy.yaml"}, Env: []string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -46,9 +46,9 @@ func TestPolicySecretsAreTheGoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := data.Mcpx["secrets"]; !reflect.DeepEqual(got, want) {
-		t.Errorf("the bundle's data.mcpx.secrets is not render.Secrets:\n%v\nwant\n%v", got, want)
+		t.Errorf("the bundle's data.mcpx.secrets is not redact.Secrets:\n%v\nwant\n%v", got, want)
 	}
-	b, err := json.MarshalIndent(render.SecretsData(), "", "  ")
+	b, err := json.MarshalIndent(redact.SecretsData(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPolicySecretsAreTheGoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(onDisk, b) {
-		t.Errorf("%s is not render.Secrets: run go test . -run TestPolicySecretsAreTheGoTable -update", regoSecretsFile)
+		t.Errorf("%s is not redact.Secrets: run go test . -run TestPolicySecretsAreTheGoTable -update", regoSecretsFile)
 	}
 }
 
@@ -171,7 +171,7 @@ var keys = []string{
 }
 
 // TestRegoAgreesWithGo runs the samples and keys through Go
-// (render.RedactString, render.SecretKey) and through the policy as a
+// (redact.RedactString, redact.SecretKey) and through the policy as a
 // stock OPA evaluates it, with the bundle's data (text.redact,
 // text.secret_key): key verdicts are equal; a secret's leak appears in
 // neither output, a non-secret comes out of both unchanged, and the two
@@ -223,12 +223,12 @@ func TestRegoAgreesWithGo(t *testing.T) {
 		t.Fatalf("the policy answered %s (%v)", b, err)
 	}
 	for _, k := range keys {
-		if g, r := render.SecretKey(k), slices.Contains(got.Keys, k); g != r {
+		if g, r := redact.SecretKey(k), slices.Contains(got.Keys, k); g != r {
 			t.Errorf("key %q: Go says secret=%v, Rego says %v", k, g, r)
 		}
 	}
 	for i, s := range samples {
-		goOut, regoOut := render.RedactString(s.in), got.Redact[i]
+		goOut, regoOut := redact.RedactString(s.in), got.Redact[i]
 		switch {
 		case s.leak == "" && (goOut != s.in || regoOut != s.in):
 			t.Errorf("%s is not a secret, but Go shows %q and Rego %q", s.name, goOut, regoOut)
@@ -278,7 +278,7 @@ func regoEval(t *testing.T, query string, input any) any {
 // override's details become — hides every leak, and so does every
 // violation value at every path of the arguments (text.show_at), and
 // secrets_in knows each secret, so an override's message quoting it is
-// scrubbed. What the policy shows is what Go shows (render.RedactShown).
+// scrubbed. What the policy shows is what Go shows (redact.RedactShown).
 func TestRegoHidesTheCorpus(t *testing.T) {
 	t.Parallel()
 	cases := append(secretcorpus.Cases(), secretcorpus.Shapes("hunter2")...)
@@ -317,7 +317,7 @@ func TestRegoHidesTheCorpus(t *testing.T) {
 				}
 			}
 		}
-		goOut, _ := render.RedactShown(c.Args)
+		goOut, _ := redact.RedactShown(c.Args)
 		g, _ := json.Marshal(goOut)
 		r, _ := json.Marshal(outs[i].Value)
 		if string(g) != string(r) {

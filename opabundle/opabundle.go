@@ -31,12 +31,19 @@ const SignaturesFile = ".signatures.json"
 
 // Signing says how to sign a bundle, as `opa build --signing-key
 // --signing-alg --claims-file` does: Key is a PEM private key (RSA or
-// ECDSA), an HMAC secret, or a file holding either; Algorithm defaults to
-// RS256; ClaimsFile is an optional JSON file of extra JWT claims; KeyID is
-// put in the token's "kid" header when set (stock OPA then picks the
-// verification key by it; otherwise its --verification-key-id, "default").
+// ECDSA), an HMAC secret, or a file holding either, read as opa build
+// reads it — a Key that names no file is taken as the HMAC secret, so a
+// mistyped path would sign with the path; KeyData is the key itself (PEM
+// or an HMAC secret) as the caller read it, instead of Key — the CLI reads
+// the key file with the trust checks of internal/trust and passes it here, so a
+// key that cannot be read is an error before anything is signed;
+// Algorithm defaults to RS256; ClaimsFile is an optional JSON file of
+// extra JWT claims; KeyID is put in the token's "kid" header when set
+// (stock OPA then picks the verification key by it; otherwise its
+// --verification-key-id, "default").
 type Signing struct {
 	Key        string
+	KeyData    []byte
 	Algorithm  string
 	ClaimsFile string
 	KeyID      string
@@ -45,10 +52,27 @@ type Signing struct {
 // Sign adds SignaturesFile to files: one JWT, signed with OPA's bundle
 // signer, that lists the SHA-256 of every other file the way OPA's
 // verifier hashes them (data.json and .manifest as parsed JSON, the rest
-// byte for byte). It fails without a key, on a file that should be JSON
-// and is not, and on a key the algorithm cannot use; files is then
-// unchanged.
+// byte for byte). It fails without a key (KeyData empty or blank
+// included), on a file that should be JSON and is not, and on a key the
+// algorithm cannot use; files is then unchanged.
 func Sign(files map[string][]byte, s Signing) error {
+	if s.Key != "" && s.KeyData != nil {
+		return fmt.Errorf("opabundle: sign: Key and KeyData are both set")
+	}
+	if s.KeyData != nil {
+		if len(bytes.TrimSpace(s.KeyData)) == 0 {
+			return fmt.Errorf("opabundle: sign: the signing key is empty")
+		}
+		// OPA reads a key from a file it is named, and takes anything
+		// else that is not PEM as an HMAC secret: hand it the key in a
+		// file of our own, so the bytes read are the bytes signed with
+		path, done, err := privateCopy(s.KeyData)
+		if err != nil {
+			return fmt.Errorf("opabundle: sign: %w", err)
+		}
+		defer done()
+		s.Key = path
+	}
 	if s.Key == "" {
 		return fmt.Errorf("opabundle: sign: no signing key")
 	}
@@ -88,6 +112,22 @@ func Sign(files map[string][]byte, s Signing) error {
 	}
 	files[SignaturesFile] = append(sig, '\n')
 	return nil
+}
+
+// privateCopy writes key to a new file only this user may read, and
+// returns its path and the function that removes it.
+func privateCopy(key []byte) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "mcpx-policy-key-")
+	if err != nil {
+		return "", nil, err
+	}
+	done := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, "key")
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		done()
+		return "", nil, err
+	}
+	return path, done, nil
 }
 
 // WriteDir writes files into dir (created if missing), each under its

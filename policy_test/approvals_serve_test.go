@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Asks over HTTP, end to end: the built binary serves, the test is the
@@ -233,7 +233,7 @@ func TestServeApprovalAcrossProcesses(t *testing.T) {
 		t.Fatalf("eval = %d %s %s", code, out, stderr)
 	}
 	var doc struct {
-		Approval mcpxpolicy.ApprovalRequest `json:"approval"`
+		Approval decision.ApprovalRequest `json:"approval"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Approval.ID == "" {
 		t.Fatalf("eval's request: %v: %s", err, out)
@@ -255,7 +255,7 @@ func TestServeApprovalNeverLoosensADeny(t *testing.T) {
 	id, sum := f.askHTTP(t, "/workspace/a")
 	f.approveHTTP(t, id, sum)
 	daemon := approvalEngine(t, f.dir, f.state, 0)
-	w, err := daemon.BeginWrite(askCall("/workspace/elsewhere"))
+	w, err := daemon.Writes().Begin(askCall("/workspace/elsewhere"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // The approve-then-decide flow through the public SDK: an ask is put on
@@ -35,26 +37,26 @@ func approvalEngine(t *testing.T, dir, state string, ttl time.Duration) *mcpxpol
 	return eng
 }
 
-func askCall(path string) mcpxpolicy.Call {
-	return mcpxpolicy.Call{Server: "fs", Tool: writeFile, Surface: mcpxpolicy.SurfaceDaemon,
+func askCall(path string) decision.Call {
+	return decision.Call{Server: "fs", Tool: writeFile, Surface: mcpxpolicy.SurfaceDaemon,
 		Args: map[string]any{"path": path, "content": "hello"}}
 }
 
 // requestApproved decides call (an ask), opens a request and approves it
 // with the sha256 of the prompt, as a person who saw it would.
-func requestApproved(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call) mcpxpolicy.ApprovalRequest {
+func requestApproved(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) decision.ApprovalRequest {
 	t.Helper()
 	req := requestFor(t, eng, call)
-	if _, err := eng.Approvals().Approve(req.ID, req.Prompt.SHA256); err != nil {
+	if _, err := eng.Approvals().Approve(req.ID, promptOf(t, req).SHA256); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	return req
 }
 
-func requestFor(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call) mcpxpolicy.ApprovalRequest {
+func requestFor(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) decision.ApprovalRequest {
 	t.Helper()
 	d := decide(t, eng, call)
-	if d.Outcome != mcpxpolicy.Ask {
+	if d.Outcome != decision.Ask {
 		t.Fatalf("%s: %s, want an ask", call.Tool.Name, d.Outcome)
 	}
 	req, err := eng.RequestApproval(call, d)
@@ -66,10 +68,10 @@ func requestFor(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call) mcpx
 
 // refused requires DecideApproved to give a deny with code and an error
 // matching want.
-func refused(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call, id string, code mcpxpolicy.Code, want error) mcpxpolicy.Decision {
+func refused(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call, id string, code decision.Code, want error) decision.Decision {
 	t.Helper()
 	d, err := eng.DecideApproved(context.Background(), call, id)
-	if d.Outcome != mcpxpolicy.Deny || d.First().Code != code {
+	if d.Outcome != decision.Deny || d.First().Code != code {
 		t.Fatalf("DecideApproved = %s %s (%v), want a %s deny", d.Outcome, d.First().Code, err, code)
 	}
 	if !errors.Is(err, want) {
@@ -78,13 +80,13 @@ func refused(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call, id stri
 	return d
 }
 
-func approvedAllow(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call, id string) {
+func approvedAllow(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call, id string) {
 	t.Helper()
 	d, err := eng.DecideApproved(context.Background(), call, id)
-	if err != nil || d.Outcome != mcpxpolicy.Allow {
+	if err != nil || d.Outcome != decision.Allow {
 		t.Fatalf("DecideApproved = %s %s, %v; want an allow", d.Outcome, d.First().Code, err)
 	}
-	if d.First().Code != mcpxpolicy.WriteNeedsConfirmation {
+	if d.First().Code != decision.WriteNeedsConfirmation {
 		t.Errorf("the approved allow does not keep the reason it was asked for: %+v", d.Reasons)
 	}
 }
@@ -96,12 +98,12 @@ func TestApprovalUsedOnceThroughTheSDK(t *testing.T) {
 	eng, _ := newEngine(t, askConfig)
 	call := askCall("/workspace/a")
 	req := requestApproved(t, eng, call)
-	if req.State != mcpxpolicy.ApprovalPending || req.Server != "fs" || req.Tool != "write_file" || req.Surface != "daemon" ||
+	if req.State != decision.ApprovalPending || req.Server != "fs" || req.Tool != "write_file" || req.Surface != "daemon" ||
 		req.SHA256 != decide(t, eng, call).Call.SHA256 || !req.Expires.Equal(req.Created.Add(mcpxpolicy.DefaultApprovalTTL)) {
 		t.Fatalf("request = %+v", req)
 	}
 	approvedAllow(t, eng, call, req.ID)
-	d := refused(t, eng, call, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+	d := refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 	if r := d.First(); r.Details["approval"] != req.ID || !strings.Contains(r.Message, "approval "+req.ID+" cannot be used") {
 		t.Fatalf("the replay's reason does not name the approval: %+v", r)
 	}
@@ -116,14 +118,14 @@ func TestApprovalUsedOnceThroughTheSDK(t *testing.T) {
 func TestApprovalForChangedCallRefused(t *testing.T) {
 	t.Parallel()
 	eng, _ := newEngine(t, askConfig)
-	changes := map[string]func(c *mcpxpolicy.Call){
-		"argument":       func(c *mcpxpolicy.Call) { c.Args["path"] = "/workspace/b" },
-		"added-argument": func(c *mcpxpolicy.Call) { c.Args["mode"] = "0777" },
-		"server":         func(c *mcpxpolicy.Call) { c.Server = "other" },
-		"tool": func(c *mcpxpolicy.Call) {
-			c.Tool = mcpxpolicy.Tool{Name: "edit_file", Annotations: destructive, InputSchema: object("path", "content")}
+	changes := map[string]func(c *decision.Call){
+		"argument":       func(c *decision.Call) { c.Args["path"] = "/workspace/b" },
+		"added-argument": func(c *decision.Call) { c.Args["mode"] = "0777" },
+		"server":         func(c *decision.Call) { c.Server = "other" },
+		"tool": func(c *decision.Call) {
+			c.Tool = decision.Tool{Name: "edit_file", Annotations: destructive, InputSchema: object("path", "content")}
 		},
-		"principal": func(c *mcpxpolicy.Call) { c.Principal = &mcpxpolicy.Principal{ID: "mallory"} },
+		"principal": func(c *decision.Call) { c.Principal = &decision.Principal{ID: "mallory"} },
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
@@ -131,20 +133,20 @@ func TestApprovalForChangedCallRefused(t *testing.T) {
 			req := requestApproved(t, eng, call)
 			changed := askCall("/workspace/a")
 			change(&changed)
-			if decide(t, eng, changed).Outcome != mcpxpolicy.Ask {
+			if decide(t, eng, changed).Outcome != decision.Ask {
 				t.Fatal("the changed call is not an ask")
 			}
-			refused(t, eng, changed, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalMismatch)
-			refused(t, eng, call, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+			refused(t, eng, changed, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
+			refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 		})
 	}
 	t.Run("approver-saw-another-call", func(t *testing.T) {
 		req := requestFor(t, eng, askCall("/workspace/a"))
 		other := decide(t, eng, askCall("/workspace/b")).Call.SHA256
-		if _, err := eng.Approvals().Approve(req.ID, other); !errors.Is(err, mcpxpolicy.ErrApprovalMismatch) {
+		if _, err := eng.Approvals().Approve(req.ID, other); !errors.Is(err, mcpxpolicy.ErrMismatch) {
 			t.Fatalf("Approve with another call's sha256: %v, want ErrApprovalMismatch", err)
 		}
-		refused(t, eng, askCall("/workspace/a"), req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalPending)
+		refused(t, eng, askCall("/workspace/a"), req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalPending)
 	})
 }
 
@@ -176,7 +178,7 @@ func TestApprovalVoidWhenTheReasonsChange(t *testing.T) {
 	if got := codes(decide(t, eng, call).Reasons); len(got) != 2 {
 		t.Fatalf("reasons after the reload: %v, want two", got)
 	}
-	refused(t, eng, call, voided.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalMismatch)
+	refused(t, eng, call, voided.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrMismatch)
 }
 
 // TestApprovalExpires: an approval used after its expiry is refused.
@@ -190,8 +192,8 @@ func TestApprovalExpires(t *testing.T) {
 		t.Fatalf("the request lives %s, want the ApprovalTTL 2s", got)
 	}
 	time.Sleep(time.Until(req.Expires) + 50*time.Millisecond)
-	refused(t, eng, call, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalExpired)
-	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); !errors.Is(err, mcpxpolicy.ErrApprovalUnknown) {
+	refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalExpired)
+	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); !errors.Is(err, mcpxpolicy.ErrNotFound) {
 		t.Fatalf("approving the expired request: %v, want ErrApprovalUnknown", err)
 	}
 }
@@ -208,19 +210,19 @@ func TestApprovalAcrossEngines(t *testing.T) {
 	call := askCall("/workspace/a")
 	req := requestFor(t, first, call)
 
-	person, err := mcpxpolicy.OpenApprovals(state)
+	person, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	list, err := person.List()
-	if err != nil || len(list) != 1 || list[0].ID != req.ID || list[0].Prompt.SHA256 != req.SHA256 {
+	if err != nil || len(list) != 1 || list[0].ID != req.ID || promptOf(t, list[0]).SHA256 != req.SHA256 {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
-	if _, err := person.Approve(req.ID, list[0].Prompt.SHA256); err != nil {
+	if _, err := person.Approve(req.ID, promptOf(t, list[0]).SHA256); err != nil {
 		t.Fatal(err)
 	}
 	approvedAllow(t, second, call, req.ID)
-	refused(t, first, call, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+	refused(t, first, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 	if list, _ := person.List(); len(list) != 0 {
 		t.Fatalf("the used request is still listed: %+v", list)
 	}
@@ -236,20 +238,20 @@ func TestApprovalNeverTurnsDenyIntoAllow(t *testing.T) {
 		eng, _ := newEngine(t, askConfig)
 		call := askCall("/workspace/a")
 		req := requestApproved(t, eng, call)
-		w, err := eng.BeginWrite(askCall("/workspace/other"))
+		w, err := eng.Writes().Begin(askCall("/workspace/other"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Sent()
 		w.Unknown("timeout")
 		d, err := eng.DecideApproved(context.Background(), call, req.ID)
-		if err != nil || d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.UnknownOutcomePending {
+		if err != nil || d.Outcome != decision.Deny || d.First().Code != decision.UnknownOutcomePending {
 			t.Fatalf("DecideApproved = %s %s, %v; want the UnknownOutcomePending deny", d.Outcome, d.First().Code, err)
 		}
-		if _, err := eng.ClearWrites("fs", "", "checked"); err != nil {
+		if _, err := eng.Writes().Clear("fs", "", "checked"); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, eng, call, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalUnknown)
+		refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrNotFound)
 	})
 	t.Run("config", func(t *testing.T) {
 		t.Parallel()
@@ -262,7 +264,7 @@ func TestApprovalNeverTurnsDenyIntoAllow(t *testing.T) {
 			t.Fatal(err)
 		}
 		d, err := eng.DecideApproved(context.Background(), call, req.ID)
-		if err != nil || d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.WriteDenied {
+		if err != nil || d.Outcome != decision.Deny || d.First().Code != decision.WriteDenied {
 			t.Fatalf("DecideApproved = %s %s, %v; want the WriteDenied deny", d.Outcome, d.First().Code, err)
 		}
 	})
@@ -275,7 +277,7 @@ func TestApprovalNeverTurnsDenyIntoAllow(t *testing.T) {
 			t.Fatalf("RequestApproval for a deny: %v, want ErrNotAsk", err)
 		}
 		forged := d
-		forged.Outcome = mcpxpolicy.Ask
+		forged.Outcome = decision.Ask
 		forged.Call.SHA256 = decide(t, eng, askCall("/workspace/b")).Call.SHA256
 		if _, err := eng.RequestApproval(call, forged); err == nil {
 			t.Fatal("RequestApproval accepted a decision made for another call")
@@ -292,22 +294,22 @@ func TestApprovalDeclinedAndPending(t *testing.T) {
 	call := askCall("/workspace/a")
 
 	req := requestFor(t, eng, call)
-	refused(t, eng, call, req.ID, mcpxpolicy.ConfirmationUnavailable, mcpxpolicy.ErrApprovalPending)
+	refused(t, eng, call, req.ID, decision.ConfirmationUnavailable, mcpxpolicy.ErrApprovalPending)
 	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); err != nil {
 		t.Fatal(err)
 	}
 	approvedAllow(t, eng, call, req.ID)
 
 	req = requestFor(t, eng, call)
-	if r, err := eng.Approvals().Decline(req.ID); err != nil || r.State != mcpxpolicy.ApprovalDeclined {
+	if r, err := eng.Approvals().Decline(req.ID); err != nil || r.State != decision.ApprovalDeclined {
 		t.Fatalf("Decline = %+v, %v", r, err)
 	}
 	if _, err := eng.Approvals().Approve(req.ID, req.SHA256); !errors.Is(err, mcpxpolicy.ErrApprovalDeclined) {
 		t.Fatalf("approving after a decline: %v", err)
 	}
-	d := refused(t, eng, call, req.ID, mcpxpolicy.ConfirmationDeclined, mcpxpolicy.ErrApprovalDeclined)
-	if mcpxpolicy.HTTPStatus(d) != 403 {
-		t.Fatalf("a declined approval renders as %d, want 403", mcpxpolicy.HTTPStatus(d))
+	d := refused(t, eng, call, req.ID, decision.ConfirmationDeclined, mcpxpolicy.ErrApprovalDeclined)
+	if r, err := mcpxpolicy.Render(mcpxpolicy.SurfaceDaemon, call, mcpxpolicy.Redact(call, d)); err != nil || r.Status != 403 {
+		t.Fatalf("a declined approval renders as %d (%v), want 403", r.Status, err)
 	}
 }
 
@@ -337,9 +339,9 @@ func TestConcurrentApprovedDecisionsOneWins(t *testing.T) {
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
-					case d.Outcome == mcpxpolicy.Allow && err == nil:
+					case d.Outcome == decision.Allow && err == nil:
 						allows++
-					case d.Outcome == mcpxpolicy.Deny && errors.Is(err, mcpxpolicy.ErrApprovalUnknown):
+					case d.Outcome == decision.Deny && errors.Is(err, mcpxpolicy.ErrNotFound):
 						unknown++
 					default:
 						t.Errorf("DecideApproved = %s, %v", d.Outcome, err)
@@ -365,14 +367,14 @@ func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 	call.Args["content"] = "token=" + secret
 	req := requestFor(t, eng, call)
 	path := filepath.Join(dir, "state", "approvals.json")
-	if eng.Approvals().Path() != path {
-		t.Fatalf("Path = %s, want %s", eng.Approvals().Path(), path)
+	if eng.Approvals().Where() != path {
+		t.Fatalf("Path = %s, want %s", eng.Approvals().Where(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), secret) || strings.Contains(string(req.Prompt.Arguments), secret) {
+	if strings.Contains(string(b), secret) || strings.Contains(string(promptOf(t, req).Arguments), secret) {
 		t.Fatalf("the secret is in the store: %s", b)
 	}
 	if !strings.Contains(string(b), req.SHA256) {
@@ -381,4 +383,19 @@ func TestApprovalStoreHoldsNoSecret(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("approvals.json mode %o, want 600", st.Mode().Perm())
 	}
+}
+
+// prompt is what a test reads of an approval request's prompt.
+type prompt struct {
+	SHA256    string          `json:"sha256"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func promptOf(t *testing.T, req decision.ApprovalRequest) prompt {
+	t.Helper()
+	var p prompt
+	if err := json.Unmarshal(req.Prompt, &p); err != nil {
+		t.Fatalf("the prompt of %s does not read: %v", req.ID, err)
+	}
+	return p
 }

@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // loseWrite records an unknown outcome for a write_file call to fs in the
@@ -21,7 +23,7 @@ func loseWrite(t *testing.T, cfg, state string) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	w, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+	w, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			if code != 2 || !ok {
 				t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
 			}
-			if want := "mcpx-policy writes clear fs --state-dir '" + state + "'"; clear != want {
+			if want := "mcpx-policy writes clear fs --seen <seen> --state-dir '" + state + "'"; seenRE.ReplaceAllString(clear, "--seen <seen>") != want {
 				t.Errorf("eval prints %q; want %q", clear, want)
 			}
 			cleared(t, state, paste(t, clear+" --reason pasted"))
@@ -246,6 +248,10 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 		})
 	}
 }
+
+// seenRE is the --seen of a printed clear command: the token of the
+// entries the deny showed (a hash of their ids).
+var seenRE = regexp.MustCompile(`--seen [0-9a-f]{16}`)
 
 // lineAfter is the rest of the line of out that follows prefix (a printed
 // command after its label), and whether prefix is there.

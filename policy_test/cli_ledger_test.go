@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // cli runs the built binary and returns its exit code, stdout and stderr.
@@ -47,7 +48,7 @@ func TestLedgerThroughTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+	w, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +65,10 @@ func TestLedgerThroughTheCLI(t *testing.T) {
 		t.Fatalf("eval of a read after a lost write: exit %d\n%s", code, stderr)
 	}
 	code, stdout, _ := cli(t, "writes", "--state-dir", state)
-	if code != 0 || !strings.Contains(stdout, w.ID()) || !strings.Contains(stdout, "write_file") {
+	if code != 0 || !strings.Contains(stdout, w.ID) || !strings.Contains(stdout, "write_file") {
 		t.Fatalf("writes: exit %d\n%s", code, stdout)
 	}
-	if code, _, stderr := cli(t, "writes", "clear", "fs", "--id", w.ID(), "--reason", "checked by hand", "--state-dir", state); code != 0 {
+	if code, _, stderr := cli(t, "writes", "clear", "fs", "--id", w.ID, "--reason", "checked by hand", "--state-dir", state); code != 0 {
 		t.Fatalf("writes clear: exit %d\n%s", code, stderr)
 	}
 	if code, _, stderr := cli(t, "eval", "--config", cfg, "--state-dir", state, filepath.Join(dir, "write.json")); code != 0 {

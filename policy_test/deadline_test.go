@@ -14,6 +14,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Runaway evaluations: every decision has a deadline on every surface, and
@@ -107,12 +108,12 @@ func runCapped(t *testing.T, wall time.Duration, args ...string) (int, string, s
 // PolicyError deny whose message names the time limit.
 func policyErrorDecision(t *testing.T, stdout, limit string) {
 	t.Helper()
-	var d mcpxpolicy.Decision
+	var d decision.Decision
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatalf("eval printed no decision: %v\n%.2000s", err, stdout)
 	}
 	want := "policy error: the decision did not finish within its time limit (" + limit + ") and was stopped; denied (fail closed)"
-	if d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.PolicyError || d.First().Message != want {
+	if d.Outcome != decision.Deny || d.First().Code != decision.PolicyError || d.First().Message != want {
 		t.Fatalf("decision %s %s %q; want a PolicyError deny %q", d.Outcome, d.First().Code, d.First().Message, want)
 	}
 }
@@ -182,7 +183,7 @@ func TestProxyStopsARunawayDecision(t *testing.T) {
 	cs := connect(t, ctx, underLimits(t, g.command(t, server)), nil)
 
 	res := call(t, ctx, cs, "read_note", map[string]any{"text": "spin"})
-	if code := refusal(res); code != string(mcpxpolicy.PolicyError) || !strings.Contains(text(res), "did not finish within its time limit (1s)") {
+	if code := refusal(res); code != string(decision.PolicyError) || !strings.Contains(text(res), "did not finish within its time limit (1s)") {
 		t.Fatalf("the runaway call = %s %q; want a PolicyError refusal naming the 1s limit", code, text(res))
 	}
 	if res := call(t, ctx, cs, "read_note", map[string]any{"text": "hello"}); res.IsError || text(res) != "note" {
@@ -209,10 +210,10 @@ func TestServeDecideTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("POST /v1/decide: %v", err)
 	}
-	var d mcpxpolicy.Decision
+	var d decision.Decision
 	err = json.NewDecoder(resp.Body).Decode(&d)
 	resp.Body.Close()
-	if err != nil || d.First().Code != mcpxpolicy.PolicyError || !strings.Contains(d.First().Message, "time limit (1s)") {
+	if err != nil || d.First().Code != decision.PolicyError || !strings.Contains(d.First().Message, "time limit (1s)") {
 		t.Fatalf("decide = %s %q (%v); want a PolicyError naming the 1s limit", d.First().Code, d.First().Message, err)
 	}
 	resp, err = http.Get(base + "/healthz")
@@ -229,11 +230,11 @@ func TestServeDecideTimeout(t *testing.T) {
 func TestSDKDeadlines(t *testing.T) {
 	t.Parallel()
 	config, _, state := limitsSetup(t, spinOverride)
-	tool := mcpxpolicy.Tool{Name: "read_note", Annotations: readOnly, InputSchema: object("text")}
-	call := mcpxpolicy.Call{Server: "notes", Tool: tool, Args: map[string]any{"text": "spin"}}
-	decideWithin := func(eng *mcpxpolicy.Engine, ctx context.Context) (mcpxpolicy.Decision, error) {
+	tool := decision.Tool{Name: "read_note", Annotations: readOnly, InputSchema: object("text")}
+	call := decision.Call{Server: "notes", Tool: tool, Args: map[string]any{"text": "spin"}}
+	decideWithin := func(eng *mcpxpolicy.Engine, ctx context.Context) (decision.Decision, error) {
 		type result struct {
-			d   mcpxpolicy.Decision
+			d   decision.Decision
 			err error
 		}
 		done := make(chan result, 1)
@@ -246,12 +247,12 @@ func TestSDKDeadlines(t *testing.T) {
 			return r.d, r.err
 		case <-time.After(60 * time.Second):
 			t.Fatal("Decide ran for 60 s: no deadline applied")
-			return mcpxpolicy.Decision{}, nil
+			return decision.Decision{}, nil
 		}
 	}
-	check := func(name string, d mcpxpolicy.Decision, err error, limit string) {
+	check := func(name string, d decision.Decision, err error, limit string) {
 		t.Helper()
-		if !errors.Is(err, context.DeadlineExceeded) || d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.PolicyError ||
+		if !errors.Is(err, context.DeadlineExceeded) || d.Outcome != decision.Deny || d.First().Code != decision.PolicyError ||
 			!strings.Contains(d.First().Message, "time limit ("+limit+")") {
 			t.Errorf("%s: %s %s %q, %v; want a PolicyError deny naming %s and DeadlineExceeded", name, d.Outcome, d.First().Code, d.First().Message, err, limit)
 		}
@@ -267,7 +268,7 @@ func TestSDKDeadlines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	d, err = decideWithin(eng, ctx)
-	if !errors.Is(err, context.DeadlineExceeded) || d.First().Code != mcpxpolicy.PolicyError || strings.Contains(d.First().Message, "(300ms)") {
+	if !errors.Is(err, context.DeadlineExceeded) || d.First().Code != decision.PolicyError || strings.Contains(d.First().Message, "(300ms)") {
 		t.Errorf("the context's own deadline: %s %q, %v; want its limit, not the option's", d.First().Code, d.First().Message, err)
 	}
 
@@ -281,7 +282,7 @@ func TestSDKDeadlines(t *testing.T) {
 
 	// a normal call is not affected
 	call.Args = map[string]any{"text": "hello"}
-	if d, err := decideWithin(eng, context.Background()); err != nil || d.Outcome != mcpxpolicy.Allow {
+	if d, err := decideWithin(eng, context.Background()); err != nil || d.Outcome != decision.Allow {
 		t.Errorf("a normal call: %s %v", d.Outcome, err)
 	}
 }

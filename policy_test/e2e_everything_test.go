@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -148,9 +149,9 @@ func TestE2EEverything(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ws []mcpxpolicy.UnknownWrite
+		var ws []decision.UnknownWrite
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if ws, err = eng.UnknownWrites(); err == nil && len(ws) > 0 {
+			if ws, err = entries(eng.Writes().List()); err == nil && len(ws) > 0 {
 				break
 			}
 		}

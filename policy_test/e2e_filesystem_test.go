@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +32,8 @@ servers:
         description: writes stay in the workspace
         schema:
           properties:
-            path: {type: string, pattern: '^%s/workspace/'}
-`, regexp.QuoteMeta(root))
+            path: {type: string, pathWithin: ['%s/workspace']}
+`, root)
 }
 
 func TestE2EFilesystem(t *testing.T) {

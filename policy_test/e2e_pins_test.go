@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Pinned tool definitions through the built proxy: the official Go SDK
@@ -288,8 +289,8 @@ servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := mcpxpolicy.ToolSHA256(serverTool)
-	ps, err := mcpxpolicy.OpenPins(g.state)
+	want, _, _ := decision.ToolSHA256(serverTool)
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: g.state})
 	if err != nil {
 		t.Fatal(err)
 	}

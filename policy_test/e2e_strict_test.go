@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // The strict-decoding tests drive the built proxy with a scripted client —
@@ -269,7 +270,7 @@ func TestE2EStrictCallParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/ws/lost"}, Surface: "mcp"})
+	w, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/ws/lost"}, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}

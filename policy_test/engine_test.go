@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // TestReloadKeepsOldPolicyOnFailure: a config that fails to load leaves the
@@ -19,7 +20,7 @@ func TestReloadKeepsOldPolicyOnFailure(t *testing.T) {
 	t.Parallel()
 	eng, dir := newEngine(t, "version: 1\npolicy:\n  write: allow\n")
 	cfg := filepath.Join(dir, "mcpx-policy.yaml")
-	write := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}}
+	write := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}}
 	rev := eng.Revision()
 
 	if err := os.WriteFile(cfg, []byte("version: 1\npolicy:\n  write: sometimes\n"), 0o644); err != nil {
@@ -30,7 +31,7 @@ func TestReloadKeepsOldPolicyOnFailure(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Line != 3 {
 		t.Fatalf("Reload of a bad config: %v", err)
 	}
-	if d := decide(t, eng, write); d.Outcome != mcpxpolicy.Allow || eng.Revision() != rev {
+	if d := decide(t, eng, write); d.Outcome != decision.Allow || eng.Revision() != rev {
 		t.Fatalf("after a failed reload: %s, revision changed %v", d.Outcome, eng.Revision() != rev)
 	}
 
@@ -40,7 +41,7 @@ func TestReloadKeepsOldPolicyOnFailure(t *testing.T) {
 	if err := eng.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, eng, write); d.Outcome != mcpxpolicy.Deny || eng.Revision() == rev {
+	if d := decide(t, eng, write); d.Outcome != decision.Deny || eng.Revision() == rev {
 		t.Fatalf("after a good reload: %s", d.Outcome)
 	}
 }
@@ -58,12 +59,12 @@ func TestConcurrentDecide(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 25; i++ {
 				path := fmt.Sprintf("/workspace/%d/%d", g, i)
-				want := mcpxpolicy.Allow
+				want := decision.Allow
 				if i%2 == 1 {
 					path = fmt.Sprintf("/etc/%d/%d", g, i)
-					want = mcpxpolicy.Deny
+					want = decision.Deny
 				}
-				d, err := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": path}})
+				d, err := eng.Decide(context.Background(), decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": path}})
 				if err != nil || d.Outcome != want {
 					errs <- fmt.Errorf("%s: got %s (%v), want %s", path, d.Outcome, err, want)
 					return
@@ -88,8 +89,8 @@ func TestCancelledContextDenies(t *testing.T) {
 	eng, _ := newEngine(t, "version: 1\npolicy:\n  write: allow\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	d, err := eng.Decide(ctx, mcpxpolicy.Call{Server: "fs", Tool: readFile})
-	if err == nil || d.Outcome != mcpxpolicy.Deny || d.Reasons[0].Code != mcpxpolicy.PolicyError {
+	d, err := eng.Decide(ctx, decision.Call{Server: "fs", Tool: readFile})
+	if err == nil || d.Outcome != decision.Deny || d.Reasons[0].Code != decision.PolicyError {
 		t.Fatalf("cancelled Decide = %s %v, %v", d.Outcome, codes(d.Reasons), err)
 	}
 }
@@ -118,19 +119,19 @@ ask contains {"code": "NotMaintainer", "message": "writes by non-maintainers nee
 	if err != nil {
 		t.Fatal(err)
 	}
-	maintainer := &mcpxpolicy.Principal{ID: "ana", Groups: []string{"maintainers"}}
-	d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/w/.git/config"}, Principal: maintainer})
-	if d.Outcome != mcpxpolicy.Deny || d.Step != "overrides" || d.Reasons[0].Code != mcpxpolicy.OverrideDeny {
+	maintainer := &decision.Principal{ID: "ana", Groups: []string{"maintainers"}}
+	d := decide(t, eng, decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/w/.git/config"}, Principal: maintainer})
+	if d.Outcome != decision.Deny || d.Step != "overrides" || d.Reasons[0].Code != decision.OverrideDeny {
 		t.Fatalf("override deny: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
 	if got := d.Reasons[0].Details; got["override_code"] != "NoGitDir" || got["path"] != "/w/.git/config" {
 		t.Fatalf("override details = %v", got)
 	}
-	d = decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/w/a"}, Principal: &mcpxpolicy.Principal{ID: "bo"}})
-	if d.Outcome != mcpxpolicy.Ask || d.Reasons[0].Code != mcpxpolicy.OverrideAsk || !strings.Contains(d.Reasons[0].Message, "non-maintainers") {
+	d = decide(t, eng, decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/w/a"}, Principal: &decision.Principal{ID: "bo"}})
+	if d.Outcome != decision.Ask || d.Reasons[0].Code != decision.OverrideAsk || !strings.Contains(d.Reasons[0].Message, "non-maintainers") {
 		t.Fatalf("override ask: %s %v", d.Outcome, d.Reasons)
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/w/a"}, Principal: maintainer}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/w/a"}, Principal: maintainer}); d.Outcome != decision.Allow {
 		t.Fatalf("maintainer write: %s %v", d.Outcome, d.Reasons)
 	}
 }

@@ -143,7 +143,7 @@ func TestFleetSharesThePostgresLedger(t *testing.T) {
 	}
 	_, _, body := a.post(t, "/v1/decide", noteWrite)
 	clear := clearDetail(t, body)
-	if want := "mcpx-policy writes clear notes --config " + g.config; clear != want {
+	if want := "mcpx-policy writes clear notes --seen <seen> --config " + g.config; seenRE.ReplaceAllString(clear, "--seen <seen>") != want {
 		t.Errorf("serve's decision names %q; want %q", clear, want)
 	}
 	if out := paste(t, clear+" --reason 'fleet test'", env...); !strings.Contains(out, "1 write(s) cleared") {

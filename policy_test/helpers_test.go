@@ -10,15 +10,16 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 var (
-	readOnly    = &mcpxpolicy.Annotations{ReadOnlyHint: ptr(true)}
-	destructive = &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(true)}
-	additive    = &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(false)}
+	readOnly    = &decision.Annotations{ReadOnlyHint: ptr(true)}
+	destructive = &decision.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(true)}
+	additive    = &decision.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(false)}
 )
 
 func object(props ...string) map[string]any {
@@ -30,11 +31,11 @@ func object(props ...string) map[string]any {
 }
 
 var (
-	readFile  = mcpxpolicy.Tool{Name: "read_file", Annotations: readOnly, InputSchema: object("path", "lines", "tail")}
-	writeFile = mcpxpolicy.Tool{Name: "write_file", Annotations: destructive, InputSchema: object("path", "content")}
-	mkdir     = mcpxpolicy.Tool{Name: "create_directory", Annotations: additive, InputSchema: object("path")}
-	deleteF   = mcpxpolicy.Tool{Name: "delete_file", Annotations: destructive, InputSchema: object("path", "secret_schema_key")}
-	gitPush   = mcpxpolicy.Tool{Name: "git_push", Annotations: additive, InputSchema: object("remote", "branch", "force")}
+	readFile  = decision.Tool{Name: "read_file", Annotations: readOnly, InputSchema: object("path", "lines", "tail")}
+	writeFile = decision.Tool{Name: "write_file", Annotations: destructive, InputSchema: object("path", "content")}
+	mkdir     = decision.Tool{Name: "create_directory", Annotations: additive, InputSchema: object("path")}
+	deleteF   = decision.Tool{Name: "delete_file", Annotations: destructive, InputSchema: object("path", "secret_schema_key")}
+	gitPush   = decision.Tool{Name: "git_push", Annotations: additive, InputSchema: object("remote", "branch", "force")}
 )
 
 // writeFiles writes name → content under a new temp dir and returns it.
@@ -70,7 +71,7 @@ func newEngine(t *testing.T, config string) (*mcpxpolicy.Engine, string) {
 	return eng, dir
 }
 
-func decide(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call) mcpxpolicy.Decision {
+func decide(t *testing.T, eng *mcpxpolicy.Engine, call decision.Call) decision.Decision {
 	t.Helper()
 	d, err := eng.Decide(context.Background(), call)
 	if err != nil {
@@ -79,15 +80,15 @@ func decide(t *testing.T, eng *mcpxpolicy.Engine, call mcpxpolicy.Call) mcpxpoli
 	return d
 }
 
-func codes(rs []mcpxpolicy.Reason) []mcpxpolicy.Code {
-	out := []mcpxpolicy.Code{}
+func codes(rs []decision.Reason) []decision.Code {
+	out := []decision.Code{}
 	for _, r := range rs {
 		out = append(out, r.Code)
 	}
 	return out
 }
 
-func sameCodes(a, b []mcpxpolicy.Code) bool { return slices.Equal(a, b) }
+func sameCodes(a, b []decision.Code) bool { return slices.Equal(a, b) }
 
 // writeBundle writes the policy of opts as an OPA bundle archive at path,
 // signed when sign is not nil.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const ledgerConfig = `version: 1
@@ -20,9 +21,9 @@ policy:
 func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	t.Parallel()
 	eng, _ := newEngine(t, ledgerConfig)
-	write := mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a", "content": "x"}, Surface: "mcp"}
+	write := decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a", "content": "x"}, Surface: "mcp"}
 
-	settled, err := eng.BeginWrite(write)
+	settled, err := eng.Writes().Begin(write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +31,11 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 	if err := settled.Settle(); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, eng, write); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, write); d.Outcome != decision.Allow {
 		t.Fatalf("after a settled write: %s %v", d.Outcome, d.Reasons)
 	}
 
-	lost, err := eng.BeginWrite(write)
+	lost, err := eng.Writes().Begin(write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,29 +44,29 @@ func TestUnknownOutcomeBlocksWritesUntilCleared(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := decide(t, eng, write)
-	if d.Outcome != mcpxpolicy.Deny || d.Step != "ledger" || d.Reasons[0].Code != mcpxpolicy.UnknownOutcomePending {
+	if d.Outcome != decision.Deny || d.Step != "ledger" || d.Reasons[0].Code != decision.UnknownOutcomePending {
 		t.Fatalf("after a lost write: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
 	msg := d.Reasons[0].Message
-	for _, want := range []string{"id " + lost.ID(), "write_file at ", "mcpx-policy writes clear fs"} {
+	for _, want := range []string{"id " + lost.ID, "write_file at ", "mcpx-policy writes clear fs"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != decision.Allow {
 		t.Fatalf("a read after a lost write: %s", d.Outcome)
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "git", Tool: writeFile}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "git", Tool: writeFile}); d.Outcome != decision.Allow {
 		t.Fatalf("a write to another server: %s", d.Outcome)
 	}
-	ws, err := eng.UnknownWrites()
-	if err != nil || len(ws) != 1 || ws[0].ID != lost.ID() {
+	ws, err := entries(eng.Writes().List())
+	if err != nil || len(ws) != 1 || ws[0].ID != lost.ID {
 		t.Fatalf("UnknownWrites = %v, %v", ws, err)
 	}
-	if _, err := eng.ClearWrites("fs", lost.ID(), "checked: file written"); err != nil {
+	if _, err := eng.Writes().Clear("fs", lost.ID, "checked: file written"); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, eng, write); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, write); d.Outcome != decision.Allow {
 		t.Fatalf("after clear: %s %v", d.Outcome, d.Reasons)
 	}
 }
@@ -83,17 +84,22 @@ func TestUnreadableLedgerBlocksWrites(t *testing.T) {
 	if err := os.WriteFile(path, corrupt, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}})
-	if d.Outcome != mcpxpolicy.Deny || d.Step != "ledger" || !sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.LedgerUnreadable}) {
+	d := decide(t, eng, decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/a"}})
+	if d.Outcome != decision.Deny || d.Step != "ledger" || !sameCodes(codes(d.Reasons), []decision.Code{decision.LedgerUnreadable}) {
 		t.Fatalf("write with a corrupt ledger: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a"}}); d.Outcome != decision.Allow {
 		t.Fatalf("read with a corrupt ledger: %s", d.Outcome)
 	}
-	if _, err := eng.BeginWrite(mcpxpolicy.Call{Server: "fs", Tool: writeFile}); err == nil {
+	if _, err := eng.Writes().Begin(decision.Call{Server: "fs", Tool: writeFile}); err == nil {
 		t.Fatal("BeginWrite on a corrupt ledger succeeded")
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(corrupt) {
 		t.Fatalf("corrupt ledger was overwritten: %q", got)
 	}
+}
+
+// entries are the unknown-outcome entries of a ledger listing.
+func entries(st mcpxpolicy.WritesState, err error) ([]decision.UnknownWrite, error) {
+	return st.Entries, err
 }

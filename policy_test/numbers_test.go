@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // numbersConfig forbids one value per argument. A server that reads JSON
@@ -31,7 +32,7 @@ servers:
         schema: {not: {const: 1}}
 `
 
-var setTool = mcpxpolicy.Tool{Name: "set", Annotations: readOnly, InputSchema: map[string]any{"type": "object", "additionalProperties": true}}
+var setTool = decision.Tool{Name: "set", Annotations: readOnly, InputSchema: map[string]any{"type": "object", "additionalProperties": true}}
 
 // argsOf decodes JSON arguments as every surface does (UseNumber: the
 // numbers keep their text).
@@ -55,28 +56,28 @@ func TestNumbersAreJudgedAsTheServerReadsThem(t *testing.T) {
 	eng, _ := newEngine(t, numbersConfig)
 	cases := []struct {
 		args    string
-		code    mcpxpolicy.Code // first reason; "" means allow
-		message string          // a piece of its message
+		code    decision.Code // first reason; "" means allow
+		message string        // a piece of its message
 	}{
-		{`{"n": 9007199254740993}`, mcpxpolicy.InvalidInput, "args /n: the number 9007199254740993 reads as 9.007199254740992e+15 in a double"},
-		{`{"m": 1.0000000000000001}`, mcpxpolicy.InvalidInput, "args /m: the number 1.0000000000000001 reads as 1 in a double"},
-		{`{"n": 1e400}`, mcpxpolicy.InvalidInput, "args /n: the number 1e400 is beyond the range of a double"},
-		{`{"deep": {"a/b": [0, 12345678901234567890]}}`, mcpxpolicy.InvalidInput, "args /deep/a~1b/1: the number 12345678901234567890 reads as 1.2345678901234567e+19"},
-		{`{"n": 9007199254740992}`, mcpxpolicy.ArgumentRuleViolation, "/n 9007199254740992 matches a schema it must not match (rule not-2p53"},
-		{`{"m": 1}`, mcpxpolicy.ArgumentRuleViolation, "(rule not-one"},
-		{`{"m": 1.0}`, mcpxpolicy.ArgumentRuleViolation, "(rule not-one"},
+		{`{"n": 9007199254740993}`, decision.InvalidInput, "args /n: the number 9007199254740993 reads as 9.007199254740992e+15 in a double"},
+		{`{"m": 1.0000000000000001}`, decision.InvalidInput, "args /m: the number 1.0000000000000001 reads as 1 in a double"},
+		{`{"n": 1e400}`, decision.InvalidInput, "args /n: the number 1e400 is beyond the range of a double"},
+		{`{"deep": {"a/b": [0, 12345678901234567890]}}`, decision.InvalidInput, "args /deep/a~1b/1: the number 12345678901234567890 reads as 1.2345678901234567e+19"},
+		{`{"n": 9007199254740992}`, decision.ArgumentRuleViolation, "/n 9007199254740992 matches a schema it must not match (rule not-2p53"},
+		{`{"m": 1}`, decision.ArgumentRuleViolation, "(rule not-one"},
+		{`{"m": 1.0}`, decision.ArgumentRuleViolation, "(rule not-one"},
 		{`{"n": 9007199254740991, "m": 0.1}`, "", ""},
 		{`{"n": 1e20, "m": 0.30000000000000004, "k": [5e-324, -0, 1.7976931348623157e308]}`, "", ""},
 	}
 	for _, c := range cases {
-		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "calc", Tool: setTool, Args: argsOf(t, c.args)})
+		d, err := eng.Decide(context.Background(), decision.Call{Server: "calc", Tool: setTool, Args: argsOf(t, c.args)})
 		if c.code == "" {
-			if err != nil || d.Outcome != mcpxpolicy.Allow {
+			if err != nil || d.Outcome != decision.Allow {
 				t.Errorf("%s: %s %v %v; want allow", c.args, d.Outcome, codes(d.Reasons), err)
 			}
 			continue
 		}
-		if d.Outcome != mcpxpolicy.Deny || d.First().Code != c.code || !strings.Contains(d.First().Message, c.message) {
+		if d.Outcome != decision.Deny || d.First().Code != c.code || !strings.Contains(d.First().Message, c.message) {
 			t.Errorf("%s: %s %s %q; want a %s deny with %q", c.args, d.Outcome, d.First().Code, d.First().Message, c.code, c.message)
 		}
 	}
@@ -89,17 +90,17 @@ func TestSDKNumbersOfGoTypes(t *testing.T) {
 	eng, _ := newEngine(t, numbersConfig)
 	for _, c := range []struct {
 		v    any
-		code mcpxpolicy.Code
+		code decision.Code
 	}{
-		{int64(9007199254740993), mcpxpolicy.InvalidInput},
-		{uint64(1 << 63), mcpxpolicy.InvalidInput},
-		{float64(9007199254740993), mcpxpolicy.ArgumentRuleViolation}, // it is 2^53
+		{int64(9007199254740993), decision.InvalidInput},
+		{uint64(1 << 63), decision.InvalidInput},
+		{float64(9007199254740993), decision.ArgumentRuleViolation}, // it is 2^53
 		{0.1, ""},
-		{int64(1 << 53), mcpxpolicy.ArgumentRuleViolation},
+		{int64(1 << 53), decision.ArgumentRuleViolation},
 	} {
-		d, _ := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "calc", Tool: setTool, Args: map[string]any{"n": c.v}})
+		d, _ := eng.Decide(context.Background(), decision.Call{Server: "calc", Tool: setTool, Args: map[string]any{"n": c.v}})
 		got := d.First().Code
-		if d.Outcome == mcpxpolicy.Allow {
+		if d.Outcome == decision.Allow {
 			got = ""
 		}
 		if got != c.code {
@@ -129,7 +130,7 @@ func TestStockOPANumbers(t *testing.T) {
 		`{"n": 0.1, "m": 1e23, "x": [1.5000000000000000001e21, 0.1000000000000000000001]}`,
 		`{"n": 12.5}`,
 	} {
-		call := mcpxpolicy.Call{Server: "calc", Tool: setTool, Args: argsOf(t, raw)}
+		call := decision.Call{Server: "calc", Tool: setTool, Args: argsOf(t, raw)}
 		want, _ := eng.Decide(context.Background(), call)
 		input, err := eng.OPAInput(call)
 		if err != nil {
@@ -139,7 +140,7 @@ func TestStockOPANumbers(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatalf("%s: opa answered %d %s", raw, status, body)
 		}
-		got, err := mcpxpolicy.ParseDecision(result)
+		got, err := eng.ParseDecision(result)
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}

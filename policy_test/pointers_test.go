@@ -3,7 +3,7 @@ package policy_test
 import (
 	"testing"
 
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // TestArrayIndexPointers: a per-argument rule on /items/0/force applies to
@@ -28,7 +28,7 @@ servers:
         required: true
         schema: {type: string, pattern: "^/workspace/"}
 `)
-	apply := mcpxpolicy.Tool{Name: "apply", Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(false)}}
+	apply := decision.Tool{Name: "apply", Annotations: &decision.Annotations{ReadOnlyHint: ptr(false), DestructiveHint: ptr(false)}}
 	ok := map[string]any{"path": "/workspace/b"}
 	cases := []struct {
 		name  string
@@ -43,16 +43,16 @@ servers:
 		{"the required second element absent", []any{map[string]any{"force": false}}, []string{"/items/1/path"}},
 	}
 	for _, c := range cases {
-		d := decide(t, eng, mcpxpolicy.Call{Server: "repo", Tool: apply, Args: map[string]any{"items": c.items}})
+		d := decide(t, eng, decision.Call{Server: "repo", Tool: apply, Args: map[string]any{"items": c.items}})
 		var got []string
 		for _, r := range d.Reasons {
 			for _, v := range r.Violations {
 				got = append(got, v.Path)
 			}
 		}
-		want := mcpxpolicy.Allow
+		want := decision.Allow
 		if len(c.paths) > 0 {
-			want = mcpxpolicy.Deny
+			want = decision.Deny
 		}
 		if d.Outcome != want || len(got) != len(c.paths) || (len(got) > 0 && got[0] != c.paths[0]) {
 			t.Errorf("%s: %s with violations at %v; want %s at %v (%+v)", c.name, d.Outcome, got, want, c.paths, d.Reasons)

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 )
 
@@ -66,7 +67,7 @@ deny contains {
 )
 
 // addNote is the notes server's add_note as it lists it.
-var addNote = mcpxpolicy.Tool{Name: "add_note", Annotations: &mcpxpolicy.Annotations{DestructiveHint: new(bool)},
+var addNote = decision.Tool{Name: "add_note", Annotations: &decision.Annotations{DestructiveHint: new(bool)},
 	InputSchema: object("text")}
 
 // corpusBatch is a few corpus cases as one call's arguments.
@@ -124,7 +125,7 @@ func TestRedactionCorpusStockOPA(t *testing.T) {
 	writeBundle(t, opts, tarball, nil)
 	base := opaServer(t, tarball)
 	for i, b := range corpusBatches(t) {
-		input, err := eng.OPAInput(mcpxpolicy.Call{Server: "notes", Tool: addNote, Args: b.args})
+		input, err := eng.OPAInput(decision.Call{Server: "notes", Tool: addNote, Args: b.args})
 		if err != nil {
 			t.Fatal(err)
 		}

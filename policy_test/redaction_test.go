@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // The redaction regressions: calls that once put a secret on some output,
@@ -65,7 +66,7 @@ type leakCase struct {
 	name  string
 	args  func(dir string) map[string]any // dir: where the file would go
 	leaks []string
-	code  mcpxpolicy.Code // the deciding reason
+	code  decision.Code // the deciding reason
 }
 
 var leakCases = []leakCase{
@@ -77,7 +78,7 @@ var leakCases = []leakCase{
 			return map[string]any{"path": dir + "/a.txt", "content": "safe", "password": "Hunter2-Correct-Horse"}
 		},
 		leaks: []string{"Hunter2-Correct-Horse"},
-		code:  mcpxpolicy.OverrideDeny,
+		code:  decision.OverrideDeny,
 	},
 	{
 		// A secret used as an object key was kept in violation paths, the
@@ -87,7 +88,7 @@ var leakCases = []leakCase{
 			return map[string]any{"path": dir + "/a.txt", "content": "safe", "ghp_16C7e42F292c6912E7710c838347Ae178B4a": "x"}
 		},
 		leaks: []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "16C7e42F292c6912E7710c838347Ae178B4a"},
-		code:  mcpxpolicy.ArgumentRuleViolation,
+		code:  decision.ArgumentRuleViolation,
 	},
 	{
 		name: "JSON text in a string",
@@ -95,7 +96,7 @@ var leakCases = []leakCase{
 			return map[string]any{"path": dir + "/a.txt", "content": `{"user": "app", "password": "Hunter3-Json-String"}`}
 		},
 		leaks: []string{"Hunter3-Json-String"},
-		code:  mcpxpolicy.ArgumentRuleViolation,
+		code:  decision.ArgumentRuleViolation,
 	},
 	{
 		name: "mysql -pPASS",
@@ -103,7 +104,7 @@ var leakCases = []leakCase{
 			return map[string]any{"path": dir + "/a.sh", "content": "mysql -h db -u root -pHunter4GluedFlag shop"}
 		},
 		leaks: []string{"Hunter4GluedFlag"},
-		code:  mcpxpolicy.ArgumentRuleViolation,
+		code:  decision.ArgumentRuleViolation,
 	},
 	{
 		name: "PGP private key block",
@@ -111,7 +112,7 @@ var leakCases = []leakCase{
 			return map[string]any{"path": dir + "/key.asc", "content": "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGR1c2VyAQgAq3k9Zp2WmXr7\n=Ab12\n-----END PGP PRIVATE KEY BLOCK-----\n"}
 		},
 		leaks: []string{"lQOYBGR1c2VyAQgAq3k9Zp2WmXr7"},
-		code:  mcpxpolicy.ArgumentRuleViolation,
+		code:  decision.ArgumentRuleViolation,
 	},
 	{
 		// The policy cut the value to 120 characters before it looked for
@@ -122,7 +123,7 @@ var leakCases = []leakCase{
 			return map[string]any{"path": dir + "/a.txt", "content": strings.Repeat("x", 109) + " AKIAIOSFODNN7EXAMPLE " + strings.Repeat("y", 100)}
 		},
 		leaks: []string{"AKIAIOSF"},
-		code:  mcpxpolicy.ArgumentRuleViolation,
+		code:  decision.ArgumentRuleViolation,
 	},
 }
 
@@ -133,7 +134,7 @@ func leakGate(t *testing.T) string {
 }
 
 // leakTool is write_file as the filesystem server publishes it.
-var leakTool = mcpxpolicy.Tool{Name: "write_file", Annotations: destructive, InputSchema: map[string]any{
+var leakTool = decision.Tool{Name: "write_file", Annotations: destructive, InputSchema: map[string]any{
 	"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"}},
 	"required": []any{"path", "content"},
 }}
@@ -299,9 +300,9 @@ func TestRedactionStockOPA(t *testing.T) {
 	tarball := filepath.Join(dir, "bundle.tar.gz")
 	writeBundle(t, opts, tarball, nil)
 	base := opaServer(t, tarball)
-	seen := map[mcpxpolicy.Code]bool{}
+	seen := map[decision.Code]bool{}
 	for _, c := range leakCases {
-		call := mcpxpolicy.Call{Server: "fs", Tool: leakTool, Args: c.args("/workspace")}
+		call := decision.Call{Server: "fs", Tool: leakTool, Args: c.args("/workspace")}
 		input, err := eng.OPAInput(call)
 		if err != nil {
 			t.Fatal(err)

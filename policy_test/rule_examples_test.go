@@ -53,6 +53,11 @@ func TestShippedRuleExamplesHold(t *testing.T) {
 		if sum.Examples != want {
 			t.Errorf("%s: %d rule examples hold, want all %d", f, sum.Examples, want)
 		}
+		for _, w := range sum.Warnings {
+			if strings.Contains(w, "hand-written path prefix") {
+				t.Errorf("%s: %s", f, w)
+			}
+		}
 		total += want
 	}
 	if total == 0 {
@@ -105,5 +110,10 @@ func TestDocumentedRuleExamplesHold(t *testing.T) {
 	}
 	if blocks < 5 || want == 0 || sum.Examples != want {
 		t.Errorf("%d blocks of rules, %d examples hold; want all %d", blocks, sum.Examples, want)
+	}
+	// the documented rules are the ones to copy: none is a hand-written
+	// path prefix that check warns about
+	for _, w := range sum.Warnings {
+		t.Errorf("the documented rules load with a warning: %s", w)
 	}
 }

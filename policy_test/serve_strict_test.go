@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // TestServeDecodesBodiesStrictly: serve decoded bodies with Go's
@@ -29,7 +30,7 @@ func TestServeDecodesBodiesStrictly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, server := range []string{"fs", "fs2"} {
-		w, err := eng.BeginWrite(mcpxpolicy.Call{Server: server, Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
+		w, err := eng.Writes().Begin(decision.Call{Server: server, Tool: writeFile, Args: map[string]any{"path": "/a"}, Surface: "mcp"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 )
 
 // shadowConfig puts the policy in shadow mode and git back to enforcing.
@@ -34,8 +36,8 @@ servers:
 
 // observed is one Observer.Decided call.
 type observed struct {
-	outcome mcpxpolicy.Outcome
-	code    mcpxpolicy.Code
+	outcome decision.Outcome
+	code    decision.Code
 	shadow  bool
 }
 
@@ -44,7 +46,7 @@ type recorder struct {
 	got []observed
 }
 
-func (r *recorder) Decided(o mcpxpolicy.Outcome, c mcpxpolicy.Code, shadow bool, _ time.Duration, _ error) {
+func (r *recorder) Decided(o decision.Outcome, c decision.Code, shadow bool, _ time.Duration, _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, observed{o, c, shadow})
@@ -90,23 +92,23 @@ func TestShadowSDK(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	eng, rec, _ := shadowEngine(t, shadowConfig, nil)
-	fsCall := func(tool mcpxpolicy.Tool, args map[string]any) mcpxpolicy.Call {
-		return mcpxpolicy.Call{Surface: "mcp", Server: "fs", Tool: tool, Args: args}
+	fsCall := func(tool decision.Tool, args map[string]any) decision.Call {
+		return decision.Call{Surface: "mcp", Server: "fs", Tool: tool, Args: args}
 	}
 
 	t.Run("a would-be deny goes ahead", func(t *testing.T) {
 		d := decide(t, eng, fsCall(writeFile, map[string]any{"path": "/etc/passwd", "content": "x"}))
 		e := d.Enforced()
-		if d.Outcome != mcpxpolicy.Allow || len(d.Reasons) != 0 || !d.Relaxed() || !d.Write ||
-			e.Outcome != mcpxpolicy.Deny || e.Step != "argument_rules" || e.Shadow != nil ||
-			!sameCodes(codes(e.Reasons), []mcpxpolicy.Code{mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.WriteNeedsConfirmation}) {
+		if d.Outcome != decision.Allow || len(d.Reasons) != 0 || !d.Relaxed() || !d.Write ||
+			e.Outcome != decision.Deny || e.Step != "argument_rules" || e.Shadow != nil ||
+			!sameCodes(codes(e.Reasons), []decision.Code{decision.ArgumentRuleViolation, decision.WriteNeedsConfirmation}) {
 			t.Errorf("decision %+v, enforced %+v", d, e)
 		}
-		if got := rec.last(); got != (observed{mcpxpolicy.Deny, mcpxpolicy.ArgumentRuleViolation, true}) {
+		if got := rec.last(); got != (observed{decision.Deny, decision.ArgumentRuleViolation, true}) {
 			t.Errorf("observer got %+v", got)
 		}
 		d = decide(t, eng, fsCall(readFile, map[string]any{"path": "/workspace/a", "hed": 1}))
-		if d.Outcome != mcpxpolicy.Allow || d.Enforced().First().Code != mcpxpolicy.UnknownArguments {
+		if d.Outcome != decision.Allow || d.Enforced().First().Code != decision.UnknownArguments {
 			t.Errorf("unknown argument: %+v", d)
 		}
 	})
@@ -114,50 +116,50 @@ func TestShadowSDK(t *testing.T) {
 	t.Run("a would-be ask goes ahead without asking", func(t *testing.T) {
 		call := fsCall(writeFile, map[string]any{"path": "/workspace/a", "content": "x"})
 		d := decide(t, eng, call)
-		if d.Outcome != mcpxpolicy.Allow || d.Enforced().Outcome != mcpxpolicy.Ask || d.Enforced().First().Code != mcpxpolicy.WriteNeedsConfirmation {
+		if d.Outcome != decision.Allow || d.Enforced().Outcome != decision.Ask || d.Enforced().First().Code != decision.WriteNeedsConfirmation {
 			t.Errorf("decision %+v", d)
 		}
 		if _, err := eng.RequestApproval(call, d); !errors.Is(err, mcpxpolicy.ErrNotAsk) {
 			t.Errorf("RequestApproval of the shadow allow: %v; want ErrNotAsk (nothing to ask)", err)
 		}
-		if got := rec.last(); got != (observed{mcpxpolicy.Ask, mcpxpolicy.WriteNeedsConfirmation, true}) {
+		if got := rec.last(); got != (observed{decision.Ask, decision.WriteNeedsConfirmation, true}) {
 			t.Errorf("observer got %+v", got)
 		}
 	})
 
 	t.Run("an allow is an allow", func(t *testing.T) {
 		d := decide(t, eng, fsCall(readFile, map[string]any{"path": "/workspace/a"}))
-		if d.Outcome != mcpxpolicy.Allow || d.Relaxed() || d.Shadow == nil || d.Shadow.Outcome != mcpxpolicy.Allow {
+		if d.Outcome != decision.Allow || d.Relaxed() || d.Shadow == nil || d.Shadow.Outcome != decision.Allow {
 			t.Errorf("decision %+v", d)
 		}
-		if got := rec.last(); got != (observed{mcpxpolicy.Allow, "", false}) {
+		if got := rec.last(); got != (observed{decision.Allow, "", false}) {
 			t.Errorf("observer got %+v", got)
 		}
 	})
 
 	t.Run("a server that enforces", func(t *testing.T) {
-		d := decide(t, eng, mcpxpolicy.Call{Surface: "mcp", Server: "git", Tool: gitPush, Args: map[string]any{}})
-		if d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.WriteDenied || d.Shadow != nil || d.Relaxed() {
+		d := decide(t, eng, decision.Call{Surface: "mcp", Server: "git", Tool: gitPush, Args: map[string]any{}})
+		if d.Outcome != decision.Deny || d.First().Code != decision.WriteDenied || d.Shadow != nil || d.Relaxed() {
 			t.Errorf("decision %+v", d)
 		}
-		if got := rec.last(); got != (observed{mcpxpolicy.Deny, mcpxpolicy.WriteDenied, false}) {
+		if got := rec.last(); got != (observed{decision.Deny, decision.WriteDenied, false}) {
 			t.Errorf("observer got %+v", got)
 		}
 	})
 
-	binding := func(t *testing.T, d mcpxpolicy.Decision, code mcpxpolicy.Code) {
+	binding := func(t *testing.T, d decision.Decision, code decision.Code) {
 		t.Helper()
-		if d.Outcome != mcpxpolicy.Deny || d.First().Code != code || d.Relaxed() {
+		if d.Outcome != decision.Deny || d.First().Code != code || d.Relaxed() {
 			t.Errorf("decision %+v; want a %s deny shadow mode leaves alone", d, code)
 		}
-		if got := rec.last(); got != (observed{mcpxpolicy.Deny, code, false}) {
+		if got := rec.last(); got != (observed{decision.Deny, code, false}) {
 			t.Errorf("observer got %+v", got)
 		}
 	}
 
 	t.Run("a hidden tool stays hidden", func(t *testing.T) {
 		d := decide(t, eng, fsCall(deleteF, map[string]any{"path": "/workspace/a"}))
-		binding(t, d, mcpxpolicy.HiddenTool)
+		binding(t, d, decision.HiddenTool)
 		if len(d.Reasons) != 1 || d.Write || d.Destructive {
 			t.Errorf("the hidden tool's decision says more than HiddenTool: %+v", d)
 		}
@@ -167,7 +169,7 @@ func TestShadowSDK(t *testing.T) {
 		call := fsCall(readFile, map[string]any{"path": "/workspace/a"})
 		call.Mode = "sometimes"
 		d := decide(t, eng, call)
-		binding(t, d, mcpxpolicy.InvalidInput)
+		binding(t, d, decision.InvalidInput)
 	})
 
 	t.Run("a write whose outcome is unknown is recorded and blocks", func(t *testing.T) {
@@ -176,7 +178,7 @@ func TestShadowSDK(t *testing.T) {
 		if !d.Relaxed() || !d.Write {
 			t.Fatalf("decision %+v; want a write shadow mode lets through", d)
 		}
-		disp, err := eng.BeginWrite(call)
+		disp, err := eng.Writes().Begin(call)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,13 +186,13 @@ func TestShadowSDK(t *testing.T) {
 		if err := disp.Unknown("timeout"); err != nil {
 			t.Fatal(err)
 		}
-		ws, err := eng.UnknownWrites()
+		ws, err := entries(eng.Writes().List())
 		if err != nil || len(ws) != 1 || ws[0].Server != "fs" || ws[0].Tool != "write_file" {
 			t.Fatalf("UnknownWrites = %+v, %v; want the write that ran in shadow mode", ws, err)
 		}
 		d = decide(t, eng, fsCall(writeFile, map[string]any{"path": "/workspace/b", "content": "x"}))
-		binding(t, d, mcpxpolicy.UnknownOutcomePending)
-		if r := decide(t, eng, fsCall(readFile, map[string]any{"path": "/workspace/a"})); r.Outcome != mcpxpolicy.Allow {
+		binding(t, d, decision.UnknownOutcomePending)
+		if r := decide(t, eng, fsCall(readFile, map[string]any{"path": "/workspace/a"})); r.Outcome != decision.Allow {
 			t.Errorf("a read while writes are blocked: %+v", r)
 		}
 	})
@@ -204,10 +206,10 @@ func TestShadowSDK(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := decide(t, eng, fsCall(writeFile, map[string]any{"path": "/workspace/a", "content": "x"}))
-		if d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.LedgerUnreadable || d.Relaxed() {
+		if d.Outcome != decision.Deny || d.First().Code != decision.LedgerUnreadable || d.Relaxed() {
 			t.Errorf("decision %+v", d)
 		}
-		if got := rec2.last(); got != (observed{mcpxpolicy.Deny, mcpxpolicy.LedgerUnreadable, false}) {
+		if got := rec2.last(); got != (observed{decision.Deny, decision.LedgerUnreadable, false}) {
 			t.Errorf("observer got %+v", got)
 		}
 	})
@@ -220,10 +222,10 @@ func TestShadowSDK(t *testing.T) {
 		}
 		call.Tool.Description = "Writes a file. Also mails it to an address of the server's choosing."
 		d := decide(t, eng, call)
-		if d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.ToolDefinitionChanged || d.Relaxed() {
+		if d.Outcome != decision.Deny || d.First().Code != decision.ToolDefinitionChanged || d.Relaxed() {
 			t.Errorf("decision %+v; want the ToolDefinitionChanged deny", d)
 		}
-		if got := rec2.last(); got != (observed{mcpxpolicy.Deny, mcpxpolicy.ToolDefinitionChanged, false}) {
+		if got := rec2.last(); got != (observed{decision.Deny, decision.ToolDefinitionChanged, false}) {
 			t.Errorf("observer got %+v", got)
 		}
 	})
@@ -236,10 +238,10 @@ func TestShadowSDK(t *testing.T) {
 		decide(t, eng, inside) // first sight: pinned
 		inside.Tool.Description, outside.Tool.Description = "Changed.", "Changed."
 		d := decide(t, eng, inside)
-		if d.Outcome != mcpxpolicy.Ask || d.First().Code != mcpxpolicy.ToolDefinitionChanged || d.Relaxed() {
+		if d.Outcome != decision.Ask || d.First().Code != decision.ToolDefinitionChanged || d.Relaxed() {
 			t.Fatalf("decision %+v; want the policy's own ask", d)
 		}
-		if u := mcpxpolicy.ConfirmationUnavailableDecision(d); u.Outcome != mcpxpolicy.Deny || u.Relaxed() {
+		if u := mcpgate.Unavailable(d); u.Outcome != decision.Deny || u.Relaxed() {
 			t.Errorf("no one to ask: %+v; want a deny, not relaxed", u)
 		}
 		req, err := eng.RequestApproval(inside, d)
@@ -250,13 +252,13 @@ func TestShadowSDK(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, err := eng.DecideApproved(ctx, inside, req.ID)
-		if err != nil || a.Outcome != mcpxpolicy.Allow || a.Relaxed() || a.Enforced().Outcome != mcpxpolicy.Allow {
+		if err != nil || a.Outcome != decision.Allow || a.Relaxed() || a.Enforced().Outcome != decision.Allow {
 			t.Errorf("approved: %+v, %v; want the allow, enforced an allow too (the approval answers the ask either way)", a, err)
 		}
 		// Beside a rule's deny, shadow mode relaxes the deny to the pin's ask.
 		d = decide(t, eng, outside)
-		if d.Outcome != mcpxpolicy.Ask || !d.Relaxed() || d.Enforced().Outcome != mcpxpolicy.Deny ||
-			!sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.ToolDefinitionChanged}) {
+		if d.Outcome != decision.Ask || !d.Relaxed() || d.Enforced().Outcome != decision.Deny ||
+			!sameCodes(codes(d.Reasons), []decision.Code{decision.ToolDefinitionChanged}) {
 			t.Errorf("decision %+v; want an ask on the pin alone, the deny under Shadow", d)
 		}
 	})
@@ -266,10 +268,10 @@ func TestShadowSDK(t *testing.T) {
 			"broken/owner.rego": "package mcpx.overrides\n\n_owner := \"a\" if input.server == \"fs\"\n\n_owner := \"b\" if startswith(input.tool.name, \"write_\")\n\ndeny contains {\"code\": \"Unowned\", \"message\": \"no owner\"} if not _owner\n",
 		})
 		d, err := eng.Decide(ctx, fsCall(writeFile, map[string]any{"path": "/workspace/a", "content": "x"}))
-		if err == nil || d.Outcome != mcpxpolicy.Deny || d.First().Code != mcpxpolicy.PolicyError || d.Relaxed() {
+		if err == nil || d.Outcome != decision.Deny || d.First().Code != decision.PolicyError || d.Relaxed() {
 			t.Errorf("decision %+v, %v; want a PolicyError deny with an error", d, err)
 		}
-		if got := rec2.last(); got != (observed{mcpxpolicy.Deny, mcpxpolicy.PolicyError, false}) {
+		if got := rec2.last(); got != (observed{decision.Deny, decision.PolicyError, false}) {
 			t.Errorf("observer got %+v", got)
 		}
 	})
@@ -280,8 +282,8 @@ func TestShadowSDK(t *testing.T) {
 func TestShadowReloadSwitchesMode(t *testing.T) {
 	t.Parallel()
 	eng, _, dir := shadowEngine(t, shadowConfig, nil)
-	call := mcpxpolicy.Call{Surface: "mcp", Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}}
-	if d := decide(t, eng, call); d.Outcome != mcpxpolicy.Allow || !d.Relaxed() {
+	call := decision.Call{Surface: "mcp", Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd"}}
+	if d := decide(t, eng, call); d.Outcome != decision.Allow || !d.Relaxed() {
 		t.Fatalf("in shadow mode: %+v", d)
 	}
 	enforcing := []byte(strings.Replace(shadowConfig, "enforce: shadow", "enforce: enforce", 1))
@@ -291,7 +293,7 @@ func TestShadowReloadSwitchesMode(t *testing.T) {
 	if err := eng.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(t, eng, call); d.Outcome != mcpxpolicy.Deny || d.Shadow != nil || !slices.Contains(codes(d.Reasons), mcpxpolicy.ArgumentRuleViolation) {
+	if d := decide(t, eng, call); d.Outcome != decision.Deny || d.Shadow != nil || !slices.Contains(codes(d.Reasons), decision.ArgumentRuleViolation) {
 		t.Errorf("after the reload to enforce: %+v", d)
 	}
 }

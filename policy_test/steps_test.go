@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/open-policy-agent/opa/v1/ast"
-
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
 
 const stepsConfig = `version: 1
@@ -48,46 +47,46 @@ func TestEachStepDecides(t *testing.T) {
 	eng, _ := newEngine(t, stepsConfig)
 	cases := []struct {
 		name    string
-		call    mcpxpolicy.Call
-		outcome mcpxpolicy.Outcome
-		step    mcpxpolicy.Step
-		codes   []mcpxpolicy.Code
-		warn    []mcpxpolicy.Code
+		call    decision.Call
+		outcome decision.Outcome
+		step    decision.Step
+		codes   []decision.Code
+		warn    []decision.Code
 		message string // a substring of the deciding reason's message
 	}{
-		{"read passes", mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/etc/hosts"}},
-			mcpxpolicy.Allow, "", nil, nil, ""},
-		{"hidden by server glob", mcpxpolicy.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/x"}},
-			mcpxpolicy.Deny, "hidden", []mcpxpolicy.Code{mcpxpolicy.HiddenTool}, nil, `tool "delete_file" on "fs" is hidden`},
-		{"hidden by pool name on any server", mcpxpolicy.Call{Server: "other", Tool: mcpxpolicy.Tool{Name: "shutdown"}},
-			mcpxpolicy.Deny, "hidden", []mcpxpolicy.Code{mcpxpolicy.HiddenTool}, nil, ""},
-		{"unknown argument rejected with suggestion", mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a", "line": 3}},
-			mcpxpolicy.Deny, "unknown_args", []mcpxpolicy.Code{mcpxpolicy.UnknownArguments}, nil, `unknown argument "line" (did you mean "lines"?)`},
-		{"exempt argument not reported", mcpxpolicy.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a", "cursor": "c"}},
-			mcpxpolicy.Allow, "", nil, nil, ""},
-		{"unknown argument warned elsewhere", mcpxpolicy.Call{Server: "other", Tool: readFile, Args: map[string]any{"path": "/a", "tial": 3}},
-			mcpxpolicy.Allow, "", nil, []mcpxpolicy.Code{mcpxpolicy.IgnoredArguments}, ""},
-		{"argument rule violation", mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd", "content": "x"}},
-			mcpxpolicy.Deny, "argument_rules", []mcpxpolicy.Code{mcpxpolicy.ArgumentRuleViolation},
+		{"read passes", decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/etc/hosts"}},
+			decision.Allow, "", nil, nil, ""},
+		{"hidden by server glob", decision.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/x"}},
+			decision.Deny, "hidden", []decision.Code{decision.HiddenTool}, nil, `tool "delete_file" on "fs" is hidden`},
+		{"hidden by pool name on any server", decision.Call{Server: "other", Tool: decision.Tool{Name: "shutdown"}},
+			decision.Deny, "hidden", []decision.Code{decision.HiddenTool}, nil, ""},
+		{"unknown argument rejected with suggestion", decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a", "line": 3}},
+			decision.Deny, "unknown_args", []decision.Code{decision.UnknownArguments}, nil, `unknown argument "line" (did you mean "lines"?)`},
+		{"exempt argument not reported", decision.Call{Server: "fs", Tool: readFile, Args: map[string]any{"path": "/a", "cursor": "c"}},
+			decision.Allow, "", nil, nil, ""},
+		{"unknown argument warned elsewhere", decision.Call{Server: "other", Tool: readFile, Args: map[string]any{"path": "/a", "tial": 3}},
+			decision.Allow, "", nil, []decision.Code{decision.IgnoredArguments}, ""},
+		{"argument rule violation", decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/passwd", "content": "x"}},
+			decision.Deny, "argument_rules", []decision.Code{decision.ArgumentRuleViolation},
 			nil, `fs.write_file: /path "/etc/passwd" does not match ^/workspace/ (rule fs-writes-in-workspace, `},
-		{"rule passes inside the workspace", mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a", "content": "x"}},
-			mcpxpolicy.Allow, "", nil, nil, ""},
-		{"every finding kept, first deny decides", mcpxpolicy.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/x", "contnet": "x"}},
-			mcpxpolicy.Deny, "unknown_args", []mcpxpolicy.Code{mcpxpolicy.UnknownArguments, mcpxpolicy.ArgumentRuleViolation}, nil, ""},
-		{"write mode deny", mcpxpolicy.Call{Server: "git", Tool: gitPush, Args: map[string]any{"force": false}},
-			mcpxpolicy.Deny, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteDenied}, nil, "writes to git are denied"},
-		{"per-argument rule and write mode both deny", mcpxpolicy.Call{Server: "git", Tool: gitPush, Args: map[string]any{"force": true}},
-			mcpxpolicy.Deny, "argument_rules", []mcpxpolicy.Code{mcpxpolicy.ArgumentRuleViolation, mcpxpolicy.WriteDenied}, nil, "/force true is not false"},
-		{"write mode ask for an unconfigured server", mcpxpolicy.Call{Server: "other", Tool: writeFile, Args: map[string]any{"path": "/a"}},
-			mcpxpolicy.Ask, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteNeedsConfirmation}, nil, "need confirmation"},
-		{"caller's resolved mode wins", mcpxpolicy.Call{Server: "fs", Tool: mkdir, Args: map[string]any{"path": "/workspace/d"}, Mode: "ask"},
-			mcpxpolicy.Ask, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteNeedsConfirmation}, nil, ""},
-		{"missing annotations are a destructive write", mcpxpolicy.Call{Server: "other", Tool: mcpxpolicy.Tool{Name: "frob"}},
-			mcpxpolicy.Ask, "write_mode", []mcpxpolicy.Code{mcpxpolicy.WriteNeedsConfirmation}, nil, ""},
-		{"empty tool name is invalid input", mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{}},
-			mcpxpolicy.Deny, "input", []mcpxpolicy.Code{mcpxpolicy.InvalidInput}, nil, "tool.name must be a non-empty string"},
-		{"unknown caller mode is invalid input", mcpxpolicy.Call{Server: "fs", Tool: readFile, Mode: "sometimes"},
-			mcpxpolicy.Deny, "input", []mcpxpolicy.Code{mcpxpolicy.InvalidInput}, nil, `mode "sometimes" is not a write mode`},
+		{"rule passes inside the workspace", decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/workspace/a", "content": "x"}},
+			decision.Allow, "", nil, nil, ""},
+		{"every finding kept, first deny decides", decision.Call{Server: "fs", Tool: writeFile, Args: map[string]any{"path": "/etc/x", "contnet": "x"}},
+			decision.Deny, "unknown_args", []decision.Code{decision.UnknownArguments, decision.ArgumentRuleViolation}, nil, ""},
+		{"write mode deny", decision.Call{Server: "git", Tool: gitPush, Args: map[string]any{"force": false}},
+			decision.Deny, "write_mode", []decision.Code{decision.WriteDenied}, nil, "writes to git are denied"},
+		{"per-argument rule and write mode both deny", decision.Call{Server: "git", Tool: gitPush, Args: map[string]any{"force": true}},
+			decision.Deny, "argument_rules", []decision.Code{decision.ArgumentRuleViolation, decision.WriteDenied}, nil, "/force true is not false"},
+		{"write mode ask for an unconfigured server", decision.Call{Server: "other", Tool: writeFile, Args: map[string]any{"path": "/a"}},
+			decision.Ask, "write_mode", []decision.Code{decision.WriteNeedsConfirmation}, nil, "need confirmation"},
+		{"caller's resolved mode wins", decision.Call{Server: "fs", Tool: mkdir, Args: map[string]any{"path": "/workspace/d"}, Mode: "ask"},
+			decision.Ask, "write_mode", []decision.Code{decision.WriteNeedsConfirmation}, nil, ""},
+		{"missing annotations are a destructive write", decision.Call{Server: "other", Tool: decision.Tool{Name: "frob"}},
+			decision.Ask, "write_mode", []decision.Code{decision.WriteNeedsConfirmation}, nil, ""},
+		{"empty tool name is invalid input", decision.Call{Server: "fs", Tool: decision.Tool{}},
+			decision.Deny, "input", []decision.Code{decision.InvalidInput}, nil, "tool.name must be a non-empty string"},
+		{"unknown caller mode is invalid input", decision.Call{Server: "fs", Tool: readFile, Mode: "sometimes"},
+			decision.Deny, "input", []decision.Code{decision.InvalidInput}, nil, `mode "sometimes" is not a write mode`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,16 +95,16 @@ func TestEachStepDecides(t *testing.T) {
 			if d.Outcome != c.outcome || d.Step != c.step {
 				t.Fatalf("got %s at step %q, want %s at %q: %+v", d.Outcome, d.Step, c.outcome, c.step, d.Reasons)
 			}
-			if want := append([]mcpxpolicy.Code{}, c.codes...); !sameCodes(codes(d.Reasons), want) {
+			if want := append([]decision.Code{}, c.codes...); !sameCodes(codes(d.Reasons), want) {
 				t.Fatalf("reasons %v, want %v", codes(d.Reasons), want)
 			}
-			if want := append([]mcpxpolicy.Code{}, c.warn...); !sameCodes(codes(d.Warnings), want) {
+			if want := append([]decision.Code{}, c.warn...); !sameCodes(codes(d.Warnings), want) {
 				t.Fatalf("warnings %v, want %v", codes(d.Warnings), want)
 			}
 			if c.message != "" && !strings.Contains(d.First().Message, c.message) {
 				t.Fatalf("message %q does not contain %q", d.First().Message, c.message)
 			}
-			sum, _ := mcpxpolicy.CallSHA256(c.call.Server, c.call.Tool.Name, c.call.Args)
+			sum, _ := decision.CallSHA256(c.call.Server, c.call.Tool.Name, c.call.Args)
 			if c.step != "input" && d.Call.SHA256 != sum {
 				t.Fatalf("call sha256 %q, want %q", d.Call.SHA256, sum)
 			}
@@ -118,8 +117,8 @@ func TestEachStepDecides(t *testing.T) {
 func TestHiddenToolLeaksNothing(t *testing.T) {
 	t.Parallel()
 	eng, _ := newEngine(t, stepsConfig)
-	d := decide(t, eng, mcpxpolicy.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/etc/x", "nope": 1}})
-	if len(d.Reasons) != 1 || d.Reasons[0].Code != mcpxpolicy.HiddenTool || len(d.Warnings) != 0 {
+	d := decide(t, eng, decision.Call{Server: "fs", Tool: deleteF, Args: map[string]any{"path": "/etc/x", "nope": 1}})
+	if len(d.Reasons) != 1 || d.Reasons[0].Code != decision.HiddenTool || len(d.Warnings) != 0 {
 		t.Fatalf("hidden decision has %v / %v", d.Reasons, d.Warnings)
 	}
 	r := d.Reasons[0]
@@ -136,14 +135,14 @@ func TestHiddenToolLeaksNothing(t *testing.T) {
 func TestDestructiveFloor(t *testing.T) {
 	t.Parallel()
 	eng, _ := newEngine(t, strings.Replace(stepsConfig, "  write: ask\n", "  write: ask\n  confirmDestructive: true\n", 1))
-	d := decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: writeFile, Args: map[string]any{"path": "/a"}})
-	if d.Outcome != mcpxpolicy.Ask || d.Step != "destructive_floor" || !sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.DestructiveNeedsConfirmation}) {
+	d := decide(t, eng, decision.Call{Server: "vault", Tool: writeFile, Args: map[string]any{"path": "/a"}})
+	if d.Outcome != decision.Ask || d.Step != "destructive_floor" || !sameCodes(codes(d.Reasons), []decision.Code{decision.DestructiveNeedsConfirmation}) {
 		t.Fatalf("destructive write under allow: %s %s %v", d.Outcome, d.Step, codes(d.Reasons))
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: mkdir, Args: map[string]any{"path": "/a"}}); d.Outcome != mcpxpolicy.Allow {
+	if d := decide(t, eng, decision.Call{Server: "vault", Tool: mkdir, Args: map[string]any{"path": "/a"}}); d.Outcome != decision.Allow {
 		t.Fatalf("additive write under allow: %s %v", d.Outcome, codes(d.Reasons))
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "git", Tool: mcpxpolicy.Tool{Name: "git_reset"}}); d.Outcome != mcpxpolicy.Deny {
+	if d := decide(t, eng, decision.Call{Server: "git", Tool: decision.Tool{Name: "git_reset"}}); d.Outcome != decision.Deny {
 		t.Fatalf("destructive write under deny: %s", d.Outcome)
 	}
 }
@@ -153,12 +152,12 @@ func TestDestructiveFloor(t *testing.T) {
 func TestWriteToolsForceAWrite(t *testing.T) {
 	t.Parallel()
 	eng, _ := newEngine(t, stepsConfig+"    writeTools: [\"read_*\"]\n")
-	d := decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}})
+	d := decide(t, eng, decision.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}})
 	if !d.Write {
 		t.Fatalf("read_file under writeTools is not a write: %+v", d)
 	}
-	d = decide(t, eng, mcpxpolicy.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}, Mode: "deny"})
-	if d.Outcome != mcpxpolicy.Deny || d.Step != "write_mode" {
+	d = decide(t, eng, decision.Call{Server: "vault", Tool: readFile, Args: map[string]any{"path": "/a"}, Mode: "deny"})
+	if d.Outcome != decision.Deny || d.Step != "write_mode" {
 		t.Fatalf("forced write under deny: %s %s", d.Outcome, d.Step)
 	}
 }
@@ -179,14 +178,14 @@ servers:
         argument: key
         schema: {type: string, maxLength: 3}
 `)
-	put := mcpxpolicy.Tool{Name: "put", Annotations: &mcpxpolicy.Annotations{DestructiveHint: ptr(false)}}
+	put := decision.Tool{Name: "put", Annotations: &decision.Annotations{DestructiveHint: ptr(false)}}
 	for _, v := range []any{ast.NewSet(ast.StringTerm("absent")), ast.SetTerm(ast.StringTerm("absent")), ast.StringTerm("toolong"), ast.String("toolong")} {
-		d, err := eng.Decide(context.Background(), mcpxpolicy.Call{Server: "kv", Tool: put, Args: map[string]any{"key": v}})
-		if err == nil || d.Outcome != mcpxpolicy.Deny || !sameCodes(codes(d.Reasons), []mcpxpolicy.Code{mcpxpolicy.InvalidInput}) {
+		d, err := eng.Decide(context.Background(), decision.Call{Server: "kv", Tool: put, Args: map[string]any{"key": v}})
+		if err == nil || d.Outcome != decision.Deny || !sameCodes(codes(d.Reasons), []decision.Code{decision.InvalidInput}) {
 			t.Errorf("key %v: got %s %v (err %v), want an InvalidInput deny", v, d.Outcome, codes(d.Reasons), err)
 		}
 	}
-	if d := decide(t, eng, mcpxpolicy.Call{Server: "kv", Tool: put, Args: map[string]any{"key": "toolong"}}); d.Outcome != mcpxpolicy.Deny || d.Step != "argument_rules" {
+	if d := decide(t, eng, decision.Call{Server: "kv", Tool: put, Args: map[string]any{"key": "toolong"}}); d.Outcome != decision.Deny || d.Step != "argument_rules" {
 		t.Errorf("a plain string breaking the rule: got %s at %q, want a deny at argument_rules", d.Outcome, d.Step)
 	}
 }

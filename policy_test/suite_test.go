@@ -16,13 +16,14 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 )
 
 // stockDecider evaluates the bundle opts compile to as a stock OPA does
 // (OPA's rego package, its in-memory store, the policy's own Rego for
 // every predicate), in process: input JSON in, decision out.
-func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) mcpxpolicy.Decision {
+func stockDecider(t *testing.T, eng *mcpxpolicy.Engine, opts mcpxpolicy.Options) func(input []byte) decision.Decision {
 	t.Helper()
 	files, err := mcpxpolicy.BundleFiles(opts)
 	if err != nil {
@@ -47,7 +48,7 @@ func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) mcpx
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(input []byte) mcpxpolicy.Decision {
+	return func(input []byte) decision.Decision {
 		t.Helper()
 		rs, err := pq.Eval(context.Background(), rego.EvalInput(decodeNumbers(t, input)))
 		if err != nil || len(rs) != 1 {
@@ -57,7 +58,7 @@ func stockDecider(t *testing.T, opts mcpxpolicy.Options) func(input []byte) mcpx
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := mcpxpolicy.ParseDecision(raw)
+		d, err := eng.ParseDecision(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,13 +130,13 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the accepted schemas do not load together: %v", err)
 	}
-	stock := stockDecider(t, mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}})
+	stock := stockDecider(t, eng, mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}})
 	disagree := 0
 	for _, c := range cases {
-		call := mcpxpolicy.Call{Server: "s", Tool: mcpxpolicy.Tool{Name: c.tool, Annotations: readOnly}, Args: map[string]any{"v": c.data}}
+		call := decision.Call{Server: "s", Tool: decision.Tool{Name: c.tool, Annotations: readOnly}, Args: map[string]any{"v": c.data}}
 		d, err := eng.Decide(context.Background(), call)
-		ok := err == nil && ((c.valid && d.Outcome == mcpxpolicy.Allow) ||
-			(!c.valid && d.Outcome == mcpxpolicy.Deny && d.Step == "argument_rules"))
+		ok := err == nil && ((c.valid && d.Outcome == decision.Allow) ||
+			(!c.valid && d.Outcome == decision.Deny && d.Step == "argument_rules"))
 		if !ok {
 			disagree++
 			t.Errorf("%s: valid=%v, got %s at %q (%v): %v", c.name, c.valid, d.Outcome, d.Step, err, d.First().Message)

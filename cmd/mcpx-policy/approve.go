@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const approveUsage = `usage: mcpx-policy approvals [--state-dir D] [--format text|json]
@@ -51,7 +51,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	case format.check() != nil:
 		return approveUsageErr(stdout, stderr, format.check())
 	}
-	store, err := mcpxpolicy.OpenApprovals(*stateDir)
+	store, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
@@ -84,11 +84,11 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "approval %s: %s, expires %s (in %s)%s\n", r.ID, r.State,
 			r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second), asked)
-		fmt.Fprint(stdout, indent(r.Prompt.Text()))
+		fmt.Fprint(stdout, indent(r.Text))
 		switch r.State {
-		case mcpxpolicy.ApprovalPending:
+		case decision.ApprovalPending:
 			fmt.Fprintf(stdout, "  approve: %s\n  decline: %s\n", approveCommand(r, printed), declineCommand(r, printed))
-		case mcpxpolicy.ApprovalApproved:
+		case decision.ApprovalApproved:
 			fmt.Fprintf(stdout, "  approved; it is used when the call is decided with --approval %s (decline: %s)\n", r.ID, declineCommand(r, printed))
 		}
 	}
@@ -118,11 +118,11 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		return approveUsageErr(stdout, stderr, errors.New("approve needs --sha256, the sha256 of the call you were shown (or --decline)"))
 	}
 	id := pos[0]
-	store, err := mcpxpolicy.OpenApprovals(*stateDir)
+	store, err := mcpxpolicy.OpenApprovals(mcpxpolicy.Options{StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	var r mcpxpolicy.ApprovalRequest
+	var r decision.ApprovalRequest
 	if *decline {
 		r, err = store.Decline(id)
 	} else {
@@ -144,29 +144,28 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 // stateDir is the one the commands it names carry (printedStateDir).
 func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
 	list := "mcpx-policy approvals" + stateDirFlag(stateDir)
-	var ue *mcpxpolicy.ApprovalsUnreadableError
 	switch {
-	case errors.As(err, &ue):
-		return fail(stderr, err, ue.Hint+" (nothing was changed; no approval is given or used until then)")
-	case errors.Is(err, mcpxpolicy.ErrApprovalMismatch):
+	case errors.Is(err, mcpxpolicy.ErrUnreadable):
+		return fail(stderr, err, mcpxpolicy.Hint(err)+" (nothing was changed; no approval is given or used until then)")
+	case errors.Is(err, mcpxpolicy.ErrMismatch):
 		return fail(stderr, err, "approve only the call you were shown: compare the sha256 with the one "+list+" shows")
-	case errors.Is(err, mcpxpolicy.ErrApprovalUnknown):
+	case errors.Is(err, mcpxpolicy.ErrNotFound):
 		return fail(stderr, err, "list the waiting requests with: "+list)
 	case errors.Is(err, mcpxpolicy.ErrApprovalExpired):
 		return fail(stderr, err, "decide the call again for a new request")
 	case errors.Is(err, mcpxpolicy.ErrApprovalDeclined):
 		return fail(stderr, err, "a declined request stays declined: decide the call again for a new request")
 	}
-	return fail(stderr, err, "approval store: "+store.Path())
+	return fail(stderr, err, "approval store: "+store.Where())
 }
 
 // approveCommand is the exact command that approves r, runnable as printed
 // with stateDir from printedStateDir.
-func approveCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
+func approveCommand(r decision.ApprovalRequest, stateDir string) string {
 	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
 }
 
-func declineCommand(r mcpxpolicy.ApprovalRequest, stateDir string) string {
+func declineCommand(r decision.ApprovalRequest, stateDir string) string {
 	return "mcpx-policy approve " + r.ID + " --decline" + stateDirFlag(stateDir)
 }
 
@@ -192,51 +191,6 @@ func approvalTTLFlag(fs *flag.FlagSet) *time.Duration {
 }
 
 var errApprovalTTL = errors.New("--approval-ttl must be more than 0: every approval expires")
-
-// decideEval decides call, with approval id when one is given. A refused
-// approval is no warning: the deny says why.
-func decideEval(ctx context.Context, eng *mcpxpolicy.Engine, call mcpxpolicy.Call, id string) (mcpxpolicy.Decision, error) {
-	if id == "" {
-		return eng.Decide(ctx, call)
-	}
-	d, err := eng.DecideApproved(ctx, call, id)
-	if errors.Is(err, mcpxpolicy.ErrApprovalRefused) {
-		err = nil
-	}
-	return d, err
-}
-
-// held is an ask put on hold by eval: its approval request, or why none
-// could be made.
-type held struct {
-	req      *mcpxpolicy.ApprovalRequest
-	err      error
-	path     string
-	stateDir string // the state dir the commands name (printedStateDir)
-	again    string // the eval command that decides the call with the approval
-}
-
-// putOnHold opens an approval request for the ask d of call.
-func putOnHold(eng *mcpxpolicy.Engine, call mcpxpolicy.Call, d mcpxpolicy.Decision, path, stateDir, again string) *held {
-	req, err := eng.RequestApproval(call, d)
-	if err != nil {
-		return &held{err: err, path: path}
-	}
-	return &held{req: &req, path: path, stateDir: stateDir, again: again}
-}
-
-// text is what eval prints after an ask: the request and the commands
-// that approve it, decline it and run the call with it, each runnable as
-// printed; or why no request could be made.
-func (h *held) text() string {
-	if h.req == nil {
-		return fmt.Sprintf("mcpx-policy: warning: %s: no approval request was made, so this ask cannot be approved: %v\n", h.path, h.err)
-	}
-	r := *h.req
-	return fmt.Sprintf("approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
-		r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
-		approveCommand(r, h.stateDir), declineCommand(r, h.stateDir), h.again+" --approval "+r.ID+" "+writesQuote(absPath(h.path)))
-}
 
 // evalAgain is the eval command line, up to --approval, that decides a
 // call as this one did: its config, catalog, state dir (printedStateDir's)

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
@@ -22,8 +26,10 @@ package per argument-rule schema, operator overrides and the compiled data
   opa run --server --bundle bundle.tar.gz
 
 With --sign the bundle carries .signatures.json, signed as "opa build
---signing-key" signs (the key is a PEM private key or HMAC secret, or a
-file holding it; --signing-alg defaults to RS256); stock OPA verifies it:
+--signing-key" signs (--signing-key names a file holding a PEM private key
+or an HMAC secret — one only you may read — or is a PEM key itself; a key
+file that cannot be read is an error; --signing-alg defaults to RS256);
+stock OPA verifies it:
 
   mcpx-policy bundle --config mcpx-policy.yaml -o bundle.tar.gz --sign --signing-key private.pem
   opa run --server --bundle bundle.tar.gz --verification-key public.pem
@@ -37,11 +43,12 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write a gzipped tarball here")
 	dir := fs.String("dir", "", "write the bundle's files into this folder")
 	sign := fs.Bool("sign", false, "sign the bundle (.signatures.json)")
-	key := fs.String("signing-key", "", "PEM private key or HMAC secret, or a file holding it")
+	key := fs.String("signing-key", "", "file holding a PEM private key or HMAC secret (or a PEM key itself)")
 	alg := fs.String("signing-alg", "RS256", "JWT signing algorithm")
 	claims := fs.String("claims-file", "", "JSON file of extra claims for the signature")
 	keyID := fs.String("signing-key-id", "", "key id (kid) put in the signature")
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if err = fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, bundleUsage, err)
 	}
 	if len(configs) == 0 || (*out == "") == (*dir == "") || fs.NArg() > 0 {
@@ -53,9 +60,19 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 	if !*sign && (*key != "" || *claims != "" || *keyID != "") {
 		return usageError(stdout, stderr, bundleUsage, fmt.Errorf("--signing-key, --claims-file and --signing-key-id need --sign"))
 	}
-	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs})
+	var sig opabundle.Signing
+	if *sign {
+		var hint, exposed string
+		if sig, exposed, hint, err = signing(*key, *alg, *claims, *keyID); err != nil {
+			return fail(stderr, err, hint)
+		}
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: signing key %s\n", exposed)
+		}
+	}
+	files, err := mcpxpolicy.BundleFiles(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ()})
 	if err == nil && *sign {
-		err = opabundle.Sign(files, opabundle.Signing{Key: *key, Algorithm: *alg, ClaimsFile: *claims, KeyID: *keyID})
+		err = opabundle.Sign(files, sig)
 	}
 	if err == nil && *dir != "" {
 		err = opabundle.WriteDir(files, *dir)
@@ -66,4 +83,42 @@ func runBundle(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	return 0
+}
+
+// maxKeyFile caps a signing key or claims file: a PEM key is a few KiB.
+const maxKeyFile = 1 << 20
+
+// signing reads what --sign needs: the key — a PEM key given inline, else
+// the file --signing-key names, an operator secret that must be readable
+// and not empty (never the path itself as an HMAC secret, as opa build
+// would take it) — and a claims file only its owner may write. exposed
+// warns of a key file other users may read; an error comes with a hint.
+func signing(key, alg, claims, keyID string) (s opabundle.Signing, exposed, hint string, err error) {
+	s = opabundle.Signing{Algorithm: alg, ClaimsFile: claims, KeyID: keyID}
+	hintOf := func(err error) string {
+		var fe *trust.Error
+		if errors.As(err, &fe) {
+			return fe.Hint
+		}
+		return "--signing-key names a file holding the key (a PEM private key or an HMAC secret)"
+	}
+	if strings.HasPrefix(key, "-----BEGIN") {
+		s.Key = key
+	} else {
+		var b []byte
+		b, exposed, err = trust.ReadTrusted(key, trust.Secret, maxKeyFile)
+		if err != nil {
+			return s, "", hintOf(err), fmt.Errorf("signing key: %w", err)
+		}
+		if len(strings.TrimSpace(string(b))) == 0 {
+			return s, "", "", fmt.Errorf("signing key %s is empty", key)
+		}
+		s.KeyData = b
+	}
+	if claims != "" {
+		if _, _, err := trust.ReadTrusted(claims, trust.Config, maxKeyFile); err != nil {
+			return s, "", hintOf(err), fmt.Errorf("claims file: %w", err)
+		}
+	}
+	return s, exposed, "", nil
 }

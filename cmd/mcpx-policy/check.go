@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
@@ -34,7 +35,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if len(configs) == 0 || fs.NArg() > 0 {
 		return usageError(stdout, stderr, checkUsage, fmt.Errorf("check takes --config files and no arguments"))
 	}
-	sum, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog})
+	sum, err := mcpxpolicy.Check(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog})
 	if err != nil {
 		return fail(stderr, err, "")
 	}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
@@ -63,22 +62,17 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	case format.check() != nil:
 		return usageError2(stdout, stderr, diffUsage, format.check())
 	}
-	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.DiffOptions{Old: olds, New: news, Catalog: *catalog})
+	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.Options{ConfigPaths: olds}, mcpxpolicy.Options{ConfigPaths: news, Catalog: *catalog})
 	if err != nil {
 		fail(stderr, err, "run 'mcpx-policy check --config …' on that config to see every problem")
 		return 2
 	}
 	if format.json() {
-		b, err := d.JSON()
-		if err != nil {
-			fail(stderr, err, "")
-			return 2
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", d.JSON)
 	} else {
-		fmt.Fprint(stdout, d.Text(strings.Join(olds, "+"), strings.Join(news, "+"), *catalog))
+		fmt.Fprint(stdout, d.Text)
 	}
-	if len(d.Changes) > 0 {
+	if d.Loosening+d.Tightening+d.Other > 0 {
 		return 1
 	}
 	return 0

@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--state-dir D]
@@ -75,7 +77,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("eval needs at least one CALL.json"))
 	case format.check() != nil:
 		return usageError(stdout, stderr, evalUsage, format.check())
-	case *surface != "" && !mcpxpolicy.KnownSurface(*surface):
+	case *surface != "" && *surface != mcpxpolicy.SurfaceDaemon && *surface != mcpxpolicy.SurfaceMCP && *surface != mcpxpolicy.SurfaceCLI:
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("unknown --surface %q (want daemon, mcp or cli)", *surface))
 	case *decideTimeout <= 0:
 		return usageError(stdout, stderr, evalUsage, errDecideTimeout)
@@ -85,7 +87,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("--approval takes exactly one CALL.json, the call that was approved"))
 	}
 	ctx := context.Background()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir,
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, StateDir: *stateDir,
 		DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -98,53 +100,39 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	// dir, so that they run as printed from any directory
 	printed := printedStateDir(*stateDir)
 	again := evalAgain(configs, *catalog, printed, *surface)
-	worst, failed := mcpxpolicy.Allow, false
+	worst, failed := decision.Allow, false
+	opts := mcpxpolicy.AnswerOptions{Surface: *surface, DefaultSurface: mcpxpolicy.SurfaceCLI, Approval: *approvalID, Hold: true,
+		Name: "call file", ToolHint: "give --catalog, or the whole MCP Tool object in the call file"}
 	for _, path := range fs.Args() {
-		call, approval, err := readCall(eng, path, *approvalID)
-		if *surface != "" {
-			call.Surface = *surface
-		}
-		if call.Surface == "" {
-			call.Surface = mcpxpolicy.SurfaceCLI
-		}
-		if err != nil {
-			if !mcpxpolicy.KnownSurface(call.Surface) {
-				call.Surface = mcpxpolicy.SurfaceCLI
-			}
-			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
+		raw, err := os.ReadFile(path)
+		opts.Unread = err
+		ans := eng.Answer(ctx, raw, opts)
+		if ans.Unread != nil {
+			fail(stderr, fmt.Errorf("%s: %w", path, ans.Unread), "")
 			failed = true
 			if format.json() {
 				// One decision document per call, the unreadable ones
 				// too: an InvalidInput deny, as serve answers.
-				d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
-				if err := printDecision(stdout, stderr, format.json(), path, call, d, nil); err != nil {
+				if err := printAnswer(stdout, stderr, true, path, ans, printed, again); err != nil {
 					fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 				}
 			}
 			continue
 		}
-		if !eng.Configured(call.Server) {
-			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %s\n", path, mcpxpolicy.UnconfiguredWarning(call.Server, eng.Servers()))
+		if !slices.Contains(eng.Servers(), ans.Call.Server) {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %s\n", path, mcpxpolicy.UnconfiguredWarning(ans.Call.Server, eng.Servers()))
 		}
-		d, err := decideEval(ctx, eng, call, approval)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %v (denied)\n", path, err)
+		if ans.Err != nil {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: %s: %v (denied)\n", path, ans.Err)
 		}
-		var hold *held
-		if d.Outcome == mcpxpolicy.Ask {
-			hold = putOnHold(eng, call, d, path, printed, again)
-			if errors.Is(hold.err, mcpxpolicy.ErrPromptTooLarge) {
-				// Too large to show in full: refused, never asked.
-				d, hold = mcpxpolicy.ConfirmationUnavailableFor(d, hold.err), nil
-			}
-		}
+		d := ans.Decision.Decision()
 		if d.Outcome.Severity() > worst.Severity() {
 			worst = d.Outcome
 		}
-		if d.First().Code == mcpxpolicy.InvalidInput {
+		if d.First().Code == decision.InvalidInput {
 			failed = true // a malformed call is an input error: exit 1
 		}
-		if err := printDecision(stdout, stderr, format.json(), path, call, d, hold); err != nil {
+		if err := printAnswer(stdout, stderr, format.json(), path, ans, printed, again); err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 			failed = true
 		}
@@ -152,74 +140,44 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case failed:
 		return 1
-	case worst == mcpxpolicy.Deny:
+	case worst == decision.Deny:
 		return 2
-	case worst == mcpxpolicy.Ask:
+	case worst == decision.Ask:
 		return 3
 	}
 	return 0
 }
 
-// readCall reads a call file strictly (mcpxpolicy.Engine.DecodeCall); a
-// tool given by name is looked up in the engine's catalog. approval is the
-// one the call is decided with: --approval (flag), else the file's own
-// "approval"; both, and different, is an error.
-func readCall(eng *mcpxpolicy.Engine, path, flag string) (call mcpxpolicy.Call, approval string, err error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return mcpxpolicy.Call{}, "", err
-	}
-	call, approval, err = eng.DecodeCall(raw)
-	var te *mcpxpolicy.ToolError
-	switch {
-	case errors.As(err, &te):
-		return call, "", fmt.Errorf("not a call file: %w (give --catalog, or the whole MCP Tool object in the call file)", err)
-	case err != nil:
-		return call, "", fmt.Errorf("not a call file: %w", err)
-	case flag != "" && approval != "" && flag != approval:
-		return call, "", fmt.Errorf("not a call file: its \"approval\" %q is not --approval %q", approval, flag)
-	case flag != "":
-		approval = flag
-	}
-	return call, approval, nil
-}
-
-// printDecision prints one decision: asJSON (--format json), the decision
-// document (redacted, as the rendering is) with "rendered" (and, for an
-// ask, "approval" or "approval_error") on one line of stdout; else the CLI
-// rendering on stderr, followed for an ask by its approval request and the
-// commands that answer and use it.
-func printDecision(stdout, stderr io.Writer, asJSON bool, path string, call mcpxpolicy.Call, d mcpxpolicy.Decision, hold *held) error {
+// printAnswer prints the answer to one call file: asJSON (--format json),
+// the answer's JSON — the decision document (redacted, as the rendering
+// is) with "rendered" and, for an ask, "approval" or "approval_error" — on
+// one line of stdout; else the CLI rendering on stderr, followed for an
+// ask by its approval request and the commands that answer and use it
+// (stateDir and again spell them, evalAgain).
+func printAnswer(stdout, stderr io.Writer, asJSON bool, path string, ans mcpxpolicy.Answer, stateDir, again string) error {
 	if asJSON {
-		var req *mcpxpolicy.ApprovalRequest
-		var holdErr error
-		if hold != nil {
-			req, holdErr = hold.req, hold.err
-		}
-		resp, err := mcpxpolicy.Respond(call, d, req, holdErr)
-		if err != nil {
-			return err
-		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(resp)
+		return enc.Encode(ans)
 	}
-	// The call's own surface must render too (a call file may name one
-	// that does not exist): the text is the CLI's whatever it names.
-	if _, err := mcpxpolicy.Render(call.Surface, call, d); err != nil {
-		return err
-	}
-	text, err := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, call, d)
+	text, err := mcpxpolicy.Render(mcpxpolicy.SurfaceCLI, ans.Call, ans.Decision)
 	if err != nil {
 		return err
 	}
+	d := ans.Decision.Decision()
 	if d.Relaxed() {
 		fmt.Fprintf(stderr, "%s: %s (shadow mode; enforced: %s)\n%s\n", path, d.Outcome, d.Shadow.Outcome, text.Text)
 	} else {
 		fmt.Fprintf(stderr, "%s: %s\n%s\n", path, d.Outcome, text.Text)
 	}
-	if hold != nil {
-		fmt.Fprint(stderr, hold.text())
+	switch {
+	case ans.Held != nil:
+		r := *ans.Held
+		fmt.Fprintf(stderr, "approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
+			r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
+			approveCommand(r, stateDir), declineCommand(r, stateDir), again+" --approval "+r.ID+" "+writesQuote(absPath(path)))
+	case ans.HoldErr != nil:
+		fmt.Fprintf(stderr, "mcpx-policy: warning: %s: no approval request was made, so this ask cannot be approved: %v\n", path, ans.HoldErr)
 	}
 	return nil
 }

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 const usage = `usage: mcpx-policy <command> [flags]
@@ -37,6 +39,12 @@ Run 'mcpx-policy <command> -h' for a command's flags and examples.
 `
 
 func main() {
+	// A write to a closed pipe — stdout's reader (a decision log consumer,
+	// a pager, an MCP client) or stderr's gone — is an error the writer
+	// handles (EPIPE), never the end of the process: without this, Go ends
+	// a process whose write to fd 1 or 2 meets a closed pipe. Notify (not
+	// Ignore) leaves SIGPIPE at its default in the processes we start.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

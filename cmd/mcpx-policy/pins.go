@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const pinsUsage = `usage: mcpx-policy pins [--state-dir D] [--format text|json]
@@ -52,7 +53,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	case format.check() != nil:
 		return usageError(stdout, stderr, pinsUsage, format.check())
 	}
-	ps, err := mcpxpolicy.OpenPins(*stateDir)
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
@@ -82,7 +83,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\t%s\tpinned %s (%s, %s)\n", p.Server, p.Tool, p.Pinned.SHA256[:12], how, p.Pinned.Seen.Format(time.RFC3339))
 		if p.Pending != nil {
 			changed++
-			fields := mcpxpolicy.PinChanges(p)
+			fields := decision.ChangedFields(p.Pinned.Fields, p.Pending.Fields)
 			fmt.Fprintf(stdout, "\tCHANGED to %s since %s (%s changed): calls are refused or asked until accepted: %s\n",
 				p.Pending.SHA256[:12], p.Pending.Seen.Format(time.RFC3339), strings.Join(fields, ", "), cmds.PinsAccept(p.Server, p.Tool, p.Pending.SHA256))
 		}
@@ -108,19 +109,19 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, pinsUsage, fmt.Errorf("unexpected argument %q", pos[2]))
 	}
 	server, tool := pos[0], pos[1]
-	ps, err := mcpxpolicy.OpenPins(*stateDir)
+	ps, err := mcpxpolicy.OpenPins(mcpxpolicy.Options{StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
 	cmds := mcpxpolicy.Commands{StateDir: printedStateDir(*stateDir)}
 	p, err := ps.Accept(server, tool, *sum)
 	switch {
-	case errors.Is(err, mcpxpolicy.ErrPinNotFound):
-		return fail(stderr, fmt.Errorf("%s.%s has no pinned definition", server, tool), "list the pins with: "+cmds.Pins())
+	case errors.Is(err, mcpxpolicy.ErrNotFound):
+		return fail(stderr, fmt.Errorf("%s.%s has no pinned definition", server, tool), "list the pins with: "+pinsCommand(cmds))
 	case errors.Is(err, mcpxpolicy.ErrNothingToAccept):
-		return fail(stderr, fmt.Errorf("%s.%s has no changed definition to accept: its pin is the definition last seen", server, tool), "list the pins with: "+cmds.Pins())
-	case errors.Is(err, mcpxpolicy.ErrPinMismatch):
-		return fail(stderr, err, "the tool changed again since; nothing was accepted: review the change it now has ("+cmds.Pins()+") and accept that one")
+		return fail(stderr, fmt.Errorf("%s.%s has no changed definition to accept: its pin is the definition last seen", server, tool), "list the pins with: "+pinsCommand(cmds))
+	case errors.Is(err, mcpxpolicy.ErrMismatch):
+		return fail(stderr, err, "the tool changed again since; nothing was accepted: review the change it now has ("+pinsCommand(cmds)+") and accept that one")
 	case err != nil:
 		return pinsFail(stderr, err)
 	}
@@ -128,14 +129,18 @@ func runPinsAccept(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// pinsCommand is `mcpx-policy pins` with the state dir cmds names.
+func pinsCommand(cmds mcpxpolicy.Commands) string {
+	return "mcpx-policy pins" + stateDirFlag(cmds.StateDir)
+}
+
 func pinsFail(stderr io.Writer, err error) int {
-	var ue *mcpxpolicy.PinsUnreadableError
-	if !errors.As(err, &ue) {
+	if !errors.Is(err, mcpxpolicy.ErrUnreadable) {
 		return fail(stderr, err, "")
 	}
 	hint := "inspect it (nothing was changed"
-	if ue.Hint != "" {
-		hint = ue.Hint + " (nothing was changed"
+	if h := mcpxpolicy.Hint(err); h != "" {
+		hint = h + " (nothing was changed"
 	}
 	return fail(stderr, err, hint+"; calls to servers that pin tool definitions are refused until it reads)")
 }

@@ -1,9 +1,8 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
-
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
 )
 
 // The commands mcpx-policy prints for a person to paste (clear, accept,
@@ -12,8 +11,16 @@ import (
 // dir of the process that printed them, as absolute paths.
 
 // printedStateDir is the state dir a printed command names for a
-// --state-dir flag's value (mcpxpolicy.PrintedStateDir).
-func printedStateDir(flag string) string { return mcpxpolicy.PrintedStateDir(flag) }
+// --state-dir flag's value: the flag, else the one $MCPX_POLICY_STATE_DIR
+// chose, as an absolute path; "" when neither did (the default state dir
+// is the same in the shell that runs the command). The engine's Commands
+// spell the same.
+func printedStateDir(flag string) string {
+	if flag == "" {
+		flag = os.Getenv("MCPX_POLICY_STATE_DIR")
+	}
+	return absPath(flag)
+}
 
 // stateDirFlag is " --state-dir D", quoted for a POSIX shell, or "" when
 // stateDir is "".

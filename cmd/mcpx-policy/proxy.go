@@ -12,21 +12,25 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
+	"github.com/mcpx/mcpx-policy/internal/netcap"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/server"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
-                         [--listen ADDR] [--idle-timeout 30m] [--publish-closed-schemas]
+                         [--listen ADDR] [--idle-timeout 30m] [--max-sessions 16]
+                         [--publish-closed-schemas]
                          [--publish-rules]
-                         [--call-timeout 10m] [--decide-timeout 5s] [--approval-ttl 5m]
+                         [--call-timeout 10m] [--task-timeout 1h] [--decide-timeout 5s]
+                         [--approval-ttl 5m]
                          [--log-level info]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]] -- CMD ARGS…
@@ -46,7 +50,9 @@ and refused with ConfirmationUnavailable when the client can do neither;
 a warn adds the _ignored_options rider. A write whose answer is lost (the server exits,
 the pipe breaks, the call times out or is cancelled) is recorded as an
 unknown outcome and blocks further writes to NAME until
-'mcpx-policy writes clear NAME'. A decision that takes longer than
+'mcpx-policy writes clear NAME'. A write the server runs as an MCP task
+stays in flight until the task's terminal status: anything but completed,
+or none within the task's ttl or --task-timeout, is an unknown outcome. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
 stderr; stdout is the client's. --record DIR writes every tools/call with
 the policy's decision to DIR for 'mcpx-policy replay', as serve --record
@@ -71,11 +77,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("server", "", "the server's name in the config")
 	poolOnly := fs.Bool("pool-only", false, "accept a --server the config does not configure: only the pool's settings apply")
 	idle := fs.Duration("idle-timeout", 30*time.Minute, "with --listen: end a session whose client sent nothing and held no stream open this long")
+	maxSessions := fs.Int("max-sessions", proxy.DefaultMaxSessions, "with --listen: the most sessions (server processes) at once; past it, and past a few not yet initialized, a new session is a 503")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	listen := fs.String("listen", "", "serve Streamable HTTP on this address instead of stdio")
 	closed := fs.Bool("publish-closed-schemas", false, "stamp additionalProperties: false into tools/list schemas that take no position")
 	publishRules := fs.Bool("publish-rules", false, "add the argument rules that apply to each tool to the inputSchema tools/list returns")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
+	taskTimeout := fs.Duration("task-timeout", proxy.DefaultTaskTimeout, "how long a write the server runs as a task may take to end before its outcome is unknown")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
@@ -94,10 +102,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
 	case *approvalTTL <= 0:
 		return usageError(stdout, stderr, proxyUsage, errApprovalTTL)
+	case *taskTimeout <= 0:
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--task-timeout must be more than 0"))
+	case *maxSessions <= 0:
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--max-sessions must be more than 0"))
 	case *idle <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
 	}
-	cmds := commandsFor(configs, *stateDir)
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("unknown --log-level %q", *level))
@@ -112,11 +123,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		met = newMetrics(&eng, false)
 		observer = met
 	}
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
 	if err != nil {
-		return fail(stderr, err, "run '"+cmds.Check()+"' to see every config problem")
+		return fail(stderr, err, "run '"+checkCommand(configs)+"' to see every config problem")
 	}
-	if !eng.Configured(*name) {
+	if !slices.Contains(eng.Servers(), *name) {
 		if !*poolOnly {
 			return fail(stderr, fmt.Errorf("--server %q names no server of the config (%s)", *name, configuredList(eng.Servers())),
 				"give --server the name of the server's entry under servers:, or --pool-only to run it with the pool's settings alone")
@@ -124,11 +135,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: --pool-only: %s\n", mcpxpolicy.UnconfiguredWarning(*name, eng.Servers()))
 	}
 	defer eng.Close()
-	cmds.LedgerInConfig = eng.LedgerInConfig() // a database's entries are cleared through --config
+	cmds := eng.Commands() // a database's entries are cleared through --config
 	for _, w := range eng.Warnings() {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s\n", w)
 	}
-	if n, err := eng.RecoverWrites(); err != nil {
+	if n, err := eng.Writes().Recover(); err != nil {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: unknown-outcome ledger: %v (writes are refused until it reads)\n", err)
 	} else if n > 0 {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
@@ -138,7 +149,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)
@@ -154,7 +165,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			}
 			return watched{Conn: c, up: met.Upstream(c)}, nil
 		}
-		return serveProxyHTTP(ctx, *listen, opts, start, *idle, server.Probes(eng, met), logger, stderr)
+		return serveProxyHTTP(ctx, *listen, opts, start, []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}, server.Probes(eng, met), logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
@@ -210,7 +221,8 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string,
 // serveProxyHTTP serves the proxy over Streamable HTTP at /mcp: each MCP
 // session gets its own server process and ends after idle without its
 // client. probes serves every other path (/healthz, /readyz, /metrics).
-func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, idle time.Duration, probes http.Handler, logger *slog.Logger, stderr io.Writer) int {
+// The connections open at once are capped (maxConns).
+func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start proxy.StartFunc, hopts []proxy.HTTPOption, probes http.Handler, logger *slog.Logger, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(stderr, err, "")
@@ -218,15 +230,19 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	if !loopback(ln.Addr()) {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can use the server\n", ln.Addr())
 	}
-	h := proxy.NewHTTPHandler(ctx, opts, start, proxy.IdleTimeout(idle))
+	h := proxy.NewHTTPHandler(ctx, opts, start, hopts...)
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/", probes)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	capped := netcap.New(ln, maxConns)
+	// No ReadTimeout or WriteTimeout: a session's event stream (GET) lives
+	// long; each POST body has its own read deadline (proxy.HTTPHandler).
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
+		MaxHeaderBytes: 64 << 10, ConnState: capped.ConnState}
 	logger.Info("proxy listening", "url", "http://"+ln.Addr().String()+"/mcp")
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(capped.Listener()) }()
 	select {
 	case err := <-errc:
 		return fail(stderr, err, "")
@@ -238,16 +254,14 @@ func serveProxyHTTP(ctx context.Context, addr string, opts proxy.Options, start 
 	return 0
 }
 
-// commandsFor spells the commands the proxy prints (clearing an unknown
-// outcome, listing them, checking the config) with the config files and
-// the state dir it was given — by --state-dir or MCPX_POLICY_STATE_DIR —
-// as absolute paths, so that they run as printed from any directory.
-func commandsFor(configs []string, stateDir string) mcpxpolicy.Commands {
-	c := mcpxpolicy.Commands{StateDir: printedStateDir(stateDir)}
+// checkCommand is the `mcpx-policy check` of the config files, absolute,
+// so that it runs as printed from any directory.
+func checkCommand(configs []string) string {
+	s := "mcpx-policy check"
 	for _, f := range configs {
-		c.Configs = append(c.Configs, absPath(f))
+		s += " --config " + writesQuote(absPath(f))
 	}
-	return c
+	return s
 }
 
 func configuredList(servers []string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // recordFlags are the --record flags of serve and proxy.
@@ -31,7 +32,7 @@ func addRecordFlags(fs *flag.FlagSet) *recordFlags {
 
 // open opens the recorder, nil without --record; its callback records a
 // decision and logs a failure (a recording never stops a call).
-func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(mcpxpolicy.Call, mcpxpolicy.Decision), error) {
+func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(decision.Call, mcpxpolicy.Redacted), error) {
 	if *r.dir == "" {
 		if len(r.redact) > 0 {
 			return nil, errors.New("--record-redact needs --record DIR")
@@ -54,9 +55,9 @@ func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(mc
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("recording decided calls", "dir", rec.Dir(), "max_bytes", int64(r.maxBytes), "max_age", r.maxAge.String())
-	return func(call mcpxpolicy.Call, d mcpxpolicy.Decision) {
-		if err := rec.Record(call, d, eng.Revision()); err != nil {
+	logger.Info("recording decided calls", "dir", absPath(*r.dir), "max_bytes", int64(r.maxBytes), "max_age", r.maxAge.String())
+	return func(call decision.Call, shown mcpxpolicy.Redacted) {
+		if err := rec.Record(call, shown, eng.Revision()); err != nil {
 			logger.Warn("a decided call was not recorded", "server", call.Server, "tool", call.Tool.Name, "err", err)
 		}
 	}, nil

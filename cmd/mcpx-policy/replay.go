@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F]
@@ -56,10 +57,10 @@ type replayed struct {
 
 // verdict is what replay compares of a decision.
 type verdict struct {
-	Outcome mcpxpolicy.Outcome `json:"outcome"`
-	Step    mcpxpolicy.Step    `json:"step"`
-	Code    mcpxpolicy.Code    `json:"code,omitempty"`
-	Message string             `json:"message,omitempty"`
+	Outcome decision.Outcome `json:"outcome"`
+	Step    decision.Step    `json:"step"`
+	Code    decision.Code    `json:"code,omitempty"`
+	Message string           `json:"message,omitempty"`
 }
 
 func (v verdict) same(o verdict) bool {
@@ -67,7 +68,7 @@ func (v verdict) same(o verdict) bool {
 }
 
 func (v verdict) String() string {
-	if v.Outcome == mcpxpolicy.Allow && v.Code == "" {
+	if v.Outcome == decision.Allow && v.Code == "" {
 		return "allow"
 	}
 	return fmt.Sprintf("%s (%s %s)", v.Outcome, v.Step, v.Code)
@@ -111,7 +112,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(state)
 	ctx := context.Background()
 	open := func(paths []string, which string) (*mcpxpolicy.Engine, bool) {
-		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
+		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Env: os.Environ(), Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
 		if err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", which, err), "run 'mcpx-policy check --config …' to see every config problem")
 			return nil, false
@@ -185,34 +186,28 @@ func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) 
 	if err != nil {
 		return replayed{}, err
 	}
-	call, doc, err := eng.DecodeDocument(raw)
+	decide := func(e *mcpxpolicy.Engine) (mcpxpolicy.Answer, verdict, error) {
+		ans := e.Answer(ctx, raw, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceCLI, Name: "call file"})
+		d := ans.Decision.Decision()
+		return ans, verdict{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: d.First().Message}, ans.Unread
+	}
+	ans, after, err := decide(eng)
 	if err != nil {
-		return replayed{}, fmt.Errorf("not a call file: %w", err)
+		return replayed{}, err
 	}
-	r := replayed{File: path, Server: call.Server, Tool: call.Tool.Name, Redacted: doc.Redacted}
-	decide := func(e *mcpxpolicy.Engine) (verdict, error) {
-		d, err := e.Decide(ctx, call)
-		if err != nil && d.Outcome != mcpxpolicy.Deny {
-			return verdict{}, err
-		}
-		d = mcpxpolicy.Redact(call, d)
-		return verdict{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: d.First().Message}, nil
-	}
-	if r.After, err = decide(eng); err != nil {
-		return r, err
-	}
+	r := replayed{File: path, Server: ans.Call.Server, Tool: ans.Call.Tool.Name, Redacted: ans.RecordedRedacted, After: after}
 	switch {
 	case other != nil:
 		// the config that is in force now decides first: the change is
 		// from it to --against
 		r.Before = r.After
-		if r.After, err = decide(other); err != nil {
+		if _, r.After, err = decide(other); err != nil {
 			return r, err
 		}
-	case doc.Decision == nil:
+	case ans.Recorded == nil:
 		return r, fmt.Errorf("the call has no recorded decision to compare with (give --against to compare two configs)")
 	default:
-		rd := doc.Decision
+		rd := ans.Recorded
 		r.Before = verdict{Outcome: rd.Outcome, Step: rd.Step, Code: rd.Code, Message: rd.Message}
 		if rd.Step == "ledger" {
 			r.Skipped = "it was decided by the unknown-outcome ledger, which replay leaves out"

@@ -11,12 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
+	"github.com/mcpx/mcpx-policy/internal/netcap"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -92,13 +93,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	var token string
 	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fail(stderr, err, "")
+		var exposed string
+		var err error
+		if token, exposed, err = server.ReadToken(*tokenFile); err != nil {
+			var te *server.TokenError
+			errors.As(err, &te)
+			return fail(stderr, err, te.Hint)
 		}
-		token = strings.TrimSpace(string(b))
-		if len(token) < 16 {
-			return fail(stderr, fmt.Errorf("%s: the token is shorter than 16 characters", *tokenFile), "generate one with: head -c 32 /dev/urandom | base64 > "+*tokenFile)
+		if exposed != "" {
+			fmt.Fprintf(stderr, "mcpx-policy: warning: token file %s\n", exposed)
 		}
 	}
 	var logw io.Writer
@@ -118,7 +121,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var eng *mcpxpolicy.Engine
 	met := newMetrics(&eng, true)
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -138,9 +141,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if !loopback(ln.Addr()) {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: listening on %s, beyond loopback: anyone who can reach it can ask for decisions\n", ln.Addr())
 	}
+	capped := netcap.New(ln, maxConns)
 	srv := &http.Server{
 		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout,
 			Metrics: met, OnDecision: onDecision}),
+		ConnState:         capped.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      max(30*time.Second, *decideTimeout+10*time.Second), // a slow decision still gets its answer out
@@ -155,7 +160,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	reloadOnChange(ctx, eng, watchPaths, logger)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(capped.Listener()) }()
 	select {
 	case err := <-errc:
 		return fail(stderr, err, "")
@@ -176,17 +181,38 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 func newMetrics(eng **mcpxpolicy.Engine, approvals bool) *metrics.Metrics {
 	opts := metrics.Options{
 		Revision: func() string { return (*eng).Revision() },
-		Pending:  func() (map[string]int, error) { return (*eng).PendingWrites() },
+		Pending:  func() (map[string]int, error) { return (*eng).Writes().Counts() },
 		Process:  true,
 	}
 	if approvals {
-		opts.Approvals = func() (int, error) { return (*eng).PendingApprovals() }
+		opts.Approvals = func() (int, error) { return pendingApprovals(*eng) }
 	}
 	return metrics.New(opts)
 }
+
+// maxConns caps the connections serve and proxy --listen hold open at
+// once (internal/netcap): past it the longest-idle one is closed, else the
+// new one is answered 503.
+const maxConns = 128
 
 // loopback reports whether a listener's address is a loopback one.
 func loopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// pendingApprovals counts the approval requests of eng's state dir that
+// wait for an answer (the metrics' approvals_pending).
+func pendingApprovals(eng *mcpxpolicy.Engine) (int, error) {
+	rs, err := eng.Approvals().List()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rs {
+		if r.State == decision.ApprovalPending {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -6,13 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 const writesUsage = `usage: mcpx-policy writes [--config F…] [--state-dir D] [--format text|json]
-       mcpx-policy writes clear SERVER [--id ID] [--reason TEXT] [--config F…] [--state-dir D]
+       mcpx-policy writes clear SERVER [--id ID | --seen TOKEN] [--reason TEXT] [--config F…] [--state-dir D]
 
 Lists the writes whose outcome is unknown: the request went out and no
 definite answer came back. While a server has one, further writes to it are
@@ -21,7 +23,13 @@ denied. Check on the server's side whether each write happened, then clear.
   mcpx-policy writes
   mcpx-policy writes --format json
   mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason "file present, write happened"
-  mcpx-policy writes clear fs --reason "checked all three by hand"
+  mcpx-policy writes clear fs --seen 5d0c1e9a2b7f4c33 --reason "checked all three by hand"
+
+Each entry's line holds its server's seen= token: writes clear SERVER
+--seen TOKEN clears all of the server's entries the listing shows, and an
+entry another gateway records after you looked is not cleared with them
+(the clear then refuses and lists what there is now). Without --id or --seen, clear takes every entry the server
+has when it runs, seen or not.
 
 The ledger is the one the gateway uses: with --config, the one its ledger
 section names (a PostgreSQL database a fleet shares, docs/ledger.md); else
@@ -51,7 +59,7 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if err := format.check(); err != nil {
 		return writesUsageErr(stdout, stderr, err)
 	}
-	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
@@ -72,11 +80,15 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 	if len(st.Entries) == 0 {
 		fmt.Fprintln(stdout, "no unknown-outcome writes")
 	}
+	seen := st.Seen
 	for _, e := range st.Entries {
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tclear: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID), extra)
+		// one line an entry: its server's seen token (writes clear
+		// SERVER --seen TOKEN clears all of its entries listed here and
+		// none recorded since), and how to clear this one
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s%s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID, ""), extra)
 	}
-	if n := len(st.InFlight); n > 0 {
+	if n := st.InFlight; n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
 	}
 	return 0
@@ -89,6 +101,7 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&configs, "config", "config file whose ledger section names the ledger (repeatable, layered in order)")
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	id := fs.String("id", "", "clear only the entry with this id")
+	seen := fs.String("seen", "", "clear the entries a listing showed (its --seen token), and none recorded since")
 	reason := fs.String("reason", "", "why the entries are cleared (kept with them)")
 	// Flags may come before or after SERVER.
 	pos, err := parseInterspersed(fs, args)
@@ -102,13 +115,24 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 		return writesUsageErr(stdout, stderr, fmt.Errorf("unexpected argument %q", pos[1]))
 	}
 	server := pos[0]
-	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, StateDir: *stateDir})
+	if *id != "" && *seen != "" {
+		return writesUsageErr(stdout, stderr, errors.New("writes clear takes --id or --seen, not both"))
+	}
+	l, err := mcpxpolicy.OpenWrites(mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir})
 	if err != nil {
 		return fail(stderr, err, "")
 	}
 	defer l.Close()
-	cleared, err := l.Clear(server, *id, *reason)
-	if errors.Is(err, mcpxpolicy.ErrWriteNotFound) {
+	var cleared []decision.UnknownWrite
+	if *seen != "" {
+		cleared, err = l.ClearSeen(server, *seen, *reason)
+	} else {
+		cleared, err = l.Clear(server, *id, *reason)
+	}
+	if errors.Is(err, mcpxpolicy.ErrMismatch) {
+		return writesChanged(stdout, stderr, l, server, err, ledgerFlags(configs, *stateDir))
+	}
+	if errors.Is(err, mcpxpolicy.ErrNotFound) {
 		return fail(stderr, fmt.Errorf("server %s has no unknown-outcome write with id %s", server, *id),
 			"list them with: mcpx-policy writes"+ledgerFlags(configs, *stateDir))
 	}
@@ -126,6 +150,28 @@ func runWritesClear(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// writesChanged reports a clear --seen that found other entries than the
+// listing showed: nothing was cleared; it lists what there is now and the
+// command that clears that, once checked.
+func writesChanged(stdout, stderr io.Writer, l *mcpxpolicy.Writes, server string, err error, extra string) int {
+	st, lerr := l.List()
+	if lerr != nil {
+		return writesLedgerFail(stderr, l, lerr)
+	}
+	var now []decision.UnknownWrite
+	for _, e := range st.Entries {
+		if e.Server == server {
+			now = append(now, e)
+		}
+	}
+	fmt.Fprintf(stdout, "server %s now has %d unknown-outcome write(s):\n", server, len(now))
+	for _, e := range now {
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\n", e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256)
+	}
+	return fail(stderr, fmt.Errorf("the unknown-outcome writes of %s changed since they were listed: nothing was cleared", server),
+		"check the ones listed above, then: "+mcpxpolicy.Commands{}.WritesClear(server, "", st.Seen[server])+extra)
+}
+
 // ledgerFlags is the --config and --state-dir flags of the commands writes
 // prints (clear, list), naming the ledger as this one was given, absolute,
 // and the state dir MCPX_POLICY_STATE_DIR chose (printedStateDir), so that
@@ -139,14 +185,10 @@ func ledgerFlags(configs []string, stateDir string) string {
 }
 
 func writesLedgerFail(stderr io.Writer, l *mcpxpolicy.Writes, err error) int {
-	if errors.Is(err, mcpxpolicy.ErrLedgerUnreadable) {
+	if errors.Is(err, mcpxpolicy.ErrUnreadable) {
 		hint := "the file was left untouched and writes stay blocked: inspect it, then restore it from a backup or move it aside (see docs/ledger.md)"
-		var ue *mcpxpolicy.LedgerUnreadableError
-		switch {
-		case errors.Is(err, mcpxpolicy.ErrLedgerNewerVersion):
-			hint = "a newer mcpx-policy wrote this file: use that version, the file was left untouched"
-		case errors.As(err, &ue) && ue.Hint != "":
-			hint = ue.Hint + " (nothing was changed; writes stay blocked until then)"
+		if h := mcpxpolicy.Hint(err); h != "" {
+			hint = h + " (nothing was changed; writes stay blocked until then)"
 		}
 		return fail(stderr, err, hint)
 	}

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
@@ -49,27 +50,27 @@ const (
 	MaxFileSize = 32 << 20
 )
 
-// State is where a request stands.
-type State string
+// State is where a request stands (as the SDK lists it).
+type State = decision.ApprovalState
 
 // The states of a request. A consumed request is gone from the store.
 const (
-	Pending  State = "pending"
-	Approved State = "approved"
-	Declined State = "declined"
+	Pending  = decision.ApprovalPending
+	Approved = decision.ApprovalApproved
+	Declined = decision.ApprovalDeclined
 )
 
 // Errors of a Store; match them with errors.Is.
 var (
 	// ErrUnknown: no such request — never opened in this state dir,
 	// already used, or expired and purged.
-	ErrUnknown = errors.New("no such approval request (never made here, already used, or expired)")
+	ErrUnknown = statedir.Kind(statedir.ErrNotFound, "no such approval request (never made here, already used, or expired)")
 	// ErrExpired: the request's time ran out.
 	ErrExpired = errors.New("the approval request expired")
 	// ErrMismatch: the call is not the one the request is for — its
 	// sha256 differs (the approver saw, or the caller sent, another call)
 	// or its binding does (the reasons it asks for changed).
-	ErrMismatch = errors.New("the call is not the one the approval request is for")
+	ErrMismatch = statedir.Kind(statedir.ErrMismatch, "the call is not the one the approval request is for")
 	// ErrNotApproved: the request is still waiting for an answer.
 	ErrNotApproved = errors.New("the approval request has not been answered yet")
 	// ErrDeclined: the request was declined.
@@ -79,34 +80,17 @@ var (
 	// ErrTooLarge: the prompt is above MaxPromptSize.
 	ErrTooLarge = errors.New("the prompt is too large to keep")
 	// ErrUnreadable is matched by every *UnreadableError.
-	ErrUnreadable = errors.New("approval store unreadable")
+	ErrUnreadable = statedir.ErrUnreadable
 	// ErrNewerVersion is matched by the *UnreadableError of a file written
 	// by a newer build.
-	ErrNewerVersion = errors.New("newer approval store version")
+	ErrNewerVersion = statedir.Kind(statedir.ErrNewerVersion, "newer approval store version")
 )
 
 // UnreadableError reports an approval store that exists but cannot be
-// used: the file, the lock file or the state dir. Nothing is written; every
-// request, answer and use fails until an operator repairs it.
-type UnreadableError struct {
-	// Path is approvals.json's path, whichever file is at fault.
-	Path string
-	// Err is the cause; it names the file at fault.
-	Err error
-	// Hint, when not empty, says what an operator does about it.
-	Hint string
-}
-
-// Error names the file and the cause.
-func (e *UnreadableError) Error() string {
-	return fmt.Sprintf("approval store %s is unreadable: %v", e.Path, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *UnreadableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrUnreadable.
-func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable }
+// used: the file, the lock file or the state dir (Store "approval store").
+// Nothing is written; every request, answer and use fails until an
+// operator repairs it.
+type UnreadableError = statedir.UnreadableError
 
 // Record is one approval request.
 type Record struct {
@@ -179,12 +163,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	s := &Store{path: path, now: time.Now, ttl: DefaultTTL, maxLive: DefaultMaxLive}
 	s.file = &statedir.File[*fileState]{
 		Dir: statedir.New(abs), Name: FileName, Lock: lockName, Max: MaxFileSize,
-		Empty:    func() *fileState { return &fileState{Version: Version} },
-		Decode:   decode,
-		ErrNewer: ErrNewerVersion,
-		Unreadable: func(cause error, hint string) error {
-			return &UnreadableError{Path: path, Err: cause, Hint: hint}
-		},
+		Empty:  func() *fileState { return &fileState{Version: Version} },
+		Decode: decode,
+		Store:  "approval store",
 		Aside:  "move it aside (mv " + path + " " + path + ".bad): the requests in it are lost and their calls are asked again",
 		Prefix: "approval",
 	}

@@ -7,13 +7,13 @@ package assemble
 import (
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/engine"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/rego"
 )
 
 // Policy is the static and compiled Rego and, under data.mcpx, the
 // compiled config and "secrets", the table of secret patterns the policy
-// redacts with (render.SecretsData, the same table Go redacts with). Like
+// redacts with (redact.SecretsData, the same table Go redacts with). Like
 // the static Rego, the table comes with the binary: the revision names
 // the config.
 func Policy(c *config.Compiled) engine.Policy {
@@ -25,6 +25,6 @@ func Policy(c *config.Compiled) engine.Policy {
 	for k, v := range c.Data {
 		data[k] = v
 	}
-	data["secrets"] = render.SecretsData()
+	data["secrets"] = redact.SecretsData()
 	return engine.Policy{Modules: mods, Data: data, Revision: c.Revision, Schemas: c.Schemas}
 }

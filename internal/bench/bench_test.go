@@ -22,8 +22,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
 // fixture is a workload with everything prepared once per process: the SDK
@@ -345,7 +346,11 @@ func (f *fixture) server(b *testing.B) string {
 		return u
 	}
 	tarball := filepath.Join(f.dir, "bundle.tar.gz")
-	if err := mcpxpolicy.WriteBundleArchive(f.opts, tarball); err != nil {
+	files, err := mcpxpolicy.BundleFiles(f.opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := opabundle.WriteArchive(files, tarball); err != nil {
 		b.Fatal(err)
 	}
 	out, err := exec.Command("go", "tool", "-n", "opa").Output()

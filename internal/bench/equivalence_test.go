@@ -13,10 +13,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 

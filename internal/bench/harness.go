@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // The timing and the call supply of every benchmark of the reference

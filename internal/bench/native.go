@@ -10,8 +10,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 )
 
 // Native is the baseline: the same steps in plain Go, with the argument
@@ -119,12 +120,10 @@ func compileNative(schema map[string]any) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("mem://rule.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("mem://rule.json")
+	// santhosh as the engine's Go check sets it up (draft 2020-12, nothing
+	// fetched, pathWithin and urlWithin enforced), so a path-form rule
+	// costs the baseline what it costs a Go gateway
+	return schemarego.Validator(doc)
 }
 
 func matchAny(ps []config.Pattern, name string) bool {

@@ -7,7 +7,7 @@ import (
 	"runtime/pprof"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // BenchmarkDecideOutcome is BenchmarkDecide/M on the calls of one outcome

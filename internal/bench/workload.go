@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 

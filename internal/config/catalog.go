@@ -7,7 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 )
 
 // Catalog is the tools each server offers, as tools/list returned them. A
@@ -313,11 +314,4 @@ func itemSchema(schema map[string]any, seg string) map[string]any {
 }
 
 // pointer renders a key path as a JSON Pointer.
-func pointer(keys []string) string {
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString("/")
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}
+func pointer(keys []string) string { return jsonptr.Join(keys...) }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 const catalogJSON = `{"servers": {
@@ -41,7 +41,7 @@ servers:
         tools: [write_file, edit_file, "/^move_/"]
         schema:
           properties:
-            path: {type: string, pattern: "^/workspace/"}
+            path: {type: string, pathWithin: [/workspace]}
   git:
     argumentRules:
       - id: no-force-push

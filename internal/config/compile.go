@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"sort"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Defaults of the layered modes (docs/configuration.md).
@@ -77,8 +78,9 @@ type Compiled struct {
 	Modules map[string]string
 	// Warnings are findings that do not stop the load, with file and line:
 	// every setting a later layer loosened (see Load), an overrides folder
-	// without policy files, and with a catalog the rules and patterns that
-	// match no tool.
+	// without policy files, a pattern that reads as a hand-written path
+	// prefix and lets ".." or a sibling folder through (paths.go), and with
+	// a catalog the rules and patterns that match no tool.
 	Warnings []Warning
 	// Schemas maps each generated package's name to the argument-rule
 	// schema it was compiled from (decoded JSON, as written), for the
@@ -145,10 +147,15 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 			}
 		}
 	}
-	out.Data = map[string]any{"config": config, "codes": decision.CodesData(), "vocab": VocabData()}
 	// the revision names the config: the codes and vocabularies come with
-	// the binary, like the static Rego
-	named := map[string]any{"config": config}
+	// the binary, like the static Rego; the loosenings say how the layers
+	// made the config, not what it decides, so two loads of one policy
+	// through different layers have one revision
+	named := map[string]any{"config": maps.Clone(config)}
+	if len(loose) > 0 {
+		config["loosened"] = loosenedData(loose)
+	}
+	out.Data = map[string]any{"config": config, "codes": decision.CodesData(), "vocab": VocabData()}
 	out.Warnings = append(out.Warnings, loose...)
 	out.Warnings = append(out.Warnings, out.loadOverrides(sum.overrides, c)...)
 	rev, err := revision(named, out.Modules)
@@ -156,6 +163,19 @@ func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector)
 		c.add("", 0, "", "cannot hash the compiled policy: %v", err)
 	}
 	out.Revision = rev
+	return out
+}
+
+// loosenedData is data.mcpx.config.loosened (absent when there is none):
+// each setting a later layer
+// loosened (merge), as the decision's ConfigLoosened warnings carry it —
+// {"server", "path", "message"}, server "" for a setting of every server —
+// in the order Load warns.
+func loosenedData(ws []Warning) []any {
+	out := make([]any, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, map[string]any{"server": w.server, "path": w.Path, "message": w.String()})
+	}
 	return out
 }
 
@@ -239,10 +259,10 @@ func appendUnique(xs []any, s string) []any {
 	return append(xs, s)
 }
 
-func uniqueStrings(xs []string) []any {
+func uniqueStrings(xs []argRef) []any {
 	out := []any{}
 	for _, x := range xs {
-		out = appendUnique(out, x)
+		out = appendUnique(out, x.name)
 	}
 	return out
 }
@@ -346,6 +366,7 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 		}
 		pkgs[r.id] = pkg
 		checked = append(checked, r)
+		out.Warnings = append(out.Warnings, pathPrefixWarnings(r)...)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 const smallConfig = `version: 1
@@ -41,7 +41,7 @@ servers:
         description: writes stay in the workspace
         schema:
           properties:
-            path: {type: string, pattern: "^/workspace/"}
+            path: {type: string, pathWithin: [/workspace]}
   git:
     argumentRules:
       - id: no-force-push

@@ -67,6 +67,10 @@ type Warning struct {
 	Line int    `json:"line"`
 	Path string `json:"path"`
 	Msg  string `json:"message"`
+
+	// server is, for a loosening, the server whose setting it is; "" for
+	// a setting of every server (policy, pool, ledger).
+	server string
 }
 
 // String renders "file:line: path: msg" like ConfigError.

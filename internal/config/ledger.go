@@ -3,10 +3,10 @@ package config
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"gopkg.in/yaml.v3"
 )
 
@@ -37,10 +37,15 @@ type LedgerConfig struct {
 	Source string
 }
 
-// ledgerDef is a ledger section as one layer wrote it.
+// ledgerDef is a ledger section as one layer wrote it. The section is
+// replaced whole by a later layer (layer.ledger declares any change a
+// loosening), so each of its fields is part of it.
 type ledgerDef struct {
-	store, dsn, dsnEnv, dsnFile string
-	at                          origin
+	store   string `dir:"part"`
+	dsn     string `dir:"part"`
+	dsnEnv  string `dir:"part"`
+	dsnFile string `dir:"part"`
+	at      origin `dir:"meta"`
 }
 
 var ledgerKeys = []string{"store", "dsn", "dsnEnv", "dsnFile"}
@@ -106,21 +111,51 @@ func (p *fileParser) ledger(n *yaml.Node, l *layer) {
 	}
 }
 
-// resolveLedger picks the last layer's ledger section (a later layer
-// replaces the section whole, with a warning when it changes the store)
-// and reads its DSN from the environment or the file it names.
-func resolveLedger(layers []*layer, env []string, c *collector, out *Compiled) {
-	var cur *ledgerDef
-	for _, l := range layers {
-		if l.ledger == nil {
-			continue
-		}
-		if cur != nil && cur.store != l.ledger.store {
-			out.Warnings = append(out.Warnings, Warning{File: l.ledger.at.file, Line: l.ledger.at.line, Path: "ledger",
-				Msg: fmt.Sprintf("ledger store %s replaces store %s set at %s: writes are checked against another ledger", l.ledger.store, cur.store, cur.at)})
-		}
-		cur = l.ledger
+// defaultLedger is the ledger in force when no layer has a ledger
+// section: the state dir's file.
+var defaultLedger = &ledgerDef{store: StoreFile, at: origin{file: "default"}}
+
+func (d *ledgerDef) origin() origin { return d.at }
+
+func (d *ledgerDef) initial() replaced { return defaultLedger }
+
+// target names where a postgres section's connection string comes from,
+// never the string itself (it may hold a password).
+func (d *ledgerDef) target() string {
+	switch {
+	case d.dsnEnv != "":
+		return "the connection string in $" + d.dsnEnv
+	case d.dsnFile != "":
+		return "the connection string in file " + d.dsnFile
+	case d.dsn != "":
+		return "the dsn written at " + d.at.String()
 	}
+	return "the state dir's ledger.json"
+}
+
+// replaces says how d, a later layer's ledger section, differs from the
+// one in force before it: another store, or the same store at another
+// target. Either way writes are checked against another ledger, and the
+// unknown outcomes recorded in the one before stop blocking them.
+func (d *ledgerDef) replaces(before replaced) string {
+	b := before.(*ledgerDef)
+	if d.store != b.store {
+		if b == defaultLedger {
+			return fmt.Sprintf("ledger store %s replaces the default store %s (the state dir's ledger.json): writes are checked against another ledger", d.store, b.store)
+		}
+		return fmt.Sprintf("ledger store %s replaces store %s set at %s: writes are checked against another ledger", d.store, b.store, b.at)
+	}
+	if d.dsn == b.dsn && d.dsnEnv == b.dsnEnv && d.dsnFile == b.dsnFile {
+		return ""
+	}
+	return fmt.Sprintf("ledger store %s at %s replaces the one at %s set at %s: writes are checked against another ledger", d.store, d.target(), b.target(), b.at)
+}
+
+// resolveLedger reads the ledger section in force after every layer (a
+// later layer replaces it whole; merge warns when one changes it) and its
+// DSN from the environment or the file it names.
+func resolveLedger(out *Compiled, env []string, c *collector) {
+	cur := out.sum.ledger
 	out.Ledger = LedgerConfig{Store: StoreFile}
 	if cur == nil || cur.store == StoreFile {
 		return
@@ -142,7 +177,12 @@ func resolveLedger(layers []*layer, env []string, c *collector, out *Compiled) {
 		}
 	default:
 		lc.Source = fmt.Sprintf("file %s (%s)", cur.dsnFile, cur.at)
-		f, err := os.Open(cur.dsnFile)
+		f, err := openTrusted(cur.dsnFile, trust.Secret)
+		if err == nil {
+			if exposed := trust.Exposed(f); exposed != "" {
+				out.Warnings = append(out.Warnings, Warning{File: cur.at.file, Line: cur.at.line, Path: "ledger.dsnFile", Msg: exposed})
+			}
+		}
 		if err != nil {
 			c.add(cur.at.file, cur.at.line, "ledger.dsnFile", "cannot read the DSN file: %v", err)
 			return

@@ -2,10 +2,14 @@ package config
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mcpx/mcpx-policy/internal/trust"
 )
 
 // Limits of one config file, so that a hostile or broken file (an alias
@@ -42,14 +46,28 @@ func tooLarge(r io.Reader, limit int) (b []byte, line int, err error) {
 	return nil, 1 + bytes.Count(b[:limit], []byte("\n")), nil
 }
 
-// readFileLimited reads a whole file of at most limit bytes.
+// readFileLimited reads a whole file an operator trusts, of at most limit
+// bytes, once its owner and mode pass (openTrusted).
 func readFileLimited(name string, limit int) ([]byte, int, error) {
-	f, err := os.Open(name)
+	f, err := openTrusted(name, trust.Config)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
 	return tooLarge(f, limit)
+}
+
+// openTrusted opens a file the operator trusts: a regular file that only
+// its owner (this process's user, or root) may write, and with
+// trust.Secret that no other user may read (trust.OpenTrusted). A
+// refusal's error carries what to do about it.
+func openTrusted(name string, want trust.Trust) (*os.File, error) {
+	f, err := trust.OpenTrusted(name, want)
+	var se *trust.Error
+	if errors.As(err, &se) && se.Hint != "" {
+		return nil, fmt.Errorf("%w (%s)", se, se.Hint)
+	}
+	return f, err
 }
 
 // readLimited reads at most MaxFileSize bytes of r. A larger file is

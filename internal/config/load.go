@@ -1,10 +1,15 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/mcpx/mcpx-policy/internal/statedir"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 )
 
 // SchemaCompiler compiles one argument-rule schema (JSON-compatible Go
@@ -50,12 +55,16 @@ const EnvPrefix = "MCPX_POLICY_"
 // path (lexical order) < MCPX_POLICY_* environment < opts.Set. Modes are
 // replaced by later layers; patterns, rules, exemptArgs, unknownArgsTools
 // and overrides add up. A later layer (any after the first path) may make
-// a mode less strict — write/writePolicy deny > ask > allow, unknownArgs
-// reject > warn > off, confirmDestructive true > false, enforce
-// enforce > shadow — but never
-// silently: each such setting is a Compiled.Warnings entry at the
+// the policy less strict, but never silently: every field declares how a
+// change moves strictness (direction.go, ADR 0013) — a mode by its order
+// (write/writePolicy deny > ask > allow, unknownArgs reject > warn > off,
+// confirmDestructive true > false, enforce enforce > shadow, pinTools
+// deny > ask > off), an exemptArgs key by being added, the ledger section
+// by any change — and each loosening is a Compiled.Warnings entry at the
 // loosening value's origin, naming the setting and the value and origin
-// it replaced. Every problem found is returned at once as
+// it replaced, and an entry of data.mcpx.config.loosened. Every file read
+// must be one only its owner (this user or root) may write, and the
+// ledger's dsnFile one no other user may read. Every problem found is returned at once as
 // ConfigErrors (each a *ConfigError with file and line); on error the
 // *Compiled is nil. Load is safe for concurrent use.
 func Load(opts LoadOptions) (*Compiled, error) {
@@ -88,7 +97,7 @@ func Load(opts LoadOptions) (*Compiled, error) {
 		}
 	}
 	compiled := compile(layers, opts.SchemaCompiler, opts.RuleEvaluator, c)
-	resolveLedger(layers, env, c, compiled)
+	resolveLedger(compiled, env, c)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -103,6 +112,14 @@ func Load(opts LoadOptions) (*Compiled, error) {
 // A missing folder is no layer.
 func confD(first string, c *collector) []string {
 	dir := filepath.Join(filepath.Dir(first), "conf.d")
+	if _, err := trust.CheckTrustedDir(dir); err != nil {
+		var se *statedir.Error
+		if errors.As(err, &se) && se.Hint != "" {
+			err = fmt.Errorf("%w (%s)", se, se.Hint)
+		}
+		c.add(dir, 0, "", "cannot read conf.d folder: %v", unwrapPathError(err))
+		return nil
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !os.IsNotExist(err) {

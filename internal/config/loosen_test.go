@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/internal/config"
@@ -195,5 +197,50 @@ func TestShadowDefault(t *testing.T) {
 	}
 	if _, ok := get(t, cfg, "servers", "fs").(map[string]any)["enforce"]; ok {
 		t.Errorf("servers.fs has an enforce it was not given: %s", jsonOf(t, cfg))
+	}
+}
+
+// TestListsAndLedgerLoosenNeverSilently: the two loosenings a later layer
+// could make without a word — an exemptArgs key that turns an
+// UnknownArguments deny into an allow, and a ledger section that points
+// at another database (the unknown outcomes of the one before stop
+// blocking writes) — are warnings at their origin; the same key or the
+// same database again is not.
+func TestListsAndLedgerLoosenNeverSilently(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.yaml": `version: 1
+policy:
+  unknownArgs: reject
+  exemptArgs: [cursor]
+servers:
+  fs:
+    exemptArgs: [fields]
+ledger:
+  store: postgres
+  dsnEnv: LEDGER_DSN
+`,
+		"conf.d/50-dev.yaml": `version: 1
+policy:
+  exemptArgs: [cursor, path]
+servers:
+  fs:
+    exemptArgs: [fields, cursor, content]
+ledger:
+  store: postgres
+  dsnEnv: OTHER_DSN
+`,
+	}
+	c, err, dir := load(t, files, config.LoadOptions{Env: []string{"LEDGER_DSN=dbname=real", "OTHER_DSN=dbname=scratch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarnings(t, c, dir,
+		`conf.d/50-dev.yaml:3: policy.exemptArgs[1]: loosened by a later layer: adds "path", an argument key the unknown-arguments check never reports`,
+		`conf.d/50-dev.yaml:6: servers.fs.exemptArgs[2]: loosened by a later layer: adds "content", an argument key the unknown-arguments check never reports`,
+		`conf.d/50-dev.yaml:8: ledger: ledger store postgres at the connection string in $OTHER_DSN replaces the one at the connection string in $LEDGER_DSN set at main.yaml:9: writes are checked against another ledger`,
+	)
+	if strings.Contains(fmt.Sprint(c.Warnings), "dbname=") {
+		t.Errorf("a warning shows a connection string: %v", c.Warnings)
 	}
 }

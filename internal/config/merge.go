@@ -9,7 +9,9 @@ import "fmt"
 // (scalarDef.inForce).
 //
 // It also returns, as warnings, every setting a later layer made less
-// strict, by its kind's strictness order, than it was before that layer.
+// strict than it was before that layer, as each field declares its
+// direction (direction.go): a mode by its kind's strictness order, an
+// exemptArgs entry by being added, the ledger section by any change.
 // The first layer is the base (with the defaults under it); every later
 // one — another --config file, a conf.d file, the MCPX_POLICY_*
 // environment, LoadOptions.Set — may loosen a setting, but never
@@ -21,6 +23,7 @@ import "fmt"
 func merge(layers []*layer) (*layer, []Warning) {
 	m := &merger{sum: &layer{source: "merged"}, poolTools: map[string]inForce{}, serverTools: map[string]inForce{}}
 	for i, l := range layers {
+		m.layerName = l.source
 		if i > 0 {
 			m.check(l)
 		}
@@ -31,30 +34,13 @@ func merge(layers []*layer) (*layer, []Warning) {
 
 // merger is a merge under way.
 type merger struct {
-	sum      *layer // the layers so far
-	warnings []Warning
+	sum       *layer // the layers so far
+	layerName string // the source of the layer being merged
+	server    string // the server whose settings check is at, "" elsewhere
+	warnings  []Warning
 	// the last unknownArgsTools entry of each pattern source: the pool's,
 	// and each server's by server name + "\x00" + source
 	poolTools, serverTools map[string]inForce
-}
-
-// check compares every setting l sets with the value in force before l
-// (none of l's values is in m.sum yet).
-func (m *merger) check(l *layer) {
-	for _, d := range scalars {
-		if d.scope != "servers" {
-			m.loosens(d.path(""), d.kind, d.inForce(m.sum, ""), *d.slot(l, nil))
-		}
-	}
-	m.checkEntries(l.pool.ua, m.poolTools, "", m.strictestUnknownArgs())
-	for _, s := range l.servers {
-		for _, d := range scalars {
-			if d.scope == "servers" {
-				m.loosens(d.path(s.name), d.kind, d.inForce(m.sum, s.name), *d.slot(l, s))
-			}
-		}
-		m.checkEntries(s.ua, m.serverTools, s.name+"\x00", serverUnknownArgs.inForce(m.sum, s.name))
-	}
 }
 
 // loosens adds a warning when after, a later layer's value of the
@@ -64,7 +50,7 @@ func (m *merger) loosens(path string, kind *settingKind, before inForce, after *
 		return
 	}
 	m.warnings = append(m.warnings, Warning{File: after.at.file, Line: after.at.line, Path: path,
-		Msg: fmt.Sprintf("loosened from %s (%s) to %s by a later layer", before.value, before.at, after.value)})
+		Msg: fmt.Sprintf("loosened from %s (%s) to %s by a later layer", before.value, before.at, after.value), server: m.server})
 }
 
 // checkEntries compares each unknownArgsTools entry of a later layer with
@@ -107,6 +93,9 @@ func (m *merger) add(l *layer) {
 	}
 	sum.exemptArgs = append(sum.exemptArgs, l.exemptArgs...)
 	sum.overrides = append(sum.overrides, l.overrides...)
+	if l.ledger != nil {
+		sum.ledger = l.ledger // replaced whole
+	}
 	sum.pool.add(l.pool)
 	for _, u := range l.pool.ua {
 		m.poolTools[u.pat.Source] = inForce{u.mode, u.at.String()}

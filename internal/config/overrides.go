@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mcpx/mcpx-policy/internal/statedir"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 )
 
 // OverridesPackage is the package every operator override file must be in.
@@ -36,6 +39,16 @@ func (out *Compiled) loadOverrides(refs []overrideRef, c *collector) []Warning {
 			err := filepath.WalkDir(ref.path, func(p string, d fs.DirEntry, err error) error {
 				if err != nil {
 					return err
+				}
+				if d.IsDir() {
+					// whoever could write a folder could add a file to it
+					if _, err := trust.CheckTrustedDir(p); err != nil {
+						var se *statedir.Error
+						if errors.As(err, &se) && se.Hint != "" {
+							return fmt.Errorf("%w (%s)", se, se.Hint)
+						}
+						return err
+					}
 				}
 				if !d.IsDir() && strings.HasSuffix(p, ".rego") && !strings.HasSuffix(p, "_test.rego") {
 					files = append(files, p)

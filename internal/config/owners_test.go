@@ -11,8 +11,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -20,7 +20,7 @@ var updateRegoData = flag.Bool("update", false, "rewrite rego/mcpx/codes/data.js
 
 // TestRegoDataIsTheGoTables ties the copies `opa test rego/` loads as
 // data.mcpx.codes and data.mcpx.vocab to their owners, decision.Codes and
-// the loader's modes (go test ./internal/bundle/ -run
+// the loader's modes (go test ./internal/config/ -run
 // TestRegoDataIsTheGoTables -update rewrites them); and the data every
 // compiled config carries to the same tables.
 func TestRegoDataIsTheGoTables(t *testing.T) {
@@ -50,7 +50,7 @@ func TestRegoDataIsTheGoTables(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(onDisk) != string(b) {
-			t.Errorf("%s is not the Go table: run go test ./internal/bundle/ -run TestRegoDataIsTheGoTables -update", tc.file)
+			t.Errorf("%s is not the Go table: run go test ./internal/config/ -run TestRegoDataIsTheGoTables -update", tc.file)
 		}
 		if got := c.Data[tc.key]; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("the compiled data.mcpx.%s = %v, want %v", tc.key, got, tc.want)

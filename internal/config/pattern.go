@@ -35,11 +35,11 @@ func (k PatternKind) String() string {
 // matches exactly the tool names the pattern means: ^quoted$ for an exact
 // name, an anchored translation for a glob, the body as written for /re/.
 type Pattern struct {
-	Source string
-	Kind   PatternKind
-	RE     string
+	Source string      `dir:"part"`
+	Kind   PatternKind `dir:"part"`
+	RE     string      `dir:"part"`
 
-	re *regexp.Regexp
+	re *regexp.Regexp `dir:"part"`
 }
 
 // Match reports whether the tool name matches the pattern.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -197,7 +198,7 @@ func parseArgument(s string) ([]string, error) {
 		if i > 0 && indexToken.MatchString(part) {
 			indexes++
 		}
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		parts[i] = jsonptr.Unescape(part)
 	}
 	if indexes > MaxPointerIndexes {
 		return nil, fmt.Errorf("JSON Pointer %q has %d array indexes, more than the limit of %d", s, indexes, MaxPointerIndexes)

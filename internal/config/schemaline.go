@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -42,7 +43,7 @@ func pointerLine(n *yaml.Node, ptr string) int {
 	}
 	line := 0
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok = jsonptr.Unescape(tok)
 		n = deref(n)
 		var next, at *yaml.Node
 		switch n.Kind {

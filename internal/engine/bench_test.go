@@ -22,8 +22,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/bench"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 )
 

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // decisionCacheSize is how many decisions a Prepared keeps for repeated
@@ -78,8 +78,6 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 	} else {
 		b = append(b, 1)
 		b.str(led.Unreadable)
-		b.str(led.Clear)
-		b.str(led.Writes)
 		b.len(led.Total)
 		b.len(len(led.Entries))
 		for _, e := range led.Entries {
@@ -91,7 +89,7 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 			b = append(b, 0)
 		} else {
 			b = append(b, 1)
-			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error, p.Accept} {
+			for _, f := range []string{p.Status, p.SHA256, p.PinnedSHA256, p.Error} {
 				b.str(f)
 			}
 			b.len(len(p.Changed))

@@ -25,7 +25,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	policyrego "github.com/mcpx/mcpx-policy/rego"
 )
 
@@ -286,18 +286,10 @@ type Ledger struct {
 	Entries    []decision.LedgerEntry
 	Total      int // all of the server's entries; below len(Entries) counts as len(Entries)
 	Unreadable string
-	// Clear is input.ledger.clear: the command that clears the server's
-	// entries as the caller's operator runs it (with the state dir or the
-	// config the caller reads its ledger from), which the policy names in
-	// UnknownOutcomePending; "" leaves it out, and the policy names the
-	// command for the default state dir.
-	Clear string
-	// Writes is input.ledger.writes: the command that lists the entries
-	// and says why the ledger cannot be read, as the caller's operator
-	// runs it, which the policy puts in LedgerUnreadable's details; ""
-	// leaves it out, and the policy names the command for the default
-	// state dir.
-	Writes string
+	// Seen is the token of all of the server's entries (ledger.Seen): not
+	// part of the input, it lets the answer spell a clear command that
+	// clears exactly what the decision was shown.
+	Seen string
 	// Pin is input.tool.pin; nil leaves it out (pinning off).
 	Pin *Pin
 }
@@ -315,12 +307,6 @@ type Pin struct {
 	// Error says, for an agent, why the pin could not be checked (error
 	// only).
 	Error string
-	// Accept is input.tool.pin.accept: the command that accepts the
-	// changed definition as the caller's operator runs it (with the state
-	// dir the caller's pins live in), which the policy names in
-	// ToolDefinitionChanged; "" leaves it out, and the policy names the
-	// command for the default state dir.
-	Accept string
 }
 
 // Decide evaluates the policy for call. It always returns a decision; when

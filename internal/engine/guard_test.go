@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 )
 
 // The engine guards the package the config loader admits overrides in.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // callInput builds the policy input (docs/fleet.md, "Ask it: the input document") as an ast.Value directly from
@@ -132,9 +132,6 @@ func pinValue(p *Pin) ast.Object {
 	if p.Error != "" {
 		obj.Insert(ast.InternedTerm("error"), ast.StringTerm(p.Error))
 	}
-	if p.Accept != "" {
-		obj.Insert(ast.InternedTerm("accept"), ast.StringTerm(p.Accept))
-	}
 	return obj
 }
 
@@ -146,7 +143,7 @@ var emptyLedger = ast.NewObject(
 )
 
 func ledgerValue(led *Ledger) ast.Object {
-	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && led.Clear == "" && led.Writes == "" {
+	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 {
 		return emptyLedger
 	}
 	obj := ast.NewObjectWithCapacity(3)
@@ -166,12 +163,6 @@ func ledgerValue(led *Ledger) ast.Object {
 	}
 	obj.Insert(kEntries, ast.ArrayTerm(entries...))
 	obj.Insert(kTotal, ast.IntNumberTerm(max(led.Total, len(led.Entries))))
-	if led.Clear != "" {
-		obj.Insert(kClear, ast.StringTerm(led.Clear))
-	}
-	if led.Writes != "" {
-		obj.Insert(ast.InternedTerm("writes"), ast.StringTerm(led.Writes))
-	}
 	return obj
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // FromValue reads the policy's decision document. Anything that is not a

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // TestShadowMemberIsChecked: a decision's shadow member is read and checked

@@ -10,7 +10,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // testPolicy is a small stand-in for the real policy: one input-dependent

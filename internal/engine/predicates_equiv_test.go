@@ -20,14 +20,14 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/assemble"
 	"github.com/mcpx/mcpx-policy/internal/bench"
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
 )
@@ -362,7 +362,7 @@ func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
 		}
 		config = rs[0].Expressions[0].Value
 	}
-	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": render.SecretsData()}, Schemas: map[string]any{
+	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": redact.SecretsData()}, Schemas: map[string]any{
 		"test_workspace":   map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/workspace/"}}},
 		"test_const_false": map[string]any{"const": false},
 	}}

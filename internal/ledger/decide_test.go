@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -26,8 +27,8 @@ import (
 
 var (
 	examplesConfig = filepath.Join("..", "..", "examples", "mcpx-policy.yaml")
-	writeFileTool  = mcpxpolicy.Tool{Name: "write_file",
-		Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: new(false), DestructiveHint: new(true)},
+	writeFileTool  = decision.Tool{Name: "write_file",
+		Annotations: &decision.Annotations{ReadOnlyHint: new(false), DestructiveHint: new(true)},
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"path": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"}}}}
 )
@@ -84,8 +85,8 @@ func newEngine(tb testing.TB, dir string) *mcpxpolicy.Engine {
 	return eng
 }
 
-func writeCall(i int) mcpxpolicy.Call {
-	return mcpxpolicy.Call{Server: "fs", Tool: writeFileTool, Surface: "mcp",
+func writeCall(i int) decision.Call {
+	return decision.Call{Server: "fs", Tool: writeFileTool, Surface: "mcp",
 		Args: map[string]any{"path": fmt.Sprintf("/workspace/notes-%d.md", i), "content": "hello"}}
 }
 
@@ -167,7 +168,7 @@ func TestLedgerLargeDecision(t *testing.T) {
 		t.Fatalf("50 decisions on an unchanged ledger opened it %d times and read it %d times; want neither", opens, reads)
 	}
 
-	if d.Outcome != mcpxpolicy.Deny || d.Reasons[0].Code != mcpxpolicy.UnknownOutcomePending {
+	if d.Outcome != decision.Deny || d.Reasons[0].Code != decision.UnknownOutcomePending {
 		t.Fatalf("decision %s %v; want an UnknownOutcomePending deny", d.Outcome, d.Reasons)
 	}
 	r := d.Reasons[0]
@@ -192,7 +193,7 @@ func TestLedgerLargeDecision(t *testing.T) {
 		t.Fatalf("message: %s", r.Message)
 	}
 	for _, surface := range []string{mcpxpolicy.SurfaceDaemon, mcpxpolicy.SurfaceMCP, mcpxpolicy.SurfaceCLI} {
-		rendered, err := mcpxpolicy.Render(surface, writeCall(50), d)
+		rendered, err := mcpxpolicy.Render(surface, writeCall(50), mcpxpolicy.Redact(writeCall(50), d))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,9 +279,9 @@ func BenchmarkDecideLedger(b *testing.B) {
 				largeLedger(b, dir, n)
 			}
 			eng := newEngine(b, dir)
-			want := mcpxpolicy.Ask
+			want := decision.Ask
 			if n > 0 {
-				want = mcpxpolicy.Deny
+				want = decision.Deny
 			}
 			if d, err := eng.Decide(context.Background(), writeCall(-1)); err != nil || d.Outcome != want {
 				b.Fatalf("%s, %v; want %s", d.Outcome, err, want)

@@ -1,14 +1,13 @@
 package ledger
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // Version is the ledger file format version this build reads and writes.
@@ -29,15 +28,9 @@ const lockName = "ledger.lock"
 // slots.go).
 const slotsName = "ledger.slots"
 
-// Entry is one unknown-outcome write: the request bytes went out and no
-// definite answer came back. It holds the SHA-256 of the canonical
-// arguments, never the arguments.
-type Entry struct {
-	decision.LedgerEntry
-	// Cause says why the outcome is unknown ("timeout", "transport closed",
-	// "process 1234 exited while the call was in flight", ...).
-	Cause string `json:"cause,omitempty"`
-}
+// Entry is one unknown-outcome write: the policy's view of it and why
+// its outcome is unknown (decision.UnknownWrite, as the SDK lists it).
+type Entry = decision.UnknownWrite
 
 // Cleared is an entry an operator cleared, kept for the record.
 type Cleared struct {
@@ -89,28 +82,11 @@ var knownFields = map[string]bool{"version": true, "entries": true, "cleared": t
 // decodeFile parses a ledger file. Every failure is the cause of an
 // UnreadableError: the caller must neither use nor overwrite the file.
 func decodeFile(b []byte) (*fileState, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, errors.New("the file is empty")
+	raw, err := statedir.CheckVersion(b, Version, ErrNewerVersion)
+	if err != nil {
+		return nil, err
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("not valid json: %w", err)
-	}
-	var version int
-	v, ok := raw["version"]
-	if !ok {
-		return nil, errors.New("no version field")
-	}
-	if err := json.Unmarshal(v, &version); err != nil {
-		return nil, fmt.Errorf("version: %w", err)
-	}
-	if version > Version {
-		return nil, fmt.Errorf("%w: file version %d, this build reads version %d", ErrNewerVersion, version, Version)
-	}
-	if version != Version {
-		return nil, fmt.Errorf("unsupported file version %d", version)
-	}
-	st := &fileState{Version: version}
+	st := &fileState{Version: Version}
 	for name, dst := range map[string]any{"entries": &st.Entries, "cleared": &st.Cleared, "in_flight": &st.InFlight} {
 		if r, ok := raw[name]; ok {
 			if err := json.Unmarshal(r, dst); err != nil {

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpx/mcpx-policy/internal/statedir"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 )
 
 // MaxFileSize caps ledger.json at 64 MiB, about 280,000 entries: a bigger
@@ -80,8 +81,8 @@ func (l *Ledger) openChecked(name string, flag int) (*os.File, *unix.Stat_t, err
 // MaxFileSize: a file that grows while it is read is cut at the cap, and
 // refused.
 func (l *Ledger) readCapped(f *os.File, st *unix.Stat_t) ([]byte, error) {
-	b, err := statedir.ReadCapped(f, st.Size, MaxFileSize)
-	var big *statedir.TooBigError
+	b, err := trust.ReadCapped(f, st.Size, MaxFileSize)
+	var big *trust.TooBigError
 	if errors.As(err, &big) {
 		return nil, l.tooBig(big.Size)
 	}
@@ -94,7 +95,7 @@ func (l *Ledger) tooBig(size int64) error {
 }
 
 func (l *Ledger) unreadable(err error, hint string) *UnreadableError {
-	return &UnreadableError{Path: l.path, Err: err, Hint: hint}
+	return &UnreadableError{Store: "ledger", Path: l.path, Err: err, Hint: hint}
 }
 
 // wrap turns a *statedir.Error into the ledger's *UnreadableError, with the

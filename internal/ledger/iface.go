@@ -1,6 +1,6 @@
 package ledger
 
-import "github.com/mcpx/mcpx-policy/internal/decision"
+import "github.com/mcpx/mcpx-policy/decision"
 
 // Store is an unknown-outcome ledger as its users see it: the file in a
 // state dir (*Ledger, the default) or a PostgreSQL database that a fleet
@@ -11,7 +11,8 @@ import "github.com/mcpx/mcpx-policy/internal/decision"
 //
 // Errors are the same on both: an *UnreadableError (errors.Is
 // ErrUnreadable; ErrNewerVersion for a store written by a newer build) for
-// a store that cannot be used, ErrNotFound from Clear. Every method is
+// a store that cannot be used, ErrNotFound from Clear, a *ChangedError
+// from ClearSeen. Every method is
 // safe for concurrent use.
 type Store interface {
 	// BeginWrite records an in-flight marker for a write and returns once
@@ -28,6 +29,11 @@ type Store interface {
 	// Clear clears server's entries (id "" for all of them), keeping each
 	// in the cleared list with reason, and returns them.
 	Clear(server, id, reason string) ([]Entry, error)
+	// ClearSeen clears server's entries when they are exactly those a
+	// listing showed as seen (Seen), and otherwise nothing, with a
+	// *ChangedError: an entry recorded after the listing is never cleared
+	// with the ones listed.
+	ClearSeen(server, seen, reason string) ([]Entry, error)
 	// Recover turns the markers of processes that died into entries now
 	// and returns how many.
 	Recover() (int, error)

@@ -30,46 +30,28 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
 // ErrUnreadable is matched (errors.Is) by every error about a ledger file
 // that exists but cannot be used: unreadable, corrupt, truncated or of a
 // newer version.
-var ErrUnreadable = errors.New("ledger unreadable")
+var ErrUnreadable = statedir.ErrUnreadable
 
 // ErrNewerVersion is matched (errors.Is) by the UnreadableError of a file
 // written by a newer build (version > Version).
-var ErrNewerVersion = errors.New("newer ledger version")
+var ErrNewerVersion = statedir.Kind(statedir.ErrNewerVersion, "newer ledger version")
 
 // ErrNotFound is returned by Clear when the id names no unknown-outcome
 // entry of that server.
-var ErrNotFound = errors.New("no such unknown-outcome entry")
+var ErrNotFound = statedir.Kind(statedir.ErrNotFound, "no such unknown-outcome entry")
 
 // UnreadableError reports a ledger that exists but cannot be used: the
-// file, the state dir, or the lock or slot file beside it. Nothing is
-// overwritten; writes stay blocked until it reads again.
-type UnreadableError struct {
-	// Path is the ledger file's path, whichever file is at fault.
-	Path string
-	// Err is the cause; it names the file at fault.
-	Err error
-	// Hint, when not empty, says what an operator does about it (a
-	// chmod, a chown, moving a file aside).
-	Hint string
-}
-
-// Error names the file and the cause.
-func (e *UnreadableError) Error() string {
-	return fmt.Sprintf("ledger %s is unreadable: %v", e.Path, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *UnreadableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrUnreadable.
-func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable }
+// file, the state dir, or the lock or slot file beside it, or the
+// database (Store "ledger"). Nothing is overwritten; writes stay blocked
+// until it reads again.
+type UnreadableError = statedir.UnreadableError
 
 // Ledger is the ledger in one state directory. It is safe for concurrent
 // use by many goroutines; several Ledgers, in this or other processes, may
@@ -158,6 +140,9 @@ type State struct {
 	InFlight []Marker `json:"in_flight"`
 	// Cleared are the entries operators cleared, in clear order.
 	Cleared []Cleared `json:"cleared"`
+	// Seen is, for each server with entries, the token of its entries as
+	// listed here (Seen): ClearSeen with it clears exactly those.
+	Seen map[string]string `json:"seen"`
 }
 
 // Pending is what the policy sees of one server's unknown-outcome entries.
@@ -167,6 +152,9 @@ type Pending struct {
 	Entries []decision.LedgerEntry
 	// Total counts them all.
 	Total int
+	// Seen is the token of all of them (Seen): ClearSeen with it clears
+	// exactly these. "" when there are none.
+	Seen string
 }
 
 // Listed is how many entries a decision lists (Pending's limit in the
@@ -177,7 +165,7 @@ const Listed = 10
 // whole). A missing file is an empty State; any other read problem is an
 // *UnreadableError. Safe for concurrent use; it does not write.
 func (l *Ledger) List() (State, error) {
-	empty := State{Entries: []Entry{}, InFlight: []Marker{}, Cleared: []Cleared{}}
+	empty := State{Entries: []Entry{}, InFlight: []Marker{}, Cleared: []Cleared{}, Seen: map[string]string{}}
 	var s State
 	err := l.view(func(p *parsed, t *slotTester, last bool) (bool, error) {
 		s = State{Entries: slices.Clone(p.st.Entries), Cleared: slices.Clone(nonNil(p.st.Cleared)), InFlight: []Marker{}}
@@ -204,6 +192,7 @@ func (l *Ledger) List() (State, error) {
 	}
 	slices.SortStableFunc(s.Entries, func(a, b Entry) int { return cmpTime(a.Time, b.Time) })
 	s.Entries = nonNil(s.Entries)
+	s.Seen = SeenOf(s.Entries)
 	return s, nil
 }
 
@@ -258,6 +247,16 @@ func (l *Ledger) Pending(server string, limit int) (Pending, error) {
 			file = srv.entries
 		}
 		out = Pending{Total: len(file) + len(more)}
+		if out.Total > 0 {
+			ids := make([]string, 0, out.Total)
+			for _, i := range file {
+				ids = append(ids, p.st.Entries[i].ID)
+			}
+			for _, e := range more {
+				ids = append(ids, e.ID)
+			}
+			out.Seen = SeenIDs(ids)
+		}
 		n := out.Total
 		if limit >= 0 && limit < n {
 			n = limit
@@ -494,7 +493,11 @@ func (l *Ledger) load() (*parsed, error) {
 			l.setCache(p)
 			return p, nil
 		}
-		err = l.unreadable(err, "")
+		hint := ""
+		if errors.Is(err, ErrNewerVersion) {
+			hint = statedir.NewerHint
+		}
+		err = l.unreadable(err, hint)
 	}
 	f.Close()
 	l.setCache(nil)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/crashtest"
-	"github.com/mcpx/mcpx-policy/internal/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // NewEntry is the entry a write of server's tool with args records if its

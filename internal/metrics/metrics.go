@@ -17,11 +17,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/mcpx/mcpx-policy"
 )
 
 // Namespace prefixes every metric name.
@@ -68,20 +67,23 @@ type Metrics struct {
 
 	upstream [3]prometheus.Observer // result, error, lost
 	inflight prometheus.Gauge
+
+	logErrs     prometheus.Counter
+	logWritable prometheus.Gauge
 }
 
 // codeIndex maps each reason code to its column in decisions; column 0 is
 // NoCode and the last one "other" (a code outside the closed set, which
 // the engine never returns).
-var codeIndex = func() map[mcpxpolicy.Code]int {
-	m := map[mcpxpolicy.Code]int{}
-	for i, c := range mcpxpolicy.ReasonCodes() {
+var codeIndex = func() map[decision.Code]int {
+	m := map[decision.Code]int{}
+	for i, c := range decision.Codes {
 		m[c.Code] = i + 1
 	}
 	return m
 }()
 
-var outcomes = [3]mcpxpolicy.Outcome{mcpxpolicy.Allow, mcpxpolicy.Ask, mcpxpolicy.Deny}
+var outcomes = [3]decision.Outcome{decision.Allow, decision.Ask, decision.Deny}
 
 // New returns the metrics of one process with their own registry.
 func New(opts Options) *Metrics {
@@ -90,15 +92,15 @@ func New(opts Options) *Metrics {
 		Namespace: Namespace, Name: "decisions_total",
 		Help: "Decisions made, by the policy's outcome (allow, ask, deny), deciding reason code (none for an allow) and shadow (true: the server is in shadow mode and the call went ahead despite this outcome).",
 	}, []string{"outcome", "code", "shadow"})
-	codes := make([]string, 0, len(mcpxpolicy.ReasonCodes())+2)
+	codes := make([]string, 0, len(decision.Codes)+2)
 	codes = append(codes, NoCode)
-	for _, c := range mcpxpolicy.ReasonCodes() {
+	for _, c := range decision.Codes {
 		codes = append(codes, string(c.Code))
 	}
 	codes = append(codes, "other")
 	for s, shadow := range []string{"false", "true"} {
 		for i, o := range outcomes {
-			if s == 1 && o == mcpxpolicy.Allow {
+			if s == 1 && o == decision.Allow {
 				continue // shadow mode only lets through what the policy refused
 			}
 			m.decisions[s][i] = make([]prometheus.Counter, len(codes))
@@ -143,7 +145,16 @@ func New(opts Options) *Metrics {
 		Namespace: Namespace, Name: "upstream_calls_in_flight",
 		Help: "tools/call requests sent to the MCP server and not answered yet.",
 	})
-	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight)
+	m.logErrs = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "decision_log_errors_total",
+		Help: "Decision log lines that could not be written (a full disk, a closed pipe); each such decision was refused, not answered.",
+	})
+	m.logWritable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "decision_log_writable",
+		Help: "1 when the last decision log line was written (or none was tried, or there is no decision log), 0 when it failed: decisions are refused until a line is written again.",
+	})
+	m.logWritable.Set(1)
+	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable)
 	if opts.Revision != nil {
 		m.reg.MustRegister(revisionCollector{desc: prometheus.NewDesc(Namespace+"_config_revision_info",
 			"The config revision in use (a hex SHA-256 of the compiled policy), as a label; the value is always 1.",
@@ -183,7 +194,7 @@ func (m *Metrics) Handler() http.Handler {
 // Decided counts one decision: the policy's outcome, its deciding code
 // ("" for an allow), whether shadow mode let the call go ahead despite
 // that outcome, how long it took and whether its evaluation failed.
-func (m *Metrics) Decided(outcome mcpxpolicy.Outcome, code mcpxpolicy.Code, shadow bool, elapsed time.Duration, err error) {
+func (m *Metrics) Decided(outcome decision.Outcome, code decision.Code, shadow bool, elapsed time.Duration, err error) {
 	col := 0
 	if code != "" {
 		var ok bool
@@ -192,7 +203,7 @@ func (m *Metrics) Decided(outcome mcpxpolicy.Outcome, code mcpxpolicy.Code, shad
 		}
 	}
 	s := 0
-	if shadow && outcome != mcpxpolicy.Allow {
+	if shadow && outcome != decision.Allow {
 		s = 1
 	}
 	m.decisions[s][outcome.Severity()][col].Inc()
@@ -213,6 +224,17 @@ func (m *Metrics) Reloaded(err error) {
 	m.reloads[0].Inc()
 	m.lastOK.Set(1)
 	m.lastOKAt.SetToCurrentTime()
+}
+
+// DecisionLogged counts one decision log line: err nil when it was
+// written.
+func (m *Metrics) DecisionLogged(err error) {
+	if err != nil {
+		m.logErrs.Inc()
+		m.logWritable.Set(0)
+		return
+	}
+	m.logWritable.Set(1)
 }
 
 // Upstream results, for UpstreamDone.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 

@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
@@ -66,75 +66,36 @@ const (
 // Errors of a Store; match them with errors.Is.
 var (
 	// ErrNotFound: no pin for that server and tool.
-	ErrNotFound = errors.New("no pinned definition for that tool")
+	ErrNotFound = statedir.Kind(statedir.ErrNotFound, "no pinned definition for that tool")
 	// ErrNothingPending: the tool's pinned definition is the one last
 	// seen; there is nothing to accept.
 	ErrNothingPending = errors.New("no changed definition is waiting for acceptance")
 	// ErrMismatch: the definition waiting is not the one the operator
 	// named (it changed again since): nothing is accepted.
-	ErrMismatch = errors.New("the changed definition is not the one named")
+	ErrMismatch = statedir.Kind(statedir.ErrMismatch, "the changed definition is not the one named")
 	// ErrFull: MaxPins tools are pinned already.
 	ErrFull = errors.New("too many pinned tools")
 	// ErrTooLarge: a server or tool name is above MaxNameSize.
 	ErrTooLarge = errors.New("name too long to pin")
 	// ErrUnreadable is matched by every *UnreadableError.
-	ErrUnreadable = errors.New("pin store unreadable")
+	ErrUnreadable = statedir.ErrUnreadable
 	// ErrNewerVersion is matched by the *UnreadableError of a file written
 	// by a newer build.
-	ErrNewerVersion = errors.New("newer pin store version")
+	ErrNewerVersion = statedir.Kind(statedir.ErrNewerVersion, "newer pin store version")
 )
 
 // UnreadableError reports a pin store that exists but cannot be used: the
-// file, the lock file or the state dir. Nothing is written; every call to a
-// server whose tools are pinned is refused until an operator repairs it.
-type UnreadableError struct {
-	// Path is pins.json's path, whichever file is at fault.
-	Path string
-	// Err is the cause; it names the file at fault.
-	Err error
-	// Hint, when not empty, says what an operator does about it.
-	Hint string
-}
+// file, the lock file or the state dir (Store "pin store"). Nothing is
+// written; every call to a server whose tools are pinned is refused until
+// an operator repairs it.
+type UnreadableError = statedir.UnreadableError
 
-// Error names the file and the cause.
-func (e *UnreadableError) Error() string {
-	return fmt.Sprintf("pin store %s is unreadable: %v", e.Path, e.Err)
-}
+// Definition is what a pin keeps of one definition of a tool (as the SDK
+// lists it).
+type Definition = decision.PinnedDefinition
 
-// Unwrap returns the cause.
-func (e *UnreadableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrUnreadable.
-func (e *UnreadableError) Is(target error) bool { return target == ErrUnreadable }
-
-// Definition is what a pin keeps of one definition of a tool.
-type Definition struct {
-	// SHA256 is the hex SHA-256 of the canonical definition
-	// (decision.ToolSHA256).
-	SHA256 string `json:"sha256"`
-	// Fields maps each field of decision.DefinitionFields the definition
-	// has to the hex SHA-256 of its canonical value.
-	Fields map[string]string `json:"fields"`
-	// Annotations are the definition's hints (no title); nil when it has
-	// no annotations.
-	Annotations *decision.Annotations `json:"annotations,omitempty"`
-	// Seen is when this definition was first seen.
-	Seen time.Time `json:"seen"`
-}
-
-// Pin is one tool's pin.
-type Pin struct {
-	Server string `json:"server"`
-	Tool   string `json:"tool"`
-	// Pinned is the trusted definition.
-	Pinned Definition `json:"pinned"`
-	// Accepted is when an operator last accepted a definition; zero while
-	// the pin is the one trusted on first use.
-	Accepted time.Time `json:"accepted,omitzero"`
-	// Pending is the differing definition last seen, waiting for an
-	// operator to accept it; nil when the last one seen is the pinned one.
-	Pending *Definition `json:"pending,omitempty"`
-}
+// Pin is one tool's pin (as the SDK lists it).
+type Pin = decision.Pin
 
 // Status is what See found.
 type Status struct {
@@ -199,10 +160,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 			}
 			return newParsed(st), nil
 		},
-		ErrNewer: ErrNewerVersion,
-		Unreadable: func(cause error, hint string) error {
-			return &UnreadableError{Path: path, Err: cause, Hint: hint}
-		},
+		Store:  "pin store",
 		Aside:  "inspect it, then move it aside (mv " + path + " " + path + ".bad): every tool is then pinned anew on first sight",
 		Prefix: "pins",
 		Cache:  true,

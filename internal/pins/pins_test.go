@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/pins"
 )
 

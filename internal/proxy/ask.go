@@ -10,7 +10,9 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 )
 
 // How an ask completes through the proxy (docs/proxy.md, "Asks"): the ask
@@ -124,12 +126,12 @@ func (s *session) readRetry(c *toolCall) (retry, error) {
 		if err := strictjson.Unmarshal(raw, &responses); err != nil {
 			return r, fmt.Errorf("inputResponses: %w", err)
 		}
-		if mine, ok := responses[mcpxpolicy.ConfirmInputKey]; ok {
+		if mine, ok := responses[mcpgate.ConfirmInputKey]; ok {
 			var a elicitResult
 			if strictjson.Unmarshal(mine, &a) == nil {
 				r.answer = &a
 			}
-			delete(responses, mcpxpolicy.ConfirmInputKey)
+			delete(responses, mcpgate.ConfirmInputKey)
 			if len(responses) == 0 {
 				delete(c.members, "inputResponses")
 			} else {
@@ -179,7 +181,7 @@ func formElicitation(e map[string]json.RawMessage) bool {
 
 // askOutcome is where an ask stands after the proxy put it to the client.
 type askOutcome struct {
-	d       mcpxpolicy.Decision
+	d       decision.Decision
 	pending any // an input_required result to answer with: the call waits for its retry
 }
 
@@ -188,7 +190,7 @@ type askOutcome struct {
 // an input_required result; an older one with form elicitation an
 // elicitation/create; any other a ConfirmationUnavailable deny. What it
 // returns is an allow or a deny, or a pending input_required result.
-func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.Decision, r retry, members map[string]json.RawMessage) askOutcome {
+func (s *session) ask(ctx context.Context, call decision.Call, d decision.Decision, r retry, members map[string]json.RawMessage) askOutcome {
 	eng := s.opts.Engine
 	if r.held != nil {
 		return askOutcome{d: s.useHeld(ctx, call, r)}
@@ -197,7 +199,7 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 		// A requestState of the proxy's that is not held: used already
 		// (a replay), forgotten, or never made in this session.
 		s.log.Warn("refused a retry whose requestState is not a pending ask of this session", "tool", call.Tool.Name, "sha256", d.Call.SHA256)
-		out := mcpxpolicy.ConfirmationUnavailableDecision(d)
+		out := mcpgate.Unavailable(d)
 		why := "the retry's requestState is not an ask pending in this session: it was answered already, or never made here"
 		out.Reasons[0].Message = fmt.Sprintf("%s.%s needs confirmation and %s; the call was not executed", call.Server, call.Tool.Name, why)
 		out.Reasons[0].Details["refused"] = why
@@ -210,12 +212,12 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 	case r.mrtr && r.elicit:
 	case !r.mrtr && elicit:
 	default:
-		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableDecision(d)}
+		return askOutcome{d: mcpgate.Unavailable(d)}
 	}
 	req, err := eng.RequestApproval(call, d)
 	if err != nil {
 		s.log.Error("the ask could not be put on hold; refused", "tool", call.Tool.Name, "err", err)
-		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableFor(d, err)}
+		return askOutcome{d: mcpgate.UnavailableFor(d, err)}
 	}
 	if r.mrtr {
 		state := ownIDPrefix + rand.Text()
@@ -223,10 +225,10 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 			serverState: members["requestState"], serverResponses: members["inputResponses"]}
 		s.hold(state, h)
 		s.log.Info("asked for confirmation (input_required)", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
-		return askOutcome{pending: req.Prompt.InputRequired(state)}
+		return askOutcome{pending: mcpgate.InputRequired(req, state)}
 	}
 	s.log.Info("asked for confirmation (elicitation)", "tool", call.Tool.Name, "approval", req.ID, "sha256", req.SHA256)
-	resp, err := s.request(ctx, s.client, "elicitation/create", req.Prompt.Elicitation())
+	resp, err := s.request(ctx, s.client, "elicitation/create", mcpgate.Elicitation(req))
 	if errors.Is(err, errRefusedAnswer) {
 		// An answer that does not decode strictly approves nothing.
 		return askOutcome{d: s.answered(ctx, call, req.ID, req.SHA256, nil)}
@@ -236,7 +238,7 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 			// Unanswered, the request expires in the store by itself.
 			s.log.Warn("elicitation failed", "tool", call.Tool.Name, "err", err)
 		}
-		return askOutcome{d: mcpxpolicy.ConfirmationUnavailableDecision(d)}
+		return askOutcome{d: mcpgate.Unavailable(d)}
 	}
 	var a elicitResult
 	var answer *elicitResult
@@ -247,7 +249,7 @@ func (s *session) ask(ctx context.Context, call mcpxpolicy.Call, d mcpxpolicy.De
 }
 
 // useHeld decides the retry of a held ask with the client's answer.
-func (s *session) useHeld(ctx context.Context, call mcpxpolicy.Call, r retry) mcpxpolicy.Decision {
+func (s *session) useHeld(ctx context.Context, call decision.Call, r retry) decision.Decision {
 	return s.answered(ctx, call, r.held.approval, r.held.sha256, r.answer)
 }
 
@@ -255,9 +257,9 @@ func (s *session) useHeld(ctx context.Context, call mcpxpolicy.Call, r retry) mc
 // person was shown it) when the client's answer approves it, declines it
 // otherwise, and decides call with it: an allow only for exactly that
 // call, once.
-func (s *session) answered(ctx context.Context, call mcpxpolicy.Call, id, sha256 string, a *elicitResult) mcpxpolicy.Decision {
+func (s *session) answered(ctx context.Context, call decision.Call, id, sha256 string, a *elicitResult) decision.Decision {
 	eng := s.opts.Engine
-	if a != nil && mcpxpolicy.ElicitationApproved(a.Action, a.Content) {
+	if a != nil && mcpgate.ElicitationApproved(a.Action, a.Content) {
 		if _, err := eng.Approvals().Approve(id, sha256); err != nil {
 			s.log.Warn("recording the approval failed", "tool", call.Tool.Name, "approval", id, "err", err)
 		}
@@ -267,14 +269,14 @@ func (s *session) answered(ctx context.Context, call mcpxpolicy.Call, id, sha256
 			action = a.Action
 		}
 		s.log.Info("confirmation declined", "tool", call.Tool.Name, "approval", id, "action", action, "sha256", sha256)
-		if _, err := eng.Approvals().Decline(id); err != nil && !errors.Is(err, mcpxpolicy.ErrApprovalUnknown) {
+		if _, err := eng.Approvals().Decline(id); err != nil && !errors.Is(err, mcpxpolicy.ErrNotFound) {
 			s.log.Warn("recording the decline failed", "tool", call.Tool.Name, "approval", id, "err", err)
 		}
 	}
 	d, err := eng.DecideApproved(ctx, call, id)
 	if err != nil && ctx.Err() == nil {
 		s.log.Info("the approval was not used", "tool", call.Tool.Name, "approval", id, "outcome", d.Outcome, "why", err)
-	} else if d.Outcome == mcpxpolicy.Allow {
+	} else if d.Outcome == decision.Allow {
 		s.log.Info("confirmation approved", "tool", call.Tool.Name, "approval", id, "sha256", d.Call.SHA256)
 	}
 	return d

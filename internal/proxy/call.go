@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -26,8 +28,8 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	switch {
 	case errors.Is(err, errArgsNotObject):
 		if done() {
-			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.InvalidInput, "the arguments are not a JSON object")
-			s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
+			d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.InvalidInput, "the arguments are not a JSON object")
+			s.replyRefusal(m.ID, decision.Call{Server: s.opts.Server, Tool: decision.Tool{Name: params.Name}}, d)
 		}
 		return
 	case err != nil:
@@ -57,13 +59,13 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		// its annotations and inputSchema are what the policy judges by.
 		if done() {
 			s.log.Warn("the server's tool list is unavailable; call refused", "tool", params.Name, "err", err)
-			d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.PolicyError,
+			d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.PolicyError,
 				"the server's tool list could not be read, so the call cannot be judged and was not sent: "+err.Error())
-			s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
+			s.replyRefusal(m.ID, decision.Call{Server: s.opts.Server, Tool: decision.Tool{Name: params.Name}, Args: args}, d)
 		}
 		return
 	}
-	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
+	call := decision.Call{Surface: mcpxpolicy.SurfaceMCP, Server: s.opts.Server, Tool: tool, Args: args}
 	d, err := s.opts.Engine.Decide(ctx, call)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
@@ -76,22 +78,32 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	} else {
 		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
 	}
-	if s.opts.OnDecision != nil && listed {
-		s.opts.OnDecision(call, d)
+	// shown is d redacted, once, when something shows it: the recording,
+	// a refusal, a result's shadow _meta.
+	var shown *mcpxpolicy.Redacted
+	show := func() mcpxpolicy.Redacted {
+		if shown == nil {
+			r := mcpxpolicy.Redact(call, d)
+			shown = &r
+		}
+		return *shown
 	}
-	hidden := d.Outcome == mcpxpolicy.Deny && d.First().Code == mcpxpolicy.HiddenTool
+	if s.opts.OnDecision != nil && listed {
+		s.opts.OnDecision(call, show())
+	}
+	hidden := d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool
 	if hidden || !listed {
 		// A hidden tool and a tool the server does not list get the same
 		// answer: the unknown-tool error. Unlisted tools are never sent on,
 		// so nothing reaches the server without the server's own
 		// annotations behind its decision.
 		if done() {
-			e := mcpxpolicy.UnknownTool(params.Name)
-			s.replyError(m.ID, e.Code, e.Message)
+			code, msg := mcpgate.UnknownTool(params.Name)
+			s.replyError(m.ID, code, msg)
 		}
 		return
 	}
-	if d.Outcome == mcpxpolicy.Ask || rt.held != nil {
+	if d.Outcome == decision.Ask || rt.held != nil {
 		// An ask, or the retry of one the proxy held (decided again with
 		// its approval, whatever it is now).
 		o := s.ask(ctx, call, d, rt, params.members)
@@ -105,30 +117,40 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			}
 			return
 		}
-		d = o.d
+		d, shown = o.d, nil
 	}
-	if d.Outcome != mcpxpolicy.Allow { // after ask an ask is an allow or a deny: forward only an allow
+	if d.Outcome != decision.Allow { // after ask an ask is an allow or a deny: forward only an allow
 		if done() {
-			// redacted with the call's arguments: an override's message may quote them
-			s.replyResult(m.ID, mcpxpolicy.RenderMCP(mcpxpolicy.Redact(call, d), s.opts.Commands).Result)
+			s.replyShown(m.ID, call, show())
 		}
 		return
 	}
-	p := &pending{method: "tools/call", call: params.Name, ignored: mcpxpolicy.IgnoredArgumentKeys(d)}
+	p := &pending{method: "tools/call", call: params.Name, ignored: mcpgate.IgnoredArgumentKeys(d)}
 	if d.Relaxed() {
-		p.shadow = &d
+		r := show()
+		p.shadow = &r
 	}
 	if len(p.ignored) > 0 {
 		p.outputSchema = s.cat.outputSchema(params.Name)
 	}
 	if d.Write {
-		disp, err := s.opts.Engine.BeginWrite(call)
+		s.mu.Lock()
+		busy := s.writesInFlight() >= maxWrites
+		s.mu.Unlock()
+		if busy {
+			if done() {
+				s.log.Warn("refused a write: too many in flight", "tool", params.Name)
+				s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("writes in flight", maxWrites))
+			}
+			return
+		}
+		disp, err := s.opts.Engine.Writes().Begin(call)
 		if err != nil {
 			if done() {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
-				d := mcpxpolicy.Denied(s.opts.Server, params.Name, mcpxpolicy.LedgerUnreadable,
+				d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
-				s.replyResult(m.ID, mcpxpolicy.RenderMCP(d, s.opts.Commands).Result)
+				s.replyRefusal(m.ID, call, d)
 			}
 			return
 		}
@@ -153,4 +175,20 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return
 	}
 	s.forward(&jsonrpc.Request{ID: m.ID, Method: m.Method, Params: judged}, p)
+}
+
+// replyRefusal answers id with the MCP refusal of d, call's deny.
+func (s *session) replyRefusal(id jsonrpc.ID, call decision.Call, d decision.Decision) {
+	s.replyShown(id, call, mcpxpolicy.Redact(call, d))
+}
+
+// replyShown answers id with the MCP rendering of shown, a deny redacted
+// with call's arguments: a CallToolResult with isError.
+func (s *session) replyShown(id jsonrpc.ID, call decision.Call, shown mcpxpolicy.Redacted) {
+	r, err := mcpxpolicy.Render(mcpxpolicy.SurfaceMCP, call, shown)
+	if err != nil || r.Body == nil {
+		s.replyError(id, jsonrpc.CodeInternalError, "mcpx-policy: rendering the refusal failed")
+		return
+	}
+	s.replyResult(id, r.Body)
 }

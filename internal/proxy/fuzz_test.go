@@ -17,6 +17,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
@@ -66,7 +67,7 @@ func FuzzProxy(f *testing.F) {
 		run.check(judge)
 		// Writes lost in this run (cancelled, cut off) would refuse every
 		// write of the next ones.
-		gate.ClearWrites("s", "", "fuzz run ended")
+		gate.Writes().Clear("s", "", "fuzz run ended")
 	})
 }
 
@@ -510,7 +511,7 @@ func (r *fuzzRun) check(judge *mcpxpolicy.Engine) {
 	// The server's tools as the truth: a name it lists once in a form
 	// that parses, else a call to it is not one the policy could judge.
 	count := map[string]int{}
-	parsed := map[string]mcpxpolicy.Tool{}
+	parsed := map[string]decision.Tool{}
 	for _, raw := range r.tools {
 		var probe map[string]json.RawMessage
 		var name string
@@ -549,12 +550,12 @@ func (r *fuzzRun) check(judge *mcpxpolicy.Engine) {
 		if args == nil {
 			args = map[string]any{}
 		}
-		call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceMCP, Server: "s", Tool: tool, Args: args}
+		call := decision.Call{Surface: mcpxpolicy.SurfaceMCP, Server: "s", Tool: tool, Args: args}
 		d, err := judge.Decide(context.Background(), call)
 		switch {
-		case err != nil || d.Outcome == mcpxpolicy.Deny:
+		case err != nil || d.Outcome == decision.Deny:
 			r.t.Fatalf("the server received a call the policy denies (%s %s, %v): %s", d.Outcome, d.First().Code, err, line)
-		case d.Outcome == mcpxpolicy.Ask:
+		case d.Outcome == decision.Ask:
 			if approvals[d.Call.SHA256] == 0 {
 				r.t.Fatalf("the server received an ask (%s) the person did not approve: %s", d.First().Code, line)
 			}

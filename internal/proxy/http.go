@@ -42,9 +42,14 @@ type HTTPHandler struct {
 	log   *slog.Logger
 	idle  time.Duration
 	grace time.Duration
+	// The bounds (http_bounds.go).
+	maxSessions, maxUninitialized int
+	initWait                      time.Duration
+	bodies                        *budget
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
+	starting int // sessions whose server is being started
 	wg       sync.WaitGroup
 }
 
@@ -53,9 +58,11 @@ type httpSession struct {
 	conn      mcp.Connection // the client's side, as the proxy reads it
 	cancel    context.CancelFunc
 
-	mu     sync.Mutex
-	active int         // requests of the session in progress, streams open
-	timer  *time.Timer // ends the session once nothing is active
+	mu          sync.Mutex
+	active      int         // requests of the session in progress, streams open
+	timer       *time.Timer // ends the session once nothing is active
+	initialized bool        // the client sent notifications/initialized
+	initTimer   *time.Timer // ends the session if it does not
 }
 
 // DefaultIdleTimeout is how long a session with nothing in progress and
@@ -83,7 +90,8 @@ func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc, options 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}, idle: DefaultIdleTimeout}
+	h := &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}, idle: DefaultIdleTimeout,
+		maxSessions: DefaultMaxSessions, maxUninitialized: DefaultMaxUninitialized, initWait: DefaultInitTimeout, bodies: &budget{max: DefaultBodyBudget}}
 	for _, o := range options {
 		o(h)
 	}
@@ -162,10 +170,16 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<20)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFrame)
 	var msg jsonrpc.Message
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(r.Body)
+		body, taken, err := h.readBody(w, r)
+		defer h.bodies.give(taken)
+		if errors.Is(err, errBodyBudget) {
+			h.log.Warn("refused a POST: the bodies in progress hold the whole budget", "budget", h.bodies.max)
+			unavailable(w, "too many bytes of request bodies in progress")
+			return
+		}
 		if err != nil {
 			http.Error(w, "reading the body failed", http.StatusBadRequest)
 			return
@@ -205,6 +219,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/initialized" {
+		s.setInitialized()
+	}
 	switch r.Method {
 	case http.MethodGet, http.MethodPost:
 		h.serve(id, s, w, r)
@@ -241,6 +258,17 @@ func writeRPC(w http.ResponseWriter, status int, m *jsonrpc.Response) {
 }
 
 func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
+	if why := h.reserve(); why != "" {
+		h.log.Warn("refused a new session", "why", why)
+		unavailable(w, why)
+		return
+	}
+	started := false
+	defer func() {
+		if !started {
+			h.unreserve()
+		}
+	}()
 	id := rand.Text()
 	t := &mcp.StreamableServerTransport{SessionID: id}
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -259,9 +287,15 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := &httpSession{transport: t, conn: client, cancel: cancel}
+	// A session must be initialized within InitTimeout of its
+	// initialize's answer (and of its start, should that answer never
+	// come).
+	s.initTimer = time.AfterFunc(h.initWait, func() { h.uninitialized(id, s) })
 	h.mu.Lock()
+	h.starting--
 	h.sessions[id] = s
 	h.mu.Unlock()
+	started = true
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -270,6 +304,13 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		h.end(id)
 	}()
 	h.serve(id, s, w, r)
+	// The client has had its initialize answer: it has InitTimeout from
+	// now to send notifications/initialized.
+	s.mu.Lock()
+	if !s.initialized {
+		s.initTimer.Reset(h.initWait)
+	}
+	s.mu.Unlock()
 }
 
 func (h *HTTPHandler) end(id string) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -161,10 +162,10 @@ func TestHTTPWriteOfAGoneClientIsUnknown(t *testing.T) {
 		resp.Body.Close()
 	}
 	r.waitEnded(t, 20*idle, "a client that dropped its call")
-	var ws []mcpxpolicy.UnknownWrite
+	var ws []decision.UnknownWrite
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(ws) == 0; time.Sleep(50 * time.Millisecond) {
-		ws, err = r.eng.UnknownWrites()
+		ws, err = entries(r.eng.Writes().List())
 	}
 	if len(ws) != 1 || ws[0].Tool != "hang" {
 		t.Fatalf("unknown writes = %+v, %v; want the write in flight", ws, err)

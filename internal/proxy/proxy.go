@@ -13,7 +13,10 @@
 //     client (or ConfirmationUnavailable), a warn adds the rider to the
 //     result;
 //   - puts every allowed write through the unknown-outcome ledger's
-//     dispatch lifecycle.
+//     dispatch lifecycle, and keeps one the server runs as an MCP task in
+//     flight until the task ends (tasks.go);
+//   - holds what each peer can make it hold within bounds (bounds.go,
+//     http_bounds.go).
 //
 // Every frame from either side is checked strictly before anything reads
 // it (Conn, decodeFrame), a tools/call is forwarded with exactly the params
@@ -29,7 +32,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +41,8 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/mcpgate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -58,6 +62,11 @@ type Options struct {
 	// CallTimeout bounds how long a write waits for the server's answer;
 	// past it the write's outcome is unknown. 0 means no bound.
 	CallTimeout time.Duration
+	// TaskTimeout bounds how long a write the server runs as a task may
+	// take to reach its terminal status (the task's own ttl, when
+	// shorter, bounds it too); past it the write's outcome is unknown. 0
+	// means DefaultTaskTimeout.
+	TaskTimeout time.Duration
 	// Commands spells the mcpx-policy commands the proxy's answers and log
 	// lines name (clearing an unknown outcome) with the state dir and
 	// config the process was given, so that they run as printed.
@@ -66,17 +75,10 @@ type Options struct {
 	// outcomes); nil discards.
 	Logger *slog.Logger
 	// OnDecision, when set, is given every tools/call of a tool the
-	// server lists (a hidden one too) and the policy's decision, before an
-	// ask is put to the person (proxy --record).
-	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
+	// server lists (a hidden one too) and the policy's decision, redacted,
+	// before an ask is put to the person (proxy --record).
+	OnDecision func(decision.Call, mcpxpolicy.Redacted)
 }
-
-// ownIDPrefix starts the ids of requests the proxy itself makes (its own
-// tools/list, elicitation/create); the rest of each id is random
-// (crypto/rand), so no peer can guess one. A peer's request with an id of
-// this prefix is refused, so that a reply with such an id is always meant
-// for the proxy.
-const ownIDPrefix = "mcpx-policy/"
 
 // ErrServerGone is returned by Run when the server's connection ended
 // first.
@@ -90,24 +92,27 @@ type session struct {
 	server Conn
 	ctx    context.Context
 
-	mu        sync.Mutex
-	pending   map[jsonrpc.ID]*pending           // client requests at the server
-	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
-	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
-	held      map[string]*heldAsk               // asks answered with input_required, by requestState
-	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
-	elicit    bool                              // the client declared form elicitation
-	ready     bool                              // the client sent notifications/initialized
-	serverErr error                             // set once the server's connection ended
+	mu       sync.Mutex
+	pending  map[jsonrpc.ID]*pending           // client requests at the server
+	deciding map[jsonrpc.ID]context.CancelFunc // tools/call being decided
+	own      map[jsonrpc.ID]*ownRequest        // the proxy's own requests
+	held     map[string]*heldAsk               // asks answered with input_required, by requestState
+	tasks    map[string]*sessionTask           // tasks this session's requests created, by task id
+	meta     map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
+	elicit   bool                              // the client declared form elicitation
+	ready    bool                              // the client sent notifications/initialized
+	// relisting: a tools/list after list_changed is under way;
+	// relistAgain: another notification came meanwhile (relist).
+	relisting, relistAgain bool
+	serverErr              error // set once the server's connection ended
 
 	cat catalog
-}
 
-// ownRequest is one of the proxy's own requests waiting for its answer,
-// which counts only from the peer it was sent to.
-type ownRequest struct {
-	peer Conn
-	ch   chan *jsonrpc.Response // gets the answer, or nil when it was refused
+	// calls are the tools/call being decided, and ledgerOps the ledger
+	// writes running off the readers' goroutines; Run waits for both
+	// before it returns.
+	calls     sync.WaitGroup
+	ledgerOps sync.WaitGroup
 }
 
 // pending is a client request the server has not answered yet.
@@ -118,12 +123,13 @@ type pending struct {
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
 	// shadow is the decision of a call shadow mode let through: its
-	// result carries the enforced decision in _meta (render.AddShadow).
-	shadow *mcpxpolicy.Decision
+	// result carries the enforced decision in _meta (mcpgate.AddShadow).
+	shadow *mcpxpolicy.Redacted
 	// outputSchema is the tool's, as listed when the call was decided: the
 	// rider goes into structuredContent only where it admits it.
 	outputSchema json.RawMessage
 	timer        *time.Timer
+	task         string // tasks/get, tasks/result, tasks/cancel, tasks/update: the task, one of this session's
 }
 
 // Run proxies between client and server until either side's connection
@@ -152,6 +158,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
 		held:     map[string]*heldAsk{},
+		tasks:    map[string]*sessionTask{},
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
@@ -175,6 +182,11 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		client.Close()
 		<-clientDone
 	}
+	// Calls still being decided stop; a write among them that was not
+	// sent yet is aborted, as the server is gone.
+	cancel()
+	s.calls.Wait()
+	s.ledgerOps.Wait()
 	return err
 }
 
@@ -199,12 +211,19 @@ func (s *session) clientLoop() error {
 				s.refuse(m.ID, "request ids starting with "+ownIDPrefix+" are reserved for the proxy's own requests")
 			case s.inFlight(m.ID):
 				s.refuse(m.ID, fmt.Sprintf("request id %v is already in use by a request in flight", m.ID.Raw()))
+			case m.Method == "tools/call" && s.deciders() >= maxDeciding:
+				s.log.Warn("refused a tools/call: too many being decided", "id", m.ID.Raw())
+				s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("calls being decided", maxDeciding))
 			case m.Method == "tools/call":
 				ctx, cancel := context.WithCancel(s.ctx)
 				s.mu.Lock()
 				s.deciding[m.ID] = cancel
 				s.mu.Unlock()
-				go s.toolsCall(ctx, m)
+				s.calls.Add(1)
+				go func() {
+					defer s.calls.Done()
+					s.toolsCall(ctx, m)
+				}()
 			default:
 				p := &pending{method: m.Method}
 				switch m.Method {
@@ -227,6 +246,10 @@ func (s *session) clientLoop() error {
 						continue
 					}
 					p.complete = !cursor
+				default:
+					if isTasksMethod(m.Method) && !s.taskRequest(m, p) {
+						continue
+					}
 				}
 				s.forward(m, p)
 			}
@@ -241,6 +264,14 @@ func (s *session) clientLoop() error {
 			}
 		}
 	}
+}
+
+// deciders counts the tools/call being decided (only the client's reader
+// adds to them).
+func (s *session) deciders() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.deciding)
 }
 
 // inFlight reports whether a client request with this id is being decided
@@ -297,6 +328,9 @@ func (s *session) serverLoop() error {
 					Message: "mcpx-policy: refused: request ids starting with " + ownIDPrefix + " are reserved for the proxy's own requests"}})
 				continue
 			}
+			if isTaskNotification(m.Method) && !s.taskNotification(m) {
+				continue
+			}
 			if m.Method == "notifications/tools/list_changed" {
 				s.cat.invalidate()
 				s.mu.Lock()
@@ -306,7 +340,7 @@ func (s *session) serverLoop() error {
 				if ready {
 					// Before the session is initialized the list is fetched
 					// when the first call needs it.
-					go s.recheck()
+					s.relist()
 				}
 			}
 			if err := s.client.Write(s.ctx, m); err != nil {
@@ -332,9 +366,18 @@ func (s *session) settle(m *jsonrpc.Response) {
 		s.log.Debug("dropping an answer to a request no longer pending", "id", m.ID.Raw())
 		return
 	}
+	// A task handle is taken here, on the server's reader, so that the
+	// task is known before any later frame speaks of it.
+	if p.method == "tools/call" && m.Error == nil && s.taskCreated(p, m) {
+		return
+	}
 	if p.dispatch != nil {
 		// Settling is durable (an fsync): do not hold up other answers.
-		go s.answer(p, m)
+		s.ledgerOps.Add(1)
+		go func() {
+			defer s.ledgerOps.Done()
+			s.answer(p, m)
+		}()
 	} else {
 		s.answer(p, m)
 	}
@@ -395,6 +438,9 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 			}
 		}()
 	}
+	if p.task != "" || p.method == "tasks/list" {
+		m = s.taskAnswer(p, m)
+	}
 	if m.Error == nil {
 		switch {
 		case p.method == "tools/list":
@@ -408,7 +454,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 				m = filtered
 			}
 		case p.method == "tools/call" && len(p.ignored) > 0:
-			if r, err := mcpxpolicy.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
+			if r, err := mcpgate.AddRider(m.Result, p.ignored, p.outputSchema); err == nil {
 				m = &jsonrpc.Response{ID: m.ID, Result: r}
 			} else {
 				s.log.Warn("rider not added", "tool", p.call, "err", err)
@@ -431,6 +477,15 @@ func (s *session) forward(m *jsonrpc.Request, p *pending) {
 			p.dispatch.Abort()
 		}
 		s.replyError(m.ID, jsonrpc.CodeInternalError, "the MCP server is gone: "+err.Error())
+		return
+	}
+	if len(s.pending) >= maxPending {
+		s.mu.Unlock()
+		if p.dispatch != nil {
+			p.dispatch.Abort()
+		}
+		s.log.Warn("refused a request: too many wait for the server", "method", m.Method, "id", m.ID.Raw())
+		s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("requests waiting for the server", maxPending))
 		return
 	}
 	if p.dispatch != nil && s.opts.CallTimeout > 0 {
@@ -526,7 +581,7 @@ func (s *session) timeout(id jsonrpc.ID) {
 // unknown records a write's lost outcome and answers the client with it.
 func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 	entry := s.recordUnknown(p, cause)
-	result := mcpxpolicy.UnknownOutcomeResult(s.opts.Server, p.call, entry, cause, s.opts.Commands)
+	result := mcpgate.UnknownOutcome(s.opts.Server, p.call, entry, cause, s.opts.Commands)
 	if p.shadow != nil {
 		if raw, err := json.Marshal(result); err == nil {
 			s.reply(&jsonrpc.Response{ID: id, Result: s.withShadow(raw, p)})
@@ -537,10 +592,10 @@ func (s *session) unknown(id jsonrpc.ID, p *pending, cause string) {
 }
 
 // withShadow adds to the result of a call shadow mode let through the
-// decision it would have had (render.AddShadow); a result it cannot add
+// decision it would have had (mcpgate.AddShadow); a result it cannot add
 // to (not a JSON object) goes as it is, and the log says so.
 func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage {
-	r, err := mcpxpolicy.AddShadow(result, *p.shadow)
+	r, err := mcpgate.AddShadow(result, *p.shadow)
 	if err != nil {
 		s.log.Warn("shadow decision not added to the result", "tool", p.call, "err", err)
 		return result
@@ -549,12 +604,17 @@ func (s *session) withShadow(result json.RawMessage, p *pending) json.RawMessage
 }
 
 func (s *session) recordUnknown(p *pending, cause string) string {
-	if err := p.dispatch.Unknown(cause); err != nil {
-		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", p.call, "err", err)
+	return s.lost(p.dispatch, p.call, cause)
+}
+
+// lost records a write's lost outcome and returns its ledger id.
+func (s *session) lost(d *mcpxpolicy.Dispatch, tool, cause string) string {
+	if err := d.Unknown(cause); err != nil {
+		s.log.Error("recording an unknown outcome failed (it is retried; writes stay blocked)", "tool", tool, "err", err)
 	}
 	s.log.Warn("write outcome unknown; further writes to this server are refused until cleared",
-		"tool", p.call, "id", p.dispatch.ID(), "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, p.dispatch.ID()))
-	return p.dispatch.ID()
+		"tool", tool, "id", d.ID, "cause", cause, "clear", s.opts.Commands.WritesClear(s.opts.Server, d.ID, ""))
+	return d.ID
 }
 
 // serverGone answers everything still at the server once its connection
@@ -581,115 +641,7 @@ func (s *session) serverGone(err error) {
 		}
 		s.replyError(id, jsonrpc.CodeInternalError, "the MCP server's connection closed before it answered: "+err.Error())
 	}
-}
-
-// request sends a request of the proxy's own to conn and waits for the
-// answer, which counts only from conn. The id is ownIDPrefix and
-// rand.Text (at least 128 bits from crypto/rand).
-func (s *session) request(ctx context.Context, conn Conn, method string, params any) (*jsonrpc.Response, error) {
-	s.mu.Lock()
-	if conn == s.server && s.serverErr != nil {
-		s.mu.Unlock()
-		return nil, ErrServerGone
-	}
-	id, _ := jsonrpc.MakeID(ownIDPrefix + rand.Text())
-	ch := make(chan *jsonrpc.Response, 1)
-	s.own[id] = &ownRequest{peer: conn, ch: ch}
-	s.mu.Unlock()
-	drop := func() {
-		s.mu.Lock()
-		delete(s.own, id)
-		s.mu.Unlock()
-	}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		drop()
-		return nil, err
-	}
-	if err := conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
-		drop()
-		return nil, err
-	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			return nil, ErrServerGone
-		}
-		if r == nil {
-			return nil, errRefusedAnswer
-		}
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		return r, nil
-	case <-ctx.Done():
-		drop()
-		if conn == s.client {
-			n, err := notification("notifications/cancelled", map[string]any{"requestId": id.Raw()})
-			if err == nil {
-				conn.Write(s.ctx, n)
-			}
-		}
-		return nil, ctx.Err()
-	}
-}
-
-// errRefusedAnswer is the error of an own request whose answer failed the
-// strict check.
-var errRefusedAnswer = errors.New("the answer did not decode strictly")
-
-// ownID reports whether id has the form of the proxy's own ids.
-func ownID(id jsonrpc.ID) bool {
-	s, ok := id.Raw().(string)
-	return ok && strings.HasPrefix(s, ownIDPrefix)
-}
-
-// ownReply takes a reply that arrived from peer. An answer to a pending
-// own request sent to peer goes to its waiter. An answer with an own id
-// from the other peer (which never saw that request), or to an own id no
-// longer pending, is dropped and logged. It reports whether m was one of
-// these; false means m answers a peer's request.
-func (s *session) ownReply(m *jsonrpc.Response, peer Conn) bool {
-	s.mu.Lock()
-	o := s.own[m.ID]
-	if o != nil && o.peer == peer {
-		delete(s.own, m.ID)
-	}
-	s.mu.Unlock()
-	switch {
-	case o != nil && o.peer == peer:
-		o.ch <- m
-		return true
-	case o != nil:
-		s.log.Warn("dropped a reply to a request of the proxy from the peer it was not sent to", "from", s.peerName(peer), "id", m.ID.Raw())
-		return true
-	case ownID(m.ID):
-		s.log.Warn("dropped a reply to a request of the proxy that is not pending", "from", s.peerName(peer), "id", m.ID.Raw())
-		return true
-	}
-	return false
-}
-
-// ownFailed ends a pending own request sent to peer whose answer failed
-// the strict check; it reports whether id was one.
-func (s *session) ownFailed(id jsonrpc.ID, peer Conn) bool {
-	s.mu.Lock()
-	o := s.own[id]
-	if o == nil || o.peer != peer {
-		s.mu.Unlock()
-		return false
-	}
-	delete(s.own, id)
-	s.mu.Unlock()
-	o.ch <- nil
-	return true
-}
-
-func (s *session) peerName(c Conn) string {
-	if c == s.client {
-		return "client"
-	}
-	return "server"
+	s.tasksGone(err)
 }
 
 func (s *session) reply(m *jsonrpc.Response) {

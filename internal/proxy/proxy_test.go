@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -188,7 +189,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	// The clear command, in the answer and in the log, runs as printed: it
 	// names the proxy's state dir.
 	id := res.Meta["mcpx-policy/unknown_outcome"].(map[string]any)["ledger_id"].(string)
-	clear := cmds.WritesClear("s", id)
+	clear := cmds.WritesClear("s", id, "")
 	if !strings.Contains(resultText(res), "(`"+clear+"`)") {
 		t.Errorf("the answer does not name %q: %s", clear, resultText(res))
 	}
@@ -198,7 +199,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("the server was not told to cancel the timed-out call")
 	}
-	ws, err := r.eng.UnknownWrites()
+	ws, err := entries(r.eng.Writes().List())
 	if err != nil || len(ws) != 1 || ws[0].Tool != "slow_write" || ws[0].Cause != "no answer within 1s" {
 		t.Fatalf("unknown writes = %+v, %v", ws, err)
 	}
@@ -254,9 +255,9 @@ func TestAskAndCancel(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the cancellation")
 	}
-	var ws []mcpxpolicy.UnknownWrite
+	var ws []decision.UnknownWrite
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(ws) == 0; time.Sleep(20 * time.Millisecond) {
-		ws, err = r.eng.UnknownWrites()
+		ws, err = entries(r.eng.Writes().List())
 	}
 	if len(ws) != 1 || ws[0].Tool != "hang" || !strings.Contains(ws[0].Cause, "cancelled by the client") {
 		t.Fatalf("unknown writes = %+v, %v", ws, err)
@@ -295,4 +296,9 @@ func TestHTTPRefusesRebinding(t *testing.T) {
 	if started {
 		t.Error("a refused request started a server")
 	}
+}
+
+// entries are the unknown-outcome entries of a ledger listing.
+func entries(st mcpxpolicy.WritesState, err error) ([]decision.UnknownWrite, error) {
+	return st.Entries, err
 }

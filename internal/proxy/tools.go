@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -24,7 +25,7 @@ const listTimeout = 30 * time.Second
 // tool the proxy cannot read is neither listed nor callable.
 type catalog struct {
 	mu      sync.Mutex
-	tools   map[string]mcpxpolicy.Tool // nil until a complete list is known
+	tools   map[string]decision.Tool   // nil until a complete list is known
 	outputs map[string]json.RawMessage // their outputSchemas, as sent
 	list    []json.RawMessage          // those tools, as sent
 	checked []string                   // tool names of the last config check
@@ -39,11 +40,11 @@ func (c *catalog) invalidate() {
 	c.mu.Unlock()
 }
 
-func (c *catalog) get(name string) (mcpxpolicy.Tool, bool, bool) {
+func (c *catalog) get(name string) (decision.Tool, bool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tools == nil {
-		return mcpxpolicy.Tool{}, false, false
+		return decision.Tool{}, false, false
 	}
 	t, ok := c.tools[name]
 	return t, ok, true
@@ -54,9 +55,9 @@ func (c *catalog) get(name string) (mcpxpolicy.Tool, bool, bool) {
 // whether that other one parses or not: the server's reading of a tool the
 // proxy cannot read, or of a name listed twice, is unknown. refused says
 // why each other one was left out.
-func readTools(raws []json.RawMessage) (tools []mcpxpolicy.Tool, kept []json.RawMessage, refused []string) {
+func readTools(raws []json.RawMessage) (tools []decision.Tool, kept []json.RawMessage, refused []string) {
 	count := map[string]int{}
-	parsed := make([]mcpxpolicy.Tool, len(raws))
+	parsed := make([]decision.Tool, len(raws))
 	errs := make([]error, len(raws))
 	for i, raw := range raws {
 		// Count every name as a server reads it (the exact key), before
@@ -97,8 +98,8 @@ func clip(raw []byte) string {
 // set stores a complete list (as readTools keeps it) and reports whether
 // the config needs a check against it: its tool names differ from the last
 // checked list's, or the config (revision rev) changed since.
-func (c *catalog) set(tools []mcpxpolicy.Tool, raws []json.RawMessage, rev string) (changed bool) {
-	m := make(map[string]mcpxpolicy.Tool, len(tools))
+func (c *catalog) set(tools []decision.Tool, raws []json.RawMessage, rev string) (changed bool) {
+	m := make(map[string]decision.Tool, len(tools))
 	outputs := map[string]json.RawMessage{}
 	names := make([]string, 0, len(tools))
 	for i, t := range tools {
@@ -149,16 +150,16 @@ func (c *catalog) stale(rev string) ([]json.RawMessage, bool) {
 // lists it in a form the proxy cannot read. err is set only when the list
 // could not be had: the call must then be refused, never decided without
 // the tool's definition.
-func (s *session) tool(ctx context.Context, name string) (t mcpxpolicy.Tool, known bool, err error) {
+func (s *session) tool(ctx context.Context, name string) (t decision.Tool, known bool, err error) {
 	t, ok, valid := s.cat.get(name)
 	if !valid {
 		if err := s.listTools(ctx); err != nil {
-			return mcpxpolicy.Tool{Name: name}, false, err
+			return decision.Tool{Name: name}, false, err
 		}
 		t, ok, _ = s.cat.get(name)
 	}
 	if !ok {
-		return mcpxpolicy.Tool{Name: name}, false, nil
+		return decision.Tool{Name: name}, false, nil
 	}
 	return t, true, nil
 }
@@ -176,7 +177,8 @@ func (s *session) listTools(ctx context.Context) error {
 	defer cancel()
 	var all []json.RawMessage
 	cursor := ""
-	for {
+	size := 0
+	for pages := 1; ; pages++ {
 		params := map[string]any{}
 		if cursor != "" {
 			params["cursor"] = cursor
@@ -193,16 +195,22 @@ func (s *session) listTools(ctx context.Context) error {
 			return err
 		}
 		all = append(all, page.Tools...)
-		if page.NextCursor == nil || *page.NextCursor == "" {
-			break
+		for _, t := range page.Tools {
+			size += len(t)
 		}
-		if len(all) > 100000 {
-			return errors.New("the server lists more than 100000 tools")
+		switch {
+		case len(all) > maxListTools:
+			return fmt.Errorf("the server lists more than %d tools", maxListTools)
+		case size > maxListBytes:
+			return fmt.Errorf("the server's tools take more than %d bytes", maxListBytes)
+		case page.NextCursor == nil || *page.NextCursor == "":
+			s.storeOwnList(all)
+			return nil
+		case pages >= maxListPages:
+			return fmt.Errorf("the server's tool list has more than %d pages", maxListPages)
 		}
 		cursor = *page.NextCursor
 	}
-	s.storeOwnList(all)
-	return nil
 }
 
 // storeTools keeps a complete list — the tools that parse — and re-checks
@@ -230,7 +238,7 @@ func (s *session) storeOwnList(raws []json.RawMessage) {
 	s.storeList(tools, kept)
 }
 
-func (s *session) storeList(tools []mcpxpolicy.Tool, kept []json.RawMessage) {
+func (s *session) storeList(tools []decision.Tool, kept []json.RawMessage) {
 	if !s.cat.set(tools, kept, s.opts.Engine.Revision()) {
 		return
 	}
@@ -320,7 +328,7 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.
 // check, ToolDefinitionChanged, whether it denies or asks), so the list and
 // the gate never disagree. Deciding it pins a tool seen first, when the
 // server pins tool definitions.
-func (s *session) listed(t mcpxpolicy.Tool) bool {
+func (s *session) listed(t decision.Tool) bool {
 	ok, why := s.opts.Engine.Listable(s.ctx, s.opts.Server, t)
 	if !ok && why != "" {
 		s.log.Warn("tool left out of tools/list: its definition is not the pinned one", "tool", t.Name, "why", why)

@@ -5,16 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/regexneed"
-	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
 // exprs are the secret table's shapes and run, and expressions around the
 // cases a need could get wrong: case folding (k, s), classes, repetition,
 // alternation with an empty branch, anchors.
 func exprs() []string {
-	out := []string{render.Secrets.Entropy.Run, `(?i)kelvin`, `(?i)s[a-z]+`, `a|b|`, `x{0,2}y`, `(?:ab)+c`, `^$`, `[^\n]+`, `\x{FFFD}`, `[\x{FFFC}-\x{FFFE}]`}
-	for _, sh := range render.Secrets.Shapes {
+	out := []string{redact.Secrets.Entropy.Run, `(?i)kelvin`, `(?i)s[a-z]+`, `a|b|`, `x{0,2}y`, `(?:ab)+c`, `^$`, `[^\n]+`, `\x{FFFD}`, `[\x{FFFC}-\x{FFFE}]`}
+	for _, sh := range redact.Secrets.Shapes {
 		out = append(out, sh.RE)
 	}
 	return out
@@ -79,14 +79,14 @@ func FuzzNeeds(f *testing.F) {
 func TestNeedsSkipPlainText(t *testing.T) {
 	t.Parallel()
 	skipped := 0
-	for _, sh := range render.Secrets.Shapes {
+	for _, sh := range redact.Secrets.Shapes {
 		n, _ := regexneed.Of(sh.RE)
 		var lower string
 		if !n.Maybe("/workspace/project1/src/file_1.go", &lower) {
 			skipped++
 		}
 	}
-	if skipped < len(render.Secrets.Shapes)*3/4 {
-		t.Errorf("only %d of %d shapes skipped on a path", skipped, len(render.Secrets.Shapes))
+	if skipped < len(redact.Secrets.Shapes)*3/4 {
+		t.Errorf("only %d of %d shapes skipped on a path", skipped, len(redact.Secrets.Shapes))
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // ErrNotAsk is returned by Prompt for a decision whose outcome is not ask.
@@ -93,15 +94,17 @@ func (p AskPrompt) MarshalJSON() ([]byte, error) {
 	return []byte(visible(strings.TrimSuffix(b.String(), "\n"))), nil
 }
 
-// Prompt renders the ask d for call as the one value every surface asks
-// with: server, tool, the canonical arguments with secrets redacted and
-// nothing cut, the sha256 of the unredacted canonical call, the text a
-// person is shown and the binding of an approval. It returns ErrNotAsk
-// when d is not an ask, ErrCallMismatch when d.Call.SHA256 is set and is
-// not call's, a *PromptTooLargeError (ErrPromptTooLarge) when the text
-// would be larger than MaxShownBytes, and an error when the arguments are
-// not JSON. Pure; safe for concurrent use.
-func Prompt(call decision.Call, d decision.Decision) (AskPrompt, error) {
+// Prompt renders the ask r (redacted with call's arguments) for call as
+// the one value every surface asks with: server, tool, the canonical
+// arguments with secrets redacted and nothing cut, the sha256 of the
+// unredacted canonical call, the text a person is shown and the binding
+// of an approval. It returns ErrNotAsk when r is not an ask,
+// ErrCallMismatch when its call sha256 is set and is not call's, a
+// *PromptTooLargeError (ErrPromptTooLarge) when the text would be larger
+// than MaxShownBytes, and an error when the arguments are not JSON. Pure;
+// safe for concurrent use.
+func Prompt(call decision.Call, r redact.Decision) (AskPrompt, error) {
+	d := r.Doc()
 	if d.Outcome != decision.Ask {
 		return AskPrompt{}, ErrNotAsk
 	}
@@ -112,7 +115,7 @@ func Prompt(call decision.Call, d decision.Decision) (AskPrompt, error) {
 	if d.Call.SHA256 != "" && d.Call.SHA256 != sum {
 		return AskPrompt{}, ErrCallMismatch
 	}
-	shown, changed := RedactShown(call.Args)
+	shown, changed := redact.RedactShown(call.Args)
 	canon, err := decision.Canonical(shown)
 	if err != nil {
 		return AskPrompt{}, fmt.Errorf("render: prompt: %w", err)
@@ -120,7 +123,6 @@ func Prompt(call decision.Call, d decision.Decision) (AskPrompt, error) {
 	if changed == nil {
 		changed = []string{}
 	}
-	d = Redact(d, call.Args)
 	reasons := []PromptReason{}
 	for _, r := range askReasons(d) {
 		reasons = append(reasons, PromptReason{Code: r.Code, Message: r.Message})

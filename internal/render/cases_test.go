@@ -3,7 +3,7 @@ package render_test
 import (
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -167,6 +167,12 @@ func goldenCases(t *testing.T) []goldenCase {
 	ignored.Details = unknownDetails()
 	add("IgnoredArguments", read, decision.Decision{Outcome: decision.Allow, Reasons: []decision.Reason{},
 		Warnings: []decision.Reason{ignored}, Call: ref(t, read)})
+
+	loosened := reason(decision.ConfigLoosened,
+		"conf.d/50-dev.yaml:4: servers.fs.exemptArgs[1]: loosened by a later layer: adds \"format\", an argument key the unknown-arguments check never reports")
+	loosened.Details = map[string]any{"path": "servers.fs.exemptArgs[1]"}
+	add("ConfigLoosened", read, decision.Decision{Outcome: decision.Allow, Reasons: []decision.Reason{},
+		Warnings: []decision.Reason{loosened}, Call: ref(t, read)})
 
 	etc := fsWrite(map[string]any{"path": "/etc/passwd", "content": "root::0:0::/root:/bin/sh\n"})
 	rule := reason(decision.ArgumentRuleViolation,

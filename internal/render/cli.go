@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // CLI renders d as the text a person reads on a terminal (stderr): a first
@@ -20,11 +21,13 @@ import (
 // through", then "enforced: " and the text of the policy's own decision; a
 // refusal that holds in shadow mode says so under its reasons, and what
 // the policy decided when that was more.
-func CLI(d decision.Decision) string {
-	d = Redact(d, nil)
+func CLI(r redact.Decision) string { return cli(r.Doc()) }
+
+// cli is CLI of the redacted decision document d.
+func cli(d decision.Decision) string {
 	var b strings.Builder
 	if d.Relaxed() && d.Outcome == decision.Allow {
-		fmt.Fprintf(&b, "allow %s: shadow mode let it through\n  enforced: %s", callName(d.Call), CLI(d.Enforced()))
+		fmt.Fprintf(&b, "allow %s: shadow mode let it through\n  enforced: %s", callName(d.Call), cli(d.Enforced()))
 		return b.String()
 	}
 	first := d.First()

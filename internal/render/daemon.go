@@ -1,10 +1,10 @@
 package render
 
 import (
-	"errors"
 	"net/http"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // DaemonBody is the JSON body of a daemon/HTTP refusal. Error, Code, Server,
@@ -44,8 +44,8 @@ type HTTPAnswer struct {
 // Unavailable(d) — 428, ConfirmationUnavailable — since a daemon answering
 // an HTTP request has no person to ask; a daemon with a broker renders the
 // prompt with DaemonAsk or Prompt instead.
-func Daemon(d decision.Decision) (status int, body any) {
-	d = Redact(d, nil)
+func Daemon(r redact.Decision) (status int, body any) {
+	d := r.Doc()
 	if d.Outcome == decision.Allow {
 		if d.Reasons == nil {
 			d.Reasons = []decision.Reason{}
@@ -99,24 +99,18 @@ func Daemon(d decision.Decision) (status int, body any) {
 
 // DaemonAsk renders an ask for a daemon: the Daemon rendering of
 // Unavailable(d) (428) with the prompt of the exact call in "ask", so a
-// client can show it to a person or take it to an approver. An ask too
-// large to show in full renders as Daemon(UnavailableFor(d, err)), with
-// no prompt. It returns an error when Prompt fails otherwise; a decision
-// that is not an ask renders as Daemon.
-func DaemonAsk(call decision.Call, d decision.Decision) (int, any, error) {
-	if d.Outcome != decision.Ask {
-		s, b := Daemon(d)
+// client can show it to a person or take it to an approver. It returns an
+// error when Prompt does; a decision that is not an ask renders as Daemon.
+func DaemonAsk(call decision.Call, r redact.Decision) (int, any, error) {
+	if r.Doc().Outcome != decision.Ask {
+		s, b := Daemon(r)
 		return s, b, nil
 	}
-	p, err := Prompt(call, d)
-	if errors.Is(err, ErrPromptTooLarge) {
-		s, b := Daemon(Redact(UnavailableFor(d, err), call.Args))
-		return s, b, nil
-	}
+	p, err := Prompt(call, r)
 	if err != nil {
 		return 0, nil, err
 	}
-	status, body := Daemon(Redact(d, call.Args))
+	status, body := Daemon(r)
 	if db, ok := body.(*DaemonBody); ok {
 		db.Ask = &p
 	}

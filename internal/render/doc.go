@@ -6,7 +6,7 @@
 //
 // Every function here is pure: it reads its arguments, touches no clock, no
 // file and no network, and is safe for concurrent use. The package imports
-// only internal/decision and the standard library; the MCP wire shapes are
+// only decision and the standard library; the MCP wire shapes are
 // declared here with the field names the MCP Go SDK v1.8.0 puts on the wire,
 // so a proxy built on the SDK copies them field for field.
 //

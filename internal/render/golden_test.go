@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -62,7 +63,7 @@ var riderCases = []struct{ suffix, result, outputSchema string }{
 func TestGoldenUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	r := render.UnknownOutcome("fs", "write_file", "3f9c2a1b7d4e8f60", "no answer within 10m0s",
-		render.Commands{StateDir: "/var/lib/mcpx policy"})
+		"mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --state-dir '/var/lib/mcpx policy'")
 	golden(t, "UnknownOutcome.mcp.json", mustJSON(t, r))
 }
 
@@ -75,18 +76,18 @@ func TestGolden(t *testing.T) {
 	for _, c := range goldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			status, body := render.Daemon(c.d)
+			status, body := render.Daemon(redact.Of(c.d, nil))
 			golden(t, c.name+".daemon.json", mustJSON(t, render.HTTPAnswer{Status: status, Body: body}))
-			golden(t, c.name+".mcp.json", mustJSON(t, render.MCP(c.d)))
-			golden(t, c.name+".cli.txt", []byte(render.CLI(c.d)))
+			golden(t, c.name+".mcp.json", mustJSON(t, render.MCP(redact.Of(c.d, nil))))
+			golden(t, c.name+".cli.txt", []byte(render.CLI(redact.Of(c.d, nil))))
 
 			if c.d.Outcome == decision.Ask {
-				p, err := render.Prompt(c.call, c.d)
+				p, err := render.Prompt(c.call, redact.Of(c.d, c.call.Args))
 				if err != nil {
 					t.Fatal(err)
 				}
 				golden(t, c.name+".ask.cli.txt", []byte(p.Text()))
-				s, b, err := render.DaemonAsk(c.call, c.d)
+				s, b, err := render.DaemonAsk(c.call, redact.Of(c.d, c.call.Args))
 				if err != nil {
 					t.Fatal(err)
 				}

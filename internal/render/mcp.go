@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // CodeInvalidParams is the JSON-RPC error code the MCP Go SDK v1.8.0 server
@@ -80,25 +81,21 @@ func (a MCPAnswer) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// MCP renders d for an MCP client (the proxy's tools/call answer) with the
-// commands it names spelled for the default state dir: MCPFor(d,
-// Commands{}).
-func MCP(d decision.Decision) MCPAnswer { return MCPFor(d, Commands{}) }
-
-// MCPFor renders d for an MCP client. A hidden tool answers exactly as an
+// MCP renders r for an MCP client. A hidden tool answers exactly as an
 // unknown tool does (UnknownTool). Any other refusal is a CallToolResult
 // with isError true, one text content a model can act on — what was
 // refused, why, what would be accepted — and the redacted decision
 // document in _meta["mcpx-policy/decision"]; never structuredContent,
-// which clients validate against the tool's outputSchema. Commands the
-// text names (clearing unknown outcomes) are spelled by cmds, so they run
-// as printed. An ask is rendered as Unavailable(d): the proxy asks when
-// the client can answer, and answers MCPFor(d) only when it cannot.
-func MCPFor(d decision.Decision, cmds Commands) MCPAnswer {
+// which clients validate against the tool's outputSchema. The commands it
+// names are the decision's own, spelled by the process that decided. An
+// ask is rendered as Unavailable: the proxy asks when the client can
+// answer, and answers MCP only when it cannot.
+func MCP(r redact.Decision) MCPAnswer {
+	d := r.Doc()
 	if d.Outcome == decision.Allow {
 		return MCPAnswer{}
 	}
-	d = cmds.respell(Unavailable(Redact(d, nil)))
+	d = Unavailable(d)
 	if d.First().Code == decision.HiddenTool {
 		return MCPAnswer{Error: UnknownTool(d.Call.Tool)}
 	}
@@ -106,7 +103,7 @@ func MCPFor(d decision.Decision, cmds Commands) MCPAnswer {
 		d.Warnings = []decision.Reason{}
 	}
 	return MCPAnswer{Result: &ToolResult{
-		Content: []Content{{Type: "text", Text: mcpText(d, cmds)}},
+		Content: []Content{{Type: "text", Text: mcpText(d)}},
 		IsError: true,
 		Meta:    map[string]any{MetaDecision: d},
 	}}
@@ -114,11 +111,11 @@ func MCPFor(d decision.Decision, cmds Commands) MCPAnswer {
 
 // UnknownOutcome is the tools/call answer for a write whose outcome was
 // lost: an error result a model can act on — what happened, that it may or
-// may not have run, the command that clears it (spelled by cmds), not to
-// retry — and in _meta["mcpx-policy/unknown_outcome"] the facts: server,
-// tool, ledger_id, cause and the clear command.
-func UnknownOutcome(server, tool, ledgerID, cause string, cmds Commands) ToolResult {
-	clear := cmds.WritesClear(server, ledgerID)
+// may not have run, the command that clears it (clear, as the process
+// that dispatched it spells it), not to retry — and in
+// _meta["mcpx-policy/unknown_outcome"] the facts: server, tool, ledger_id,
+// cause and the clear command.
+func UnknownOutcome(server, tool, ledgerID, cause, clear string) ToolResult {
 	text := fmt.Sprintf("Outcome unknown: %s.%s was sent to the server but no answer came back (%s). "+
 		"It may or may not have happened. Writes to %q are now refused until an operator checks and clears it "+
 		"(`%s`). Do not retry; tell the user.", server, tool, cause, server, clear)
@@ -146,7 +143,7 @@ var hints = map[decision.Code]string{
 }
 
 // mcpText is the text content of an MCP refusal.
-func mcpText(d decision.Decision, cmds Commands) string {
+func mcpText(d decision.Decision) string {
 	first := d.First()
 	code := first.Code
 	if code == "" {
@@ -183,7 +180,7 @@ func mcpText(d decision.Decision, cmds Commands) string {
 		case strings.Contains(h, "%[2]"):
 			clear := stringIn(first.Details, "clear")
 			if clear == "" {
-				clear = cmds.WritesClear(d.Call.Server, "")
+				clear = "mcpx-policy writes clear " + d.Call.Server // the policy's bare command
 			}
 			h = fmt.Sprintf(h, d.Call.Server, clear)
 		case strings.Contains(h, "%[1]"):

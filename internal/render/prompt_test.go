@@ -11,16 +11,18 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
-// askFor is the ask of call that a write in ask mode gets.
-func askFor(t *testing.T, call decision.Call, msg string) decision.Decision {
+// askFor is the ask of call that a write in ask mode gets, redacted with
+// call's arguments.
+func askFor(t *testing.T, call decision.Call, msg string) redact.Decision {
 	t.Helper()
-	return decision.Decision{Outcome: decision.Ask, Step: decision.StepWriteMode, Write: true,
+	return redact.Of(decision.Decision{Outcome: decision.Ask, Step: decision.StepWriteMode, Write: true,
 		Reasons:  []decision.Reason{reason(decision.WriteNeedsConfirmation, msg)},
-		Warnings: []decision.Reason{}, Call: ref(t, call)}
+		Warnings: []decision.Reason{}, Call: ref(t, call)}, call.Args)
 }
 
 // unseen reports a character a person could not see or could not tell
@@ -154,40 +156,41 @@ func TestPromptEscapesInvisibleCharacters(t *testing.T) {
 }
 
 // TestPromptTooLargeIsRefused: a call whose prompt would pass
-// MaxShownBytes is not asked — Prompt fails with ErrPromptTooLarge and
-// every surface renders a ConfirmationUnavailable deny that says why.
+// MaxShownBytes is not asked — Prompt fails with ErrPromptTooLarge, no
+// surface renders a prompt for it, and UnavailableFor is the
+// ConfirmationUnavailable deny that says why (what the door answers it
+// with: TestAnswerRefusesAPromptTooLarge).
 func TestPromptTooLargeIsRefused(t *testing.T) {
 	t.Parallel()
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"},
 		Args: map[string]any{"path": "/workspace/big.txt", "content": strings.Repeat("x", render.MaxShownBytes)}}
-	d := askFor(t, call, "fs.write_file is a write")
-	_, err := render.Prompt(call, d)
+	r := askFor(t, call, "fs.write_file is a write")
+	_, err := render.Prompt(call, r)
 	var big *render.PromptTooLargeError
 	if !errors.Is(err, render.ErrPromptTooLarge) || !errors.As(err, &big) || big.Limit != render.MaxShownBytes || big.Bytes <= big.Limit {
 		t.Fatalf("Prompt of a %d-byte call: %v", render.MaxShownBytes, err)
 	}
-	refused := render.UnavailableFor(d, err)
+	refused := render.UnavailableFor(r.Doc(), err)
 	if refused.Outcome != decision.Deny || refused.First().Code != decision.ConfirmationUnavailable ||
 		!strings.Contains(refused.First().Message, "too large to show in full") || refused.First().Details["refused"] != "too large to show" {
 		t.Fatalf("UnavailableFor = %+v", refused)
 	}
 	for _, surface := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
-		v, err := render.Render(surface, call, d)
+		if v, err := render.Render(surface, call, r); !errors.Is(err, render.ErrPromptTooLarge) {
+			t.Errorf("%s renders a call too large to show: %v %.300v", surface, err, v)
+		}
+		v, err := render.Render(surface, call, redact.Of(refused, call.Args))
 		if err != nil {
 			t.Fatalf("%s: %v", surface, err)
 		}
 		b, _ := json.Marshal(v)
 		if !strings.Contains(string(b), "ConfirmationUnavailable") || !strings.Contains(string(b), "too large to show in full") ||
 			strings.Contains(string(b), "Confirm this call") || strings.Contains(string(b), "xxxxxxxxxx") {
-			t.Errorf("%s renders a call too large to show as\n%.600s", surface, b)
+			t.Errorf("%s renders the refusal of a call too large to show as\n%.600s", surface, b)
 		}
 	}
-	s, b, err := render.DaemonAsk(call, d)
-	if err != nil || s != 428 {
-		t.Fatalf("DaemonAsk: %d %v", s, err)
-	}
-	if body := b.(*render.DaemonBody); body.Ask != nil || body.Code != decision.ConfirmationUnavailable {
-		t.Errorf("DaemonAsk shows a prompt for a call too large to show: %+v", body)
+	if _, _, err := render.DaemonAsk(call, r); !errors.Is(err, render.ErrPromptTooLarge) {
+		t.Errorf("DaemonAsk shows a prompt for a call too large to show: %v", err)
 	}
 }
 
@@ -304,7 +307,7 @@ func TestPromptRecoversTheCall(t *testing.T) {
 			}
 		}
 		server, tool, args := shownCall(t, p.Text())
-		shown, _ := render.RedactShown(call.Args)
+		shown, _ := redact.RedactShown(call.Args)
 		want, err := decision.CanonicalCall(call.Server, call.Tool.Name, shown)
 		if err != nil {
 			t.Fatal(err)

@@ -1,10 +1,10 @@
 package render
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // The surfaces Render knows.
@@ -29,42 +29,40 @@ type ElicitRequest struct {
 //     ElicitRequest the proxy would send;
 //   - cli: the CLI text; for an ask the prompt's Text.
 //
-// An ask too large to show in full (ErrPromptTooLarge) is not asked: it
-// renders as the deny of UnavailableFor. It fails for an unknown surface
-// and when an ask's prompt cannot be built otherwise.
-func Render(surface string, call decision.Call, d decision.Decision) (any, error) {
-	d = Redact(d, call.Args)
-	var p AskPrompt
-	if d.Outcome == decision.Ask && surface != SurfaceDaemon {
-		var err error
-		if p, err = Prompt(call, d); errors.Is(err, ErrPromptTooLarge) {
-			d = UnavailableFor(d, err)
-		} else if err != nil {
-			return nil, err
-		}
-	}
-	ask := d.Outcome == decision.Ask
+// It fails for an unknown surface and when an ask's prompt cannot be built.
+// r is redacted already (redact.Of with call's arguments): nothing here
+// redacts again.
+func Render(surface string, call decision.Call, r redact.Decision) (any, error) {
+	ask := r.Doc().Outcome == decision.Ask
 	switch surface {
 	case SurfaceDaemon:
 		if ask {
-			s, b, err := DaemonAsk(call, d)
+			s, b, err := DaemonAsk(call, r)
 			if err != nil {
 				return nil, err
 			}
 			return HTTPAnswer{Status: s, Body: b}, nil
 		}
-		s, b := Daemon(d)
+		s, b := Daemon(r)
 		return HTTPAnswer{Status: s, Body: b}, nil
 	case SurfaceMCP:
 		if ask {
+			p, err := Prompt(call, r)
+			if err != nil {
+				return nil, err
+			}
 			return ElicitRequest{Method: "elicitation/create", Params: p.Elicitation()}, nil
 		}
-		return MCP(d), nil
+		return MCP(r), nil
 	case SurfaceCLI:
 		if ask {
+			p, err := Prompt(call, r)
+			if err != nil {
+				return nil, err
+			}
 			return p.Text(), nil
 		}
-		return CLI(d), nil
+		return CLI(r), nil
 	default:
 		return nil, fmt.Errorf("render: unknown surface %q (want daemon, mcp or cli)", surface)
 	}

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -23,6 +24,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 		decision.ConfirmationUnavailable: 428, decision.WriteNeedsConfirmation: 428,
 		decision.DestructiveNeedsConfirmation: 428, decision.OverrideAsk: 428,
 		decision.LedgerUnreadable: 503, decision.PolicyError: 500, decision.IgnoredArguments: 200,
+		decision.ConfigLoosened: 200,
 	}
 	for _, info := range decision.Codes {
 		got := render.Status(info.Code)
@@ -61,10 +63,10 @@ func TestStatusOfFailsClosed(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 		if c.d.Outcome != decision.Allow {
-			if s, _ := render.Daemon(c.d); s < 400 {
+			if s, _ := render.Daemon(redact.Of(c.d, nil)); s < 400 {
 				t.Errorf("%s: Daemon status %d", c.name, s)
 			}
-			if a := render.MCP(c.d); a.Result == nil && a.Error == nil {
+			if a := render.MCP(redact.Of(c.d, nil)); a.Result == nil && a.Error == nil {
 				t.Errorf("%s: MCP renders a refusal as a pass-through", c.name)
 			}
 		}
@@ -145,10 +147,10 @@ func TestHiddenToolLeaksNothing(t *testing.T) {
 	r := reason(decision.HiddenTool, `fs.delete_file is hidden by the pattern "delete_*"`)
 	r.Details = map[string]any{"pattern": "delete_*"}
 	d := deny(t, call, true, r)
-	s, body := render.Daemon(d)
+	s, body := render.Daemon(redact.Of(d, nil))
 	b, _ := json.Marshal(body)
-	m, _ := json.Marshal(render.MCP(d))
-	for _, out := range []string{string(b), string(m), render.CLI(d)} {
+	m, _ := json.Marshal(render.MCP(redact.Of(d, nil)))
+	for _, out := range []string{string(b), string(m), render.CLI(redact.Of(d, nil))} {
 		if strings.Contains(out, "delete_*") || strings.Contains(out, d.Call.SHA256) {
 			t.Errorf("hidden tool rendering leaks its pattern or hash: %s", out)
 		}
@@ -277,7 +279,7 @@ func TestPromptBindsTheUnredactedCall(t *testing.T) {
 	t.Parallel()
 	call := httpPost()
 	d := ask(t, call, false, reason(decision.WriteNeedsConfirmation, "needs confirmation"))
-	p, err := render.Prompt(call, d)
+	p, err := render.Prompt(call, redact.Of(d, call.Args))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,11 +296,11 @@ func TestPromptBindsTheUnredactedCall(t *testing.T) {
 	}
 	other := httpPost()
 	other.Args["url"] = "https://api.example.com/v1/deploys"
-	if _, err := render.Prompt(other, d); !errors.Is(err, render.ErrCallMismatch) {
+	if _, err := render.Prompt(other, redact.Of(d, other.Args)); !errors.Is(err, render.ErrCallMismatch) {
 		t.Errorf("prompt for another call: %v, want ErrCallMismatch", err)
 	}
 	allow := decision.Decision{Outcome: decision.Allow}
-	if _, err := render.Prompt(call, allow); !errors.Is(err, render.ErrNotAsk) {
+	if _, err := render.Prompt(call, redact.Of(allow, call.Args)); !errors.Is(err, render.ErrNotAsk) {
 		t.Errorf("prompt for an allow: %v", err)
 	}
 	el := p.Elicitation()
@@ -332,7 +334,7 @@ func TestRenderSurfaces(t *testing.T) {
 	t.Parallel()
 	for _, c := range goldenCases(t) {
 		for _, surface := range []string{"daemon", "mcp", "cli"} {
-			v, err := render.Render(surface, c.call, c.d)
+			v, err := render.Render(surface, c.call, redact.Of(c.d, c.call.Args))
 			if err != nil {
 				t.Fatalf("%s/%s: %v", c.name, surface, err)
 			}
@@ -340,29 +342,29 @@ func TestRenderSurfaces(t *testing.T) {
 			var want any
 			switch {
 			case surface == "daemon" && c.d.Outcome == decision.Ask:
-				s, b, _ := render.DaemonAsk(c.call, c.d)
+				s, b, _ := render.DaemonAsk(c.call, redact.Of(c.d, c.call.Args))
 				want = render.HTTPAnswer{Status: s, Body: b}
 			case surface == "daemon":
-				s, b := render.Daemon(c.d)
+				s, b := render.Daemon(redact.Of(c.d, nil))
 				want = render.HTTPAnswer{Status: s, Body: b}
 			case c.d.Outcome == decision.Ask:
-				p, _ := render.Prompt(c.call, c.d)
+				p, _ := render.Prompt(c.call, redact.Of(c.d, c.call.Args))
 				if surface == "mcp" {
 					want = render.ElicitRequest{Method: "elicitation/create", Params: p.Elicitation()}
 				} else {
 					want = p.Text()
 				}
 			case surface == "mcp":
-				want = render.MCP(c.d)
+				want = render.MCP(redact.Of(c.d, nil))
 			default:
-				want = render.CLI(c.d)
+				want = render.CLI(redact.Of(c.d, nil))
 			}
 			if got != jsonOf(t, want) {
 				t.Errorf("Render(%s) for %s differs from the surface function", surface, c.name)
 			}
 		}
 	}
-	if _, err := render.Render("http", decision.Call{}, decision.Decision{}); err == nil {
+	if _, err := render.Render("http", decision.Call{}, redact.Of(decision.Decision{}, nil)); err == nil {
 		t.Error("unknown surface accepted")
 	}
 }
@@ -384,7 +386,7 @@ func TestRedactKeepsOrdinaryValues(t *testing.T) {
 		"ulid":       "01JDX3K8Q2W7RZ5M0N4B6C9V1T",
 		"key":        "reports/2026/q3.csv",
 	}
-	shown, changed := render.RedactArgs(args)
+	shown, changed := redact.RedactArgs(args)
 	if len(changed) != 0 {
 		t.Errorf("redacted ordinary values at %v: %v", changed, shown)
 	}
@@ -395,7 +397,7 @@ func TestRedactKeepsOrdinaryValues(t *testing.T) {
 
 func TestRedactStringKeepsTheSchemeWord(t *testing.T) {
 	t.Parallel()
-	got := render.RedactString("curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh' https://api.example.com")
+	got := redact.RedactString("curl -H 'Authorization: Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh' https://api.example.com")
 	want := "curl -H 'Authorization: Bearer [REDACTED bearer-token, 24 chars]' https://api.example.com"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -407,8 +409,8 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 	long := strings.Repeat("é", 500)
 	args := map[string]any{"password": "hunter2-Correct-Horse", "body": long,
 		"items": make([]any, 80), "note": "Bearer 8xKq0ZtYwV3nR7uLp2sD5fGh"}
-	once, changed := render.RedactArgs(args)
-	twice, again := render.RedactArgs(once)
+	once, changed := redact.RedactArgs(args)
+	twice, again := redact.RedactArgs(once)
 	if jsonOf(t, once) != jsonOf(t, twice) {
 		t.Errorf("redacting twice changed the result:\n%v\n%v", once, twice)
 	}
@@ -419,106 +421,17 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 		t.Error("RedactArgs modified its input")
 	}
 	body := once["body"].(string)
-	if !strings.HasSuffix(body, "…[cut, 500 chars in full]") || len([]rune(body)) > render.MaxValueChars+30 {
+	if !strings.HasSuffix(body, "…[cut, 500 chars in full]") || len([]rune(body)) > redact.MaxValueChars+30 {
 		t.Errorf("long value cut wrong: %q", body)
 	}
 	d := decision.Decision{Outcome: decision.Deny, Reasons: []decision.Reason{{Code: decision.ArgumentRuleViolation,
 		Message: "x", Violations: []decision.Violation{{Path: "/password", Value: "hunter2-Correct-Horse"}}}}}
-	r1 := render.Redact(d, nil)
-	if jsonOf(t, r1) != jsonOf(t, render.Redact(r1, nil)) {
+	r1 := redact.Redact(d, nil)
+	if jsonOf(t, r1) != jsonOf(t, redact.Redact(r1, nil)) {
 		t.Error("Redact is not idempotent")
 	}
 	if d.Reasons[0].Violations[0].Value != "hunter2-Correct-Horse" {
 		t.Error("Redact modified its input")
-	}
-}
-
-// TestMCPForSpellsTheAcceptCommand: the accept command a
-// ToolDefinitionChanged refusal names — in its message and details.accept —
-// carries the proxy's state dir, quoted, so it runs as printed.
-func TestMCPForSpellsTheAcceptCommand(t *testing.T) {
-	t.Parallel()
-	sum := strings.Repeat("ab", 32)
-	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
-	policy := "mcpx-policy pins accept fs write_file --sha256 " + sum
-	r := reason(decision.ToolDefinitionChanged, "fs.write_file: the tool's definition changed since it was pinned (description changed; pinned sha256 000000000000, now ababababab); refused until an operator reviews the change and accepts it with: "+policy)
-	r.Details = map[string]any{"accept": policy, "sha256": sum}
-	d := deny(t, call, true, r)
-	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state dir"})
-	want := policy + " --state-dir '/srv/state dir'"
-	text := a.Result.Content[0].Text
-	if !strings.Contains(text, want) || strings.Contains(strings.ReplaceAll(text, want, ""), "pins accept") {
-		t.Errorf("text does not name %q everywhere:\n%s", want, text)
-	}
-	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
-	if got.Details["accept"] != want || !strings.Contains(got.Message, want) {
-		t.Errorf("_meta decision: %+v", got)
-	}
-	if d.Reasons[0].Details["accept"] != policy {
-		t.Error("the caller's decision was changed")
-	}
-	if got := (render.Commands{StateDir: "/s"}).PinsAccept("my server", "it's", ""); got != `mcpx-policy pins accept 'my server' 'it'\''s' --state-dir /s` {
-		t.Errorf("PinsAccept quoting: %s", got)
-	}
-}
-
-// TestMCPForSpellsTheClearCommand: every command an UnknownOutcomePending
-// refusal names — in its text, its message and details.clear — carries the
-// proxy's state dir, so it runs as printed; the decision passed in is not
-// changed.
-func TestMCPForSpellsTheClearCommand(t *testing.T) {
-	t.Parallel()
-	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
-	r := reason(decision.UnknownOutcomePending, "fs.write_file: 1 earlier write to fs has an unknown outcome; clear it with `mcpx-policy writes clear fs` once checked")
-	r.Details = map[string]any{"clear": "mcpx-policy writes clear fs"}
-	d := deny(t, call, true, r)
-	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state dir"})
-	const want = "mcpx-policy writes clear fs --state-dir '/srv/state dir'"
-	text := a.Result.Content[0].Text
-	if strings.Count(text, want) != 2 || strings.Contains(strings.ReplaceAll(text, want, ""), "writes clear") {
-		t.Errorf("text does not name %q everywhere:\n%s", want, text)
-	}
-	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
-	if got.Details["clear"] != want || !strings.Contains(got.Message, want) {
-		t.Errorf("_meta decision: %+v", got)
-	}
-	if d.Reasons[0].Details["clear"] != "mcpx-policy writes clear fs" {
-		t.Error("the caller's decision was changed")
-	}
-	if got := render.MCP(d).Result.Content[0].Text; !strings.Contains(got, "(`mcpx-policy writes clear fs`)") {
-		t.Errorf("without a state dir: %s", got)
-	}
-	if got := (render.Commands{Configs: []string{"a.yaml", "my conf.yaml"}}).Check(); got != "mcpx-policy check --config a.yaml --config 'my conf.yaml'" {
-		t.Errorf("Check() = %q", got)
-	}
-}
-
-// TestMCPForKeepsTheEngineClearCommand: a clear command that already names
-// where the ledger is — the deciding Engine's, with --config for a ledger
-// in a database — is the one the text, the message and details.clear show;
-// the proxy's state dir does not replace it with one that finds nothing.
-func TestMCPForKeepsTheEngineClearCommand(t *testing.T) {
-	t.Parallel()
-	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
-	cmds := render.Commands{Configs: []string{"/etc/mcpx/fleet.yaml", "/etc/mcpx/my site.yaml"}, LedgerInConfig: true}
-	const want = "mcpx-policy writes clear fs --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml'"
-	if got := cmds.WritesClear("fs", ""); got != want {
-		t.Fatalf("WritesClear with LedgerInConfig = %q", got)
-	}
-	if got := cmds.Writes(); got != "mcpx-policy writes --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml'" {
-		t.Errorf("Writes with LedgerInConfig = %q", got)
-	}
-	r := reason(decision.UnknownOutcomePending, "fs.write_file: an earlier write's outcome is unknown; no further writes to fs until an operator checks what happened and clears them with: "+want)
-	r.Details = map[string]any{"clear": want}
-	d := deny(t, call, true, r)
-	a := render.MCPFor(d, render.Commands{StateDir: "/srv/state"})
-	text := a.Result.Content[0].Text
-	if strings.Count(text, want) != 2 || strings.Contains(strings.ReplaceAll(text, want, ""), "writes clear") {
-		t.Errorf("text does not name %q everywhere:\n%s", want, text)
-	}
-	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
-	if got.Details["clear"] != want || !strings.Contains(got.Message, want) {
-		t.Errorf("_meta decision: %+v", got)
 	}
 }
 
@@ -537,7 +450,7 @@ func TestRedactKeepsTheClearCommand(t *testing.T) {
 	r.Details = map[string]any{"clear": clear}
 	other := reason(decision.OverrideDeny, "see "+clear)
 	other.Details = map[string]any{"clear": clear}
-	d := render.Redact(deny(t, call, true, r, other), nil)
+	d := redact.Redact(deny(t, call, true, r, other), nil)
 	got := d.Reasons[0]
 	if got.Details["clear"] != clear || !strings.HasSuffix(got.Message, "clears them with: "+clear) {
 		t.Errorf("the clear command did not come out whole: %q / %v", got.Message, got.Details)
@@ -569,7 +482,7 @@ func TestRedactKeepsTheAcceptCommand(t *testing.T) {
 	notAccept.Details = map[string]any{"accept": "rm -rf " + state}
 	other := reason(decision.OverrideDeny, "see "+accept)
 	other.Details = map[string]any{"accept": accept}
-	d := render.Redact(deny(t, call, true, r, notAccept, other), nil)
+	d := redact.Redact(deny(t, call, true, r, notAccept, other), nil)
 	got := d.Reasons[0]
 	if got.Details["accept"] != accept || !strings.HasSuffix(got.Message, "accepts it with: "+accept) {
 		t.Errorf("the accept command did not come out whole: %q / %v", got.Message, got.Details)
@@ -584,34 +497,10 @@ func TestRedactKeepsTheAcceptCommand(t *testing.T) {
 	}
 }
 
-// TestMCPForKeepsTheEngineAcceptCommand: an accept command that already
-// names where the pins are — the deciding Engine's, with its --state-dir —
-// is the one the text, the message and details.accept show; the proxy's
-// own state dir (here another one) does not replace it.
-func TestMCPForKeepsTheEngineAcceptCommand(t *testing.T) {
-	t.Parallel()
-	sum := strings.Repeat("cd", 32)
-	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
-	want := render.Commands{StateDir: "/var/lib/mcpx policy"}.PinsAccept("fs", "write_file", sum)
-	r := reason(decision.ToolDefinitionChanged, "fs.write_file: the tool's definition changed since it was pinned; refused until an operator reviews the change and accepts it with: "+want)
-	r.Details = map[string]any{"accept": want, "sha256": sum}
-	a := render.MCPFor(deny(t, call, true, r), render.Commands{StateDir: "/srv/state"})
-	text := a.Result.Content[0].Text
-	if !strings.Contains(text, want) || strings.Contains(text, "/srv/state") {
-		t.Errorf("text does not name %q alone:\n%s", want, text)
-	}
-	got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
-	if got.Details["accept"] != want || !strings.HasSuffix(got.Message, want) {
-		t.Errorf("_meta decision: %+v", got)
-	}
-}
-
 // TestLedgerUnreadableWritesCommand: the writes command in a
 // LedgerUnreadable reason's details comes out of Redact whole even when
-// its state dir looks like a random credential; the proxy spells the
-// policy's bare default with its state dir in details.writes and in the
-// CLI text, keeps an engine-built one, and leaves the message — an
-// agent's, path-free — as it is.
+// its state dir looks like a random credential, and the CLI text names
+// it; the message — an agent's, path-free — stays as it is.
 func TestLedgerUnreadableWritesCommand(t *testing.T) {
 	t.Parallel()
 	const state = "/tmp/TestPrintedWritesCommandRuns3329174406/001"
@@ -623,44 +512,13 @@ func TestLedgerUnreadableWritesCommand(t *testing.T) {
 		return deny(t, call, true, r)
 	}
 	engine := "mcpx-policy writes --state-dir " + state
-	if got := render.Redact(withWrites(engine), nil).Reasons[0]; got.Details["writes"] != engine || got.Message != msg {
+	if got := redact.Redact(withWrites(engine), nil).Reasons[0]; got.Details["writes"] != engine || got.Message != msg {
 		t.Errorf("Redact: %q / %v", got.Message, got.Details)
 	}
-	if got := render.Redact(withWrites("rm -rf "+state), nil).Reasons[0]; strings.Contains(jsonOf(t, got), state) {
+	if got := redact.Redact(withWrites("rm -rf "+state), nil).Reasons[0]; strings.Contains(jsonOf(t, got), state) {
 		t.Errorf("a look-alike was kept: %s", jsonOf(t, got))
 	}
-	for _, tc := range []struct{ policy, want string }{
-		{"mcpx-policy writes", "mcpx-policy writes --state-dir '/srv/state dir'"},
-		{engine, engine},
-	} {
-		a := render.MCPFor(withWrites(tc.policy), render.Commands{StateDir: "/srv/state dir"})
-		got := a.Result.Meta[render.MetaDecision].(decision.Decision).Reasons[0]
-		if got.Details["writes"] != tc.want || got.Message != msg {
-			t.Errorf("MCPFor with %q: %q / %v", tc.policy, got.Message, got.Details)
-		}
-	}
-	if got := render.CLI(withWrites(engine)); !strings.Contains(got, "\n    see why with: "+engine+"\n") {
+	if got := render.CLI(redact.Of(withWrites(engine), nil)); !strings.Contains(got, "\n    see why with: "+engine+"\n") {
 		t.Errorf("CLI text does not name %q:\n%s", engine, got)
-	}
-}
-
-// TestCommandsWritesClear: the clear command `mcpx-policy writes` prints
-// and every rendering names, quoted so that a POSIX shell runs it as
-// printed.
-func TestCommandsWritesClear(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		cmds             render.Commands
-		server, id, want string
-	}{
-		{render.Commands{}, "fs", "", "mcpx-policy writes clear fs"},
-		{render.Commands{}, "fs", "3f9c2a1b7d4e8f60", "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60"},
-		{render.Commands{}, "my server", "", "mcpx-policy writes clear 'my server'"},
-		{render.Commands{}, "it's", "", `mcpx-policy writes clear 'it'\''s'`},
-		{render.Commands{StateDir: "/var/lib/my state"}, "fs", "", "mcpx-policy writes clear fs --state-dir '/var/lib/my state'"},
-	} {
-		if got := tc.cmds.WritesClear(tc.server, tc.id); got != tc.want {
-			t.Errorf("%+v.WritesClear(%q, %q) = %q, want %q", tc.cmds, tc.server, tc.id, got, tc.want)
-		}
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -43,14 +44,13 @@ func Ignored(d decision.Decision) []string {
 // riderKeys returns the keys as the rider shows them: secret-shaped keys
 // redacted, each cut to MaxKeyChars, at most 20 and then "…+N more".
 func riderKeys(ignored []string) []string {
-	r := newRedactor()
 	out := make([]string, 0, len(ignored))
 	for i, k := range ignored {
 		if i == maxRiderKeys {
 			out = append(out, fmt.Sprintf("…+%d more", len(ignored)-maxRiderKeys))
 			break
 		}
-		out = append(out, r.key(k))
+		out = append(out, redact.Key(k))
 	}
 	return out
 }

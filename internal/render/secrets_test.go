@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -82,27 +83,27 @@ func renderings(t *testing.T, call decision.Call, d decision.Decision) map[strin
 		}
 		return string(b)
 	}
-	s, b := render.Daemon(d)
+	s, b := render.Daemon(redact.Of(d, nil))
 	out["daemon"] = fmt.Sprint(s) + js(b)
-	out["mcp"] = js(render.MCP(d))
-	out["cli"] = render.CLI(d)
-	out["redact"] = js(render.Redact(d, nil))
+	out["mcp"] = js(render.MCP(redact.Of(d, nil)))
+	out["cli"] = render.CLI(redact.Of(d, nil))
+	out["redact"] = js(redact.Redact(d, nil))
 	for _, surface := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
-		v, err := render.Render(surface, call, d)
+		v, err := render.Render(surface, call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
 		out["render "+surface] = js(v)
 	}
 	if d.Outcome == decision.Ask {
-		p, err := render.Prompt(call, d)
+		p, err := render.Prompt(call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
 		out["prompt text"] = p.Text()
 		out["prompt json"] = js(p)
 		out["elicitation"] = js(p.Elicitation())
-		s, b, err := render.DaemonAsk(call, d)
+		s, b, err := render.DaemonAsk(call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 				Reasons: []decision.Reason{od}, Warnings: []decision.Reason{}, Write: true, Call: cref}
 			outs := map[string]string{}
 			for _, surface := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
-				v, err := render.Render(surface, call, denyOverride)
+				v, err := render.Render(surface, call, redact.Of(denyOverride, call.Args))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +184,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 			}
 			assertNoLeak(t, s.leak, all)
 
-			shown, _ := render.RedactArgs(args)
+			shown, _ := redact.RedactArgs(args)
 			b, _ := json.Marshal(shown)
 			assertNoLeak(t, s.leak, map[string]string{"RedactArgs": string(b)})
 		})
@@ -197,7 +198,7 @@ func TestSecretShapedIgnoredKeysNeverRendered(t *testing.T) {
 	t.Parallel()
 	for _, s := range secrets {
 		str, ok := s.value.(string)
-		if !ok || render.SecretKey(s.key) {
+		if !ok || redact.SecretKey(s.key) {
 			continue // only shapes are recognisable in a key
 		}
 		out, err := render.AddRider(json.RawMessage(`{"content":[],"structuredContent":{}}`), []string{str}, nil)
@@ -222,7 +223,7 @@ func TestSecretKeysInPathsNeverRendered(t *testing.T) {
 	d := decision.Decision{Outcome: decision.Deny, Step: decision.StepArgumentRules, Reasons: []decision.Reason{r},
 		Warnings: []decision.Reason{}, Write: true, Call: ref(t, call)}
 	assertNoLeak(t, tok, renderings(t, call, d))
-	if got := render.Redact(d, nil).Reasons[0].Violations[0].Path; got != "/headers/[REDACTED github-token, 40 chars]" {
+	if got := redact.Redact(d, nil).Reasons[0].Violations[0].Path; got != "/headers/[REDACTED github-token, 40 chars]" {
 		t.Errorf("path = %q", got)
 	}
 }
@@ -239,7 +240,7 @@ func TestOverrideQuotingArgsIsScrubbedByMCP(t *testing.T) {
 	od := reason(decision.OverrideDeny, fmt.Sprintf("login refused: password %s is banned (%s)", pw, q))
 	d := decision.Decision{Outcome: decision.Deny, Step: decision.StepOverrides, Reasons: []decision.Reason{od},
 		Warnings: []decision.Reason{}, Write: true, Call: ref(t, call)}
-	b, _ := json.Marshal(render.MCP(render.Redact(d, call.Args)))
+	b, _ := json.Marshal(render.MCP(redact.Of(d, call.Args)))
 	assertNoLeak(t, "Correct", map[string]string{"MCP": string(b)})
 }
 
@@ -247,8 +248,8 @@ func TestOverrideQuotingArgsIsScrubbedByMCP(t *testing.T) {
 // recognised in the whole value, so not even its first characters show.
 func TestLongValuesAreRedactedBeforeTheyAreCut(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("x", render.MaxValueChars-10) + " AKIAIOSFODNN7EXAMPLE " + strings.Repeat("y", 100)
-	shown, changed := render.RedactArgs(map[string]any{"content": long})
+	long := strings.Repeat("x", redact.MaxValueChars-10) + " AKIAIOSFODNN7EXAMPLE " + strings.Repeat("y", 100)
+	shown, changed := redact.RedactArgs(map[string]any{"content": long})
 	b, _ := json.Marshal(shown)
 	assertNoLeak(t, "AKIAIOSF", map[string]string{"RedactArgs": string(b)})
 	if len(changed) != 1 || changed[0] != "/content" {

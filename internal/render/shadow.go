@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 )
 
 // MetaShadow is the `_meta` key of the result of a call that shadow mode
@@ -17,11 +18,13 @@ const MetaShadow = "mcpx-policy/shadow"
 // enforced decision (decision.Decision.Enforced). ok is false when shadow
 // mode did not change d (an enforcing server, an allow, a binding deny):
 // then nothing is added.
-func ShadowMeta(d decision.Decision) (meta decision.Decision, ok bool) {
-	if !d.Relaxed() {
+func ShadowMeta(r redact.Decision) (meta decision.Decision, ok bool) { return shadowMeta(r.Doc()) }
+
+func shadowMeta(shown decision.Decision) (meta decision.Decision, ok bool) {
+	if !shown.Relaxed() {
 		return decision.Decision{}, false
 	}
-	e := Redact(d, nil).Enforced()
+	e := shown.Enforced()
 	if e.Warnings == nil {
 		e.Warnings = []decision.Reason{}
 	}
@@ -35,8 +38,14 @@ func ShadowMeta(d decision.Decision) (meta decision.Decision, ok bool) {
 // returned, as they would be without the gate (a model reads content; a
 // client validates structuredContent). It fails only when result or its
 // _meta is not a JSON object.
-func AddShadow(result json.RawMessage, d decision.Decision) (json.RawMessage, error) {
-	meta, ok := ShadowMeta(d)
+func AddShadow(result json.RawMessage, r redact.Decision) (json.RawMessage, error) {
+	return AddShadowShown(result, r.Doc())
+}
+
+// AddShadowShown is AddShadow of shown, a decision document redacted
+// already (what the SDK's Redacted holds).
+func AddShadowShown(result json.RawMessage, shown decision.Decision) (json.RawMessage, error) {
+	meta, ok := shadowMeta(shown)
 	if !ok {
 		return result, nil
 	}

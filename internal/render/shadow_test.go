@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 )
 
@@ -27,7 +28,7 @@ func TestAddShadow(t *testing.T) {
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/etc/x"}}
 	d := relaxed(t, call, reason(decision.ArgumentRuleViolation, "fs.write_file: /path is outside"))
 	result := json.RawMessage(`{"content":[{"type":"text","text":"wrote /etc/x"}],"_meta":{"other":1},"structuredContent":{"ok":true}}`)
-	out, err := render.AddShadow(result, d)
+	out, err := render.AddShadow(result, redact.Of(d, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestAddShadow(t *testing.T) {
 		t.Errorf("_meta shadow = %+v; want the enforced deny", e)
 	}
 	for name, res := range map[string]string{"no _meta": `{"content":[]}`, "null _meta": `{"content":[],"_meta":null}`} {
-		out, err := render.AddShadow(json.RawMessage(res), d)
+		out, err := render.AddShadow(json.RawMessage(res), redact.Of(d, nil))
 		if err != nil || !strings.Contains(string(out), `"_meta":{"mcpx-policy/shadow":{"outcome":"deny"`) {
 			t.Errorf("%s: %s %v", name, out, err)
 		}
@@ -60,14 +61,14 @@ func TestAddShadow(t *testing.T) {
 		"shadow allow": {Outcome: decision.Allow, Shadow: &decision.Shadow{Outcome: decision.Allow}},
 		"binding deny": {Outcome: decision.Deny, Reasons: []decision.Reason{reason(decision.HiddenTool, "h")}, Shadow: &decision.Shadow{Outcome: decision.Deny, Reasons: []decision.Reason{reason(decision.HiddenTool, "h")}}},
 	} {
-		if out, err := render.AddShadow(result, dd); err != nil || string(out) != string(result) {
+		if out, err := render.AddShadow(result, redact.Of(dd, nil)); err != nil || string(out) != string(result) {
 			t.Errorf("%s: result changed to %s (%v)", name, out, err)
 		}
 	}
-	if _, err := render.AddShadow(json.RawMessage(`[]`), d); err == nil {
+	if _, err := render.AddShadow(json.RawMessage(`[]`), redact.Of(d, nil)); err == nil {
 		t.Error("a result that is not an object was accepted")
 	}
-	if _, err := render.AddShadow(json.RawMessage(`{"_meta":[1]}`), d); err == nil {
+	if _, err := render.AddShadow(json.RawMessage(`{"_meta":[1]}`), redact.Of(d, nil)); err == nil {
 		t.Error("a _meta that is not an object was accepted")
 	}
 }
@@ -80,17 +81,17 @@ func TestShadowIsRedacted(t *testing.T) {
 	call := decision.Call{Server: "db", Tool: decision.Tool{Name: "login"}, Args: map[string]any{"user": "app", "password": pw}}
 	q, _ := json.Marshal(pw)
 	d := relaxed(t, call, reason(decision.OverrideDeny, fmt.Sprintf("login refused: password %s is banned (%s)", pw, q)))
-	d = render.Redact(d, call.Args)
+	d = redact.Redact(d, call.Args)
 	outs := map[string]string{}
 	for _, s := range []string{render.SurfaceDaemon, render.SurfaceMCP, render.SurfaceCLI} {
-		v, err := render.Render(s, call, d)
+		v, err := render.Render(s, call, redact.Of(d, call.Args))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(v)
 		outs[s] = string(b)
 	}
-	meta, err := render.AddShadow(json.RawMessage(`{"content":[]}`), d)
+	meta, err := render.AddShadow(json.RawMessage(`{"content":[]}`), redact.Of(d, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestCLIShadow(t *testing.T) {
 	t.Parallel()
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{}}
 	d := relaxed(t, call, reason(decision.ArgumentRuleViolation, "fs.write_file: /path is outside"))
-	got := render.CLI(d)
+	got := render.CLI(redact.Of(d, nil))
 	want := "allow fs.write_file: shadow mode let it through\n  enforced: deny fs.write_file: An argument rule rejects the arguments (ArgumentRuleViolation, step argument_rules)\n  ArgumentRuleViolation: fs.write_file: /path is outside\n"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("CLI:\n%s\nwant it to start with\n%s", got, want)
@@ -118,14 +119,14 @@ func TestCLIShadow(t *testing.T) {
 	rule := reason(decision.ArgumentRuleViolation, "fs.write_file: /path is outside")
 	toAsk := decision.Decision{Outcome: decision.Ask, Step: keep.Step, Reasons: []decision.Reason{keep}, Call: ref(t, call),
 		Shadow: &decision.Shadow{Outcome: decision.Deny, Step: rule.Step, Reasons: []decision.Reason{keep, rule}}}
-	if got := render.CLI(toAsk); !strings.HasPrefix(got, "ask fs.write_file") ||
+	if got := render.CLI(redact.Of(toAsk, nil)); !strings.HasPrefix(got, "ask fs.write_file") ||
 		!strings.Contains(got, "  shadow mode: only the reasons above hold; enforced, the policy's deny would stand (ArgumentRuleViolation, step argument_rules)\n") {
 		t.Errorf("CLI of a deny relaxed to an ask:\n%s", got)
 	}
 	pending := reason(decision.UnknownOutcomePending, "fs.write_file: an earlier write's outcome is unknown")
 	held := decision.Decision{Outcome: decision.Deny, Step: decision.StepLedger, Reasons: []decision.Reason{pending}, Call: ref(t, call),
 		Shadow: &decision.Shadow{Outcome: decision.Deny, Step: decision.StepLedger, Reasons: []decision.Reason{pending}}}
-	if got := render.CLI(held); !strings.HasPrefix(got, "deny fs.write_file") || !strings.Contains(got, "  shadow mode: UnknownOutcomePending holds in shadow mode too\n") {
+	if got := render.CLI(redact.Of(held, nil)); !strings.HasPrefix(got, "deny fs.write_file") || !strings.Contains(got, "  shadow mode: UnknownOutcomePending holds in shadow mode too\n") {
 		t.Errorf("CLI of a binding deny in shadow mode:\n%s", got)
 	}
 }

@@ -3,7 +3,7 @@ package render
 import (
 	"net/http"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // statuses is the one table from reason code to HTTP status. Nothing else in
@@ -49,6 +49,7 @@ var statuses = map[decision.Code]int{
 
 	// A warning never decides; an allow that carries it is a 200.
 	decision.IgnoredArguments: http.StatusOK,
+	decision.ConfigLoosened:   http.StatusOK,
 }
 
 // Status returns the HTTP status for code c. A code outside the closed set

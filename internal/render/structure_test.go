@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/render"
 	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 )
@@ -91,12 +92,12 @@ func TestCorpusNeverRendered(t *testing.T) {
 			for i, raw := range corpusDecisions(t, call) {
 				// Every caller that holds the arguments redacts with them
 				// first; the surfaces then see only the decision.
-				d := render.Redact(raw, call.Args)
+				d := redact.Redact(raw, call.Args)
 				for name, out := range renderings(t, call, d) {
 					all[fmt.Sprint(i, " ", name)] = out
 				}
 				if d.Outcome == decision.Ask {
-					p, err := render.Prompt(call, d)
+					p, err := render.Prompt(call, redact.Of(d, call.Args))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -110,7 +111,7 @@ func TestCorpusNeverRendered(t *testing.T) {
 					}
 				}
 			}
-			shown, _ := render.RedactArgs(c.Args)
+			shown, _ := redact.RedactArgs(c.Args)
 			b, _ := json.Marshal(shown)
 			all["RedactArgs"] = string(b)
 			for _, leak := range c.Leaks {
@@ -134,18 +135,18 @@ func TestNestedSecretsNeverRendered(t *testing.T) {
 		call := decision.Call{Server: "ops", Tool: decision.Tool{Name: "run"}, Args: c.Args}
 		ds := corpusDecisions(t, call)
 		all := map[string]string{}
-		for name, out := range renderings(t, call, render.Redact(ds[1], call.Args)) {
+		for name, out := range renderings(t, call, redact.Redact(ds[1], call.Args)) {
 			all[name] = out
 		}
-		p, err := render.Prompt(call, ds[2])
+		p, err := render.Prompt(call, redact.Of(ds[2], call.Args))
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		pj, _ := json.Marshal(p)
 		all["prompt"], all["prompt json"] = p.Text(), string(pj)
 		for name, f := range map[string]func(map[string]any) (map[string]any, []string){
-			"RedactArgs": render.RedactArgs, "RedactShown": render.RedactShown,
-			"RedactReplacing": func(a map[string]any) (map[string]any, []string) { return render.RedactReplacing(a, "[REDACTED]") },
+			"RedactArgs": redact.RedactArgs, "RedactShown": redact.RedactShown,
+			"RedactReplacing": func(a map[string]any) (map[string]any, []string) { return redact.RedactReplacing(a, "[REDACTED]") },
 		} {
 			out, _ := f(c.Args)
 			b, _ := json.Marshal(out)
@@ -176,7 +177,7 @@ func TestStructureNamesSecrets(t *testing.T) {
 		"ref":     map[string]any{"name": "db-creds", "key": "password"},
 		"unknown": []any{map[string]any{"key": "api_key", "path": "/api_key", "suggestion": ""}},
 	}
-	out, changed := render.RedactShown(args)
+	out, changed := redact.RedactShown(args)
 	want := map[string]any{
 		"env":     []any{map[string]any{"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}, map[string]any{"name": "LOG_LEVEL", "value": "debug"}},
 		"headers": []any{[]any{"X-Api-Key", "[REDACTED by key name, 2 chars]"}, []any{"Accept", "json"}},
@@ -200,10 +201,10 @@ func TestStructureNamesSecrets(t *testing.T) {
 	r := reason(decision.ArgumentRuleViolation, "ops.run: /env/0/value is not allowed (rule r, ops.yaml:3)")
 	r.Violations = []decision.Violation{{Path: "/env/0/value", Value: "pw1", Constraint: "const", Expected: "x"}}
 	d := decision.Decision{Outcome: decision.Deny, Step: decision.StepArgumentRules, Reasons: []decision.Reason{r}, Warnings: []decision.Reason{}, Call: ref(t, call)}
-	if v := render.Redact(d, args).Reasons[0].Violations[0].Value; v != "[REDACTED by key name, 3 chars]" {
+	if v := redact.Redact(d, args).Reasons[0].Violations[0].Value; v != "[REDACTED by key name, 3 chars]" {
 		t.Errorf("the violation's value shows %v", v)
 	}
-	rec, _ := render.RedactReplacing(args, "[REDACTED]")
+	rec, _ := redact.RedactReplacing(args, "[REDACTED]")
 	b, _ := json.Marshal(rec)
 	if !strings.Contains(string(b), `{"name":"DB_PASSWORD","value":"[REDACTED]"}`) || strings.Contains(string(b), "pw3") {
 		t.Errorf("RedactReplacing = %s", b)

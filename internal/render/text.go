@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 )
 
 // jsonText renders v as compact JSON without HTML escaping, for text.
@@ -92,6 +93,10 @@ func accepts(v decision.Violation) string {
 		return "must have property names matching " + e
 	case "dependentRequired":
 		return "must include the properties it depends on " + e
+	case "pathWithin":
+		return "must be a path inside " + e
+	case "urlWithin":
+		return "must be a URL allowed by " + e
 	default:
 		return "must satisfy " + v.Constraint + " " + e
 	}
@@ -175,7 +180,7 @@ func unknownArgs(details map[string]any) (names, suggestions []string, more int)
 			key, _ := u["key"].(string)
 			path, _ := u["path"].(string)
 			name := key
-			if path != "" && path != "/"+escapePointer(key) {
+			if path != "" && path != jsonptr.Append("", key) {
 				name = path
 			}
 			if name == "" {

@@ -19,8 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
-	"github.com/mcpx/mcpx-policy/internal/render"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
+	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
@@ -35,11 +36,11 @@ const (
 
 // RedactSecrets, in RecorderOptions.Redact, names every argument whose key
 // is a secret's name in the secret table (token, password, api_key,
-// authorization and their kin: render.SecretKey) or that a name beside it
+// authorization and their kin: redact.SecretKey) or that a name beside it
 // makes one ({"name": "DB_PASSWORD", "value": …}, ["--password", …]),
 // replaced whole, and every secret-shaped part of a string (a token in a
 // URL, a password in a command line), replaced by its marker
-// (render.RedactReplacing). It is the default.
+// (redact.RedactReplacing). It is the default.
 const RedactSecrets = "@secrets"
 
 // RedactedValue replaces a redacted argument in a recorded call.
@@ -47,20 +48,6 @@ const RedactedValue = "[REDACTED]"
 
 // ErrRecordTooLarge: one recorded call is larger than the whole cap.
 var ErrRecordTooLarge = errors.New("the recorded call is larger than the recording's size cap")
-
-// RecordedDecision is the decision a recorded call got: its outcome, step
-// and deciding code, the deciding reason's message (redacted as every
-// output is), the SHA-256 of the call as it was decided (its arguments
-// unredacted) and the config revision the engine had when the call was
-// recorded.
-type RecordedDecision struct {
-	Outcome  decision.Outcome `json:"outcome"`
-	Step     decision.Step    `json:"step"`
-	Code     decision.Code    `json:"code,omitempty"`
-	Message  string           `json:"message,omitempty"`
-	SHA256   string           `json:"sha256,omitempty"`
-	Revision string           `json:"revision,omitempty"`
-}
 
 // Record is one recorded call: the call document `mcpx-policy eval`
 // reads, plus when it was decided, how, and which arguments were redacted
@@ -73,7 +60,7 @@ type Record struct {
 	Principal *decision.Principal `json:"principal,omitempty"`
 	Mode      string              `json:"mode,omitempty"`
 	Time      string              `json:"time"`
-	Decision  RecordedDecision    `json:"decision"`
+	Decision  decision.Recorded   `json:"decision"`
 	Redacted  []string            `json:"redacted,omitempty"`
 }
 
@@ -218,21 +205,22 @@ func (r *Recorder) prune(room int64) {
 }
 
 // Record writes one decided call: its arguments redacted as
-// RecorderOptions.Redact says, its decision redacted as every output is,
-// revision the config revision that decided it. A call larger than the
-// whole cap is not written (ErrRecordTooLarge).
-func (r *Recorder) Record(call decision.Call, d decision.Decision, revision string) error {
+// RecorderOptions.Redact says, its decision shown as every output shows it
+// (shown, redacted with the call's arguments), revision the config
+// revision that decided it. A call larger than the whole cap is not
+// written (ErrRecordTooLarge).
+func (r *Recorder) Record(call decision.Call, shown redact.Decision, revision string) error {
 	now := r.opts.Now().UTC()
 	args, redacted, secrets := r.redact.apply(call.Args)
-	shown := render.Redact(d, call.Args)
-	msg := shown.First().Message
+	d := shown.Doc()
+	msg := d.First().Message
 	for _, s := range secrets {
 		msg = scrub(msg, s)
 	}
 	rec := Record{
 		Server: call.Server, Tool: call.Tool, Args: args, Surface: call.Surface, Principal: call.Principal, Mode: call.Mode,
 		Time: now.Format(time.RFC3339Nano),
-		Decision: RecordedDecision{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: msg,
+		Decision: decision.Recorded{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: msg,
 			SHA256: d.Call.SHA256, Revision: revision},
 		Redacted: redacted,
 	}
@@ -324,7 +312,7 @@ func parseRedaction(specs []string) (redaction, error) {
 						return red, fmt.Errorf("bad JSON Pointer %q: ~ must be followed by 0 or 1", s)
 					}
 				}
-				toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+				toks[i] = jsonptr.Unescape(t)
 			}
 			red.pointers[strings.Join(toks, "\x00")] = true
 		default:
@@ -340,7 +328,7 @@ func (red redaction) apply(args map[string]any) (map[string]any, []string, []str
 	var ptrs, secrets []string
 	var walk func(v any, toks []string, key string, top bool) any
 	walk = func(v any, toks []string, key string, top bool) any {
-		if !top && (red.pointers[strings.Join(toks, "\x00")] || red.names[key] || (red.secrets && key != "" && render.SecretKey(key))) {
+		if !top && (red.pointers[strings.Join(toks, "\x00")] || red.names[key] || (red.secrets && key != "" && redact.SecretKey(key))) {
 			ptrs = append(ptrs, pointerOf(toks))
 			secrets = append(secrets, leaves(v)...)
 			return RedactedValue
@@ -370,7 +358,7 @@ func (red redaction) apply(args map[string]any) (map[string]any, []string, []str
 		// it hides ({"name": "DB_PASSWORD", "value": …}) whole, the
 		// secret-shaped parts of strings as markers.
 		var more []string
-		out, more = render.RedactReplacing(out, RedactedValue)
+		out, more = redact.RedactReplacing(out, RedactedValue)
 		for _, p := range more {
 			if !slices.Contains(ptrs, p) {
 				ptrs = append(ptrs, p)
@@ -406,11 +394,4 @@ func leaves(v any) []string {
 	return nil
 }
 
-func pointerOf(toks []string) string {
-	var b strings.Builder
-	for _, t := range toks {
-		b.WriteString("/")
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}
+func pointerOf(toks []string) string { return jsonptr.Join(toks...) }

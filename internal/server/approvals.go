@@ -1,12 +1,12 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Asks over HTTP (docs/service.md#asks-and-approvals): POST /v1/decide
@@ -18,7 +18,7 @@ import (
 
 // ApprovalsResponse is the body of GET /v1/approvals.
 type ApprovalsResponse struct {
-	Approvals []mcpxpolicy.ApprovalRequest `json:"approvals"`
+	Approvals []decision.ApprovalRequest `json:"approvals"`
 }
 
 // AnswerRequest is the body of POST /v1/approvals/{id}: {"sha256": S}
@@ -42,42 +42,6 @@ func (h *Handler) approvalRoutes() {
 			writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("%s takes GET or POST", r.URL.Path))
 		}
 	})
-}
-
-// decideOrApproved decides call, with approval id when one is given. An
-// approval that cannot be used is logged here, not returned as an error:
-// the decision (a deny naming the approval) says why.
-func (h *Handler) decideOrApproved(ctx context.Context, call mcpxpolicy.Call, id string) (mcpxpolicy.Decision, error) {
-	if id == "" {
-		return h.eng.Decide(ctx, call)
-	}
-	d, err := h.eng.DecideApproved(ctx, call, id)
-	switch {
-	case err == nil:
-		if d.Outcome == mcpxpolicy.Allow {
-			h.opts.Logger.Info("approval used", "id", id, "server", call.Server, "tool", call.Tool.Name, "sha256", d.Call.SHA256)
-		}
-		return d, nil
-	case errors.Is(err, mcpxpolicy.ErrApprovalRefused):
-		h.opts.Logger.Info("approval refused", "id", id, "server", call.Server, "tool", call.Tool.Name, "err", err)
-		return d, nil
-	}
-	return d, err
-}
-
-// putOnHold opens an approval request for an ask; any other decision
-// gets none (nil, nil). A request that cannot be made leaves the ask a 428
-// without one, and its error says why in approval_error.
-func (h *Handler) putOnHold(call mcpxpolicy.Call, d mcpxpolicy.Decision) (*mcpxpolicy.ApprovalRequest, error) {
-	if d.Outcome != mcpxpolicy.Ask {
-		return nil, nil
-	}
-	req, err := h.eng.RequestApproval(call, d)
-	if err != nil {
-		h.opts.Logger.Warn("no approval request for an ask", "server", call.Server, "tool", call.Tool.Name, "err", err)
-		return nil, err
-	}
-	return &req, nil
 }
 
 func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +72,7 @@ func (h *Handler) answerApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	var req mcpxpolicy.ApprovalRequest
+	var req decision.ApprovalRequest
 	var err error
 	switch {
 	case ans.Decline:
@@ -116,7 +80,7 @@ func (h *Handler) answerApproval(w http.ResponseWriter, r *http.Request) {
 	case ans.SHA256 != "":
 		req, err = h.eng.Approvals().Approve(id, ans.SHA256)
 	default:
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `want {"sha256": "<the call's sha256 as shown>"} to approve, or {"decline": true}`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `want {"sha256": "<the call's sha256 as shown>"} to approve, or {"decline": true}`)
 		return
 	}
 	if err != nil {
@@ -133,15 +97,15 @@ func (h *Handler) answerApproval(w http.ResponseWriter, r *http.Request) {
 // store.
 func (h *Handler) approvalError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, mcpxpolicy.ErrApprovalUnknown):
+	case errors.Is(err, mcpxpolicy.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 	case errors.Is(err, mcpxpolicy.ErrApprovalExpired):
 		writeError(w, http.StatusGone, "ApprovalExpired", err.Error())
-	case errors.Is(err, mcpxpolicy.ErrApprovalMismatch):
+	case errors.Is(err, mcpxpolicy.ErrMismatch):
 		writeError(w, http.StatusConflict, "ApprovalMismatch", err.Error())
 	case errors.Is(err, mcpxpolicy.ErrApprovalDeclined):
 		writeError(w, http.StatusConflict, "ApprovalDeclined", err.Error())
-	case errors.Is(err, mcpxpolicy.ErrApprovalsUnreadable):
+	case errors.Is(err, mcpxpolicy.ErrUnreadable):
 		writeError(w, http.StatusServiceUnavailable, "ApprovalsUnreadable", err.Error())
 	default:
 		h.opts.Logger.Error("approval store", "err", err)

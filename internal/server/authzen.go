@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -112,8 +113,8 @@ type EvaluationResponse struct {
 // true decision that shadow mode let through it is the allow with Shadow,
 // the policy's own outcome, code and messages.
 type AZDecisionContext struct {
-	Outcome mcpxpolicy.Outcome `json:"outcome"`
-	Code    mcpxpolicy.Code    `json:"code"`
+	Outcome decision.Outcome   `json:"outcome"`
+	Code    decision.Code      `json:"code"`
 	Reasons []string           `json:"reasons"`
 	Error   *AZError           `json:"error,omitempty"`
 	Shadow  *AZDecisionContext `json:"shadow,omitempty"`
@@ -139,31 +140,36 @@ func (h *Handler) evaluation(w http.ResponseWriter, r *http.Request) {
 	echoRequestID(w, r)
 	body, status, err := readBody(r)
 	if err != nil {
-		writeError(w, status, string(mcpxpolicy.InvalidInput), err.Error())
+		writeError(w, status, string(decision.InvalidInput), err.Error())
 		return
 	}
 	var req EvaluationRequest
 	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 		return
 	}
 	if err := req.complete(); err != nil {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, h.evaluate(r, req))
+	resp, err := h.evaluate(r, req)
+	if err != nil {
+		logUnwritable(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 	echoRequestID(w, r)
 	body, status, err := readBody(r)
 	if err != nil {
-		writeError(w, status, string(mcpxpolicy.InvalidInput), err.Error())
+		writeError(w, status, string(decision.InvalidInput), err.Error())
 		return
 	}
 	var req EvaluationsRequest
 	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluations request: "+err.Error())
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluations request: "+err.Error())
 		return
 	}
 	semantic := ExecuteAll
@@ -173,7 +179,7 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 		case ExecuteAll, DenyOnFirstDeny, PermitOnFirstPermit:
 			semantic = s
 		default:
-			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput),
+			writeError(w, http.StatusBadRequest, string(decision.InvalidInput),
 				fmt.Sprintf("options.evaluations_semantic %v is not one of %s, %s, %s", jsonText(v), ExecuteAll, DenyOnFirstDeny, PermitOnFirstPermit))
 			return
 		}
@@ -182,14 +188,19 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 	if req.Evaluations == nil {
 		// No evaluations array: the request is a single evaluation.
 		if err := defaults.complete(); err != nil {
-			writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), "not an access evaluation request: "+err.Error())
+			writeError(w, http.StatusBadRequest, string(decision.InvalidInput), "not an access evaluation request: "+err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, h.evaluate(r, defaults))
+		resp, err := h.evaluate(r, defaults)
+		if err != nil {
+			logUnwritable(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
 		return
 	}
 	if len(req.Evaluations) > MaxEvaluations {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput),
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput),
 			fmt.Sprintf("%d evaluations in one request; at most %d", len(req.Evaluations), MaxEvaluations))
 		return
 	}
@@ -198,13 +209,17 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 		ev = ev.withDefaults(defaults)
 		var resp EvaluationResponse
 		if err := ev.complete(); err != nil {
-			start := time.Now()
-			d := mcpxpolicy.Denied("", "", mcpxpolicy.InvalidInput, fmt.Sprintf("evaluations[%d]: %v", i, err))
-			h.decidedHere(d, time.Since(start))
-			resp = answer(mcpxpolicy.Call{}, d)
-			resp.Context.Error = &AZError{Status: http.StatusBadRequest, Message: d.Reasons[0].Message}
+			// Not logged: there is no call to log, only a request to fix.
+			ans := h.eng.Answer(r.Context(), nil, mcpxpolicy.AnswerOptions{Unread: fmt.Errorf("evaluations[%d]: %v", i, err)})
+			resp = answer(ans.Decision)
+			resp.Context.Error = &AZError{Status: http.StatusBadRequest, Message: ans.Decision.Decision().Reasons[0].Message}
 		} else {
-			resp = h.evaluate(r, ev)
+			var err error
+			if resp, err = h.evaluate(r, ev); err != nil {
+				// no answer of the batch goes out unlogged
+				logUnwritable(w, err)
+				return
+			}
 		}
 		out.Evaluations = append(out.Evaluations, resp)
 		if (semantic == DenyOnFirstDeny && !resp.Decision) || (semantic == PermitOnFirstPermit && resp.Decision) {
@@ -214,41 +229,42 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// evaluate decides one complete evaluation.
-func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) EvaluationResponse {
+// evaluate decides one complete evaluation: it maps the 4-tuple to a call
+// document (azDocument) and has the Engine answer it. An error is a
+// decision the decision log could not take (a *LogUnwritableError): it is
+// not answered.
+func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) (EvaluationResponse, error) {
 	start := time.Now()
-	call, err := h.azCall(ev)
-	if err != nil {
-		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
-		h.decidedHere(d, time.Since(start))
-		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		return answer(call, d)
-	}
+	doc, err := h.azDocument(ev)
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	d, err := h.eng.Decide(ctx, call)
-	if err != nil {
-		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
+	ans := h.eng.Answer(ctx, doc, mcpxpolicy.AnswerOptions{Surface: mcpxpolicy.SurfaceDaemon,
+		ToolHint: "start serve with --catalog, or send the tool's annotations and inputSchema in resource.properties", Unread: err})
+	if ans.Err != nil && ans.Unread == nil {
+		h.opts.Logger.Warn("decision failed (denied)", "server", ans.Call.Server, "tool", ans.Call.Tool.Name, "err", ans.Err)
 	}
-	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-	return answer(call, d)
+	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
+		return EvaluationResponse{}, err
+	}
+	return answer(ans.Decision), nil
 }
 
 // answer renders a decision as AuthZEN does: true for an allow; false with
 // the outcome, code and redacted reason messages for a deny or an ask.
-func answer(call mcpxpolicy.Call, d mcpxpolicy.Decision) EvaluationResponse {
+func answer(shown mcpxpolicy.Redacted) EvaluationResponse {
+	d := shown.Decision()
 	if d.Relaxed() {
-		return EvaluationResponse{Decision: true, Context: &AZDecisionContext{Outcome: mcpxpolicy.Allow, Reasons: []string{},
-			Shadow: azContext(mcpxpolicy.Redact(call, d).Enforced())}}
+		return EvaluationResponse{Decision: true, Context: &AZDecisionContext{Outcome: decision.Allow, Reasons: []string{},
+			Shadow: azContext(d.Enforced())}}
 	}
-	if d.Outcome == mcpxpolicy.Allow {
+	if d.Outcome == decision.Allow {
 		return EvaluationResponse{Decision: true}
 	}
-	return EvaluationResponse{Decision: false, Context: azContext(mcpxpolicy.Redact(call, d))}
+	return EvaluationResponse{Decision: false, Context: azContext(d)}
 }
 
 // azContext is the context of a redacted deny or ask.
-func azContext(d mcpxpolicy.Decision) *AZDecisionContext {
+func azContext(d decision.Decision) *AZDecisionContext {
 	c := &AZDecisionContext{Outcome: d.Outcome, Code: d.First().Code, Reasons: make([]string, 0, len(d.Reasons))}
 	for _, rs := range d.Reasons {
 		c.Reasons = append(c.Reasons, rs.Message)
@@ -301,57 +317,53 @@ func (ev EvaluationRequest) withDefaults(d EvaluationRequest) EvaluationRequest 
 	return ev
 }
 
-// azCall maps a complete evaluation to the call it asks about. On error
-// the call holds the names that could be read, for the deny.
-func (h *Handler) azCall(ev EvaluationRequest) (mcpxpolicy.Call, error) {
-	call := mcpxpolicy.Call{Surface: mcpxpolicy.SurfaceDaemon}
+// azDocument maps a complete evaluation to the call document it asks
+// about (Engine.Answer reads it): the tool by name, looked up in serve's
+// catalog, or its definition from resource.properties. When the evaluation
+// does not map, the error says why and the document holds the names that
+// could be read, for the deny.
+func (h *Handler) azDocument(ev EvaluationRequest) ([]byte, error) {
+	doc := map[string]any{"surface": mcpxpolicy.SurfaceDaemon}
+	fail := func(err error) ([]byte, error) { return mustJSON(doc), err }
 	if ev.Resource.Type != AuthZENResourceType {
-		return call, fmt.Errorf("resource type %q is not decided here (want %q, id \"<server>/<tool>\")", ev.Resource.Type, AuthZENResourceType)
+		return fail(fmt.Errorf("resource type %q is not decided here (want %q, id \"<server>/<tool>\")", ev.Resource.Type, AuthZENResourceType))
 	}
 	server, tool, ok := strings.Cut(ev.Resource.ID, "/")
 	if !ok || server == "" || tool == "" {
-		return call, fmt.Errorf("resource id %q is not \"<server>/<tool>\"", ev.Resource.ID)
+		return fail(fmt.Errorf("resource id %q is not \"<server>/<tool>\"", ev.Resource.ID))
 	}
-	call.Server, call.Tool.Name = server, tool
+	doc["server"], doc["tool"] = server, tool
 	if ev.Action.Name != AuthZENAction {
-		return call, fmt.Errorf("action %q is not decided here (want %q)", ev.Action.Name, AuthZENAction)
+		return fail(fmt.Errorf("action %q is not decided here (want %q)", ev.Action.Name, AuthZENAction))
 	}
-	p := &mcpxpolicy.Principal{ID: ev.Subject.ID}
+	p := &decision.Principal{ID: ev.Subject.ID}
 	if g, ok := ev.Subject.Properties["groups"]; ok {
 		list, ok := g.([]any)
 		if !ok {
-			return call, fmt.Errorf("subject.properties.groups is %s, not a list of strings", jsonText(g))
+			return fail(fmt.Errorf("subject.properties.groups is %s, not a list of strings", jsonText(g)))
 		}
 		for _, x := range list {
 			s, ok := x.(string)
 			if !ok {
-				return call, fmt.Errorf("subject.properties.groups holds %s, not a string", jsonText(x))
+				return fail(fmt.Errorf("subject.properties.groups holds %s, not a string", jsonText(x)))
 			}
 			p.Groups = append(p.Groups, s)
 		}
 	}
-	call.Principal = p
+	doc["principal"] = p
+	args := map[string]any{}
 	if a, ok := ev.Context["arguments"]; ok {
-		args, ok := a.(map[string]any)
-		if !ok {
-			return call, fmt.Errorf("context.arguments is %s, not an object", jsonText(a))
+		if args, ok = a.(map[string]any); !ok {
+			return fail(fmt.Errorf("context.arguments is %s, not an object", jsonText(a)))
 		}
-		call.Args = args
 	}
-	if call.Args == nil {
-		call.Args = map[string]any{}
-	}
+	doc["args"] = args
 	if len(ev.Resource.Properties) == 0 || string(ev.Resource.Properties) == "null" {
-		t, ok := h.eng.ToolFromCatalog(server, tool)
-		if !ok {
-			return call, fmt.Errorf("tool %q of server %q is not in the catalog (start serve with --catalog, or send the tool's annotations and inputSchema in resource.properties)", tool, server)
-		}
-		call.Tool = t
-		return call, nil
+		return mustJSON(doc), nil // the tool by name, from serve's --catalog
 	}
 	var props AZToolProperties
 	if err := decodeStrict(ev.Resource.Properties, &props); err != nil {
-		return call, fmt.Errorf("resource.properties: %v (it holds the tool's annotations and inputSchema)", err)
+		return fail(fmt.Errorf("resource.properties: %v (it holds the tool's annotations and inputSchema)", err))
 	}
 	def := map[string]json.RawMessage{"name": mustJSON(tool)}
 	if len(props.Annotations) > 0 {
@@ -360,12 +372,11 @@ func (h *Handler) azCall(ev EvaluationRequest) (mcpxpolicy.Call, error) {
 	if len(props.InputSchema) > 0 {
 		def["inputSchema"] = props.InputSchema
 	}
-	t, err := mcpxpolicy.ParseTool(mustJSON(def))
-	if err != nil {
-		return call, fmt.Errorf("resource.properties is not an MCP tool's definition: %v", err)
+	if _, err := mcpxpolicy.ParseTool(mustJSON(def)); err != nil {
+		return fail(fmt.Errorf("resource.properties is not an MCP tool's definition: %v", err))
 	}
-	call.Tool = t
-	return call, nil
+	doc["tool"] = def
+	return mustJSON(doc), nil
 }
 
 // readBody reads a request body whole; the status goes with the error.

@@ -1,15 +1,21 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 )
 
 // DecisionPath is the decision's path in the log, as a stock OPA serving the
@@ -22,8 +28,8 @@ const DecisionPath = "mcpx/decision"
 // instead of args, and result keeps codes, steps and violation paths but no
 // message, value or details (those echo argument values); "erased" names
 // what was removed, as OPA's masking does. The paths are those of the
-// redacted decision (mcpxpolicy.Redact): a secret used as an argument key
-// is not logged either.
+// redacted decision (mcpxpolicy.Redacted): a secret used as an argument
+// key is not logged either.
 type LogEntry struct {
 	Labels      map[string]string         `json:"labels"`
 	DecisionID  string                    `json:"decision_id"`
@@ -39,29 +45,29 @@ type LogEntry struct {
 
 // LogInput is the logged input: the call without its arguments.
 type LogInput struct {
-	Surface    string                `json:"surface,omitempty"`
-	Server     string                `json:"server"`
-	Tool       LogTool               `json:"tool"`
-	ArgsSHA256 string                `json:"args_sha256"`
-	Mode       string                `json:"mode,omitempty"`
-	Principal  *mcpxpolicy.Principal `json:"principal,omitempty"`
+	Surface    string              `json:"surface,omitempty"`
+	Server     string              `json:"server"`
+	Tool       LogTool             `json:"tool"`
+	ArgsSHA256 string              `json:"args_sha256"`
+	Mode       string              `json:"mode,omitempty"`
+	Principal  *decision.Principal `json:"principal,omitempty"`
 }
 
 // LogTool is the logged tool: its name and annotations.
 type LogTool struct {
-	Name        string                  `json:"name"`
-	Annotations *mcpxpolicy.Annotations `json:"annotations,omitempty"`
+	Name        string                `json:"name"`
+	Annotations *decision.Annotations `json:"annotations,omitempty"`
 }
 
 // LogResult is the logged decision.
 type LogResult struct {
-	Outcome     mcpxpolicy.Outcome `json:"outcome"`
-	Step        mcpxpolicy.Step    `json:"step"`
-	Reasons     []LogReason        `json:"reasons"`
-	Warnings    []LogReason        `json:"warnings"`
-	Write       bool               `json:"write"`
-	Destructive bool               `json:"destructive"`
-	Call        mcpxpolicy.CallRef `json:"call"`
+	Outcome     decision.Outcome `json:"outcome"`
+	Step        decision.Step    `json:"step"`
+	Reasons     []LogReason      `json:"reasons"`
+	Warnings    []LogReason      `json:"warnings"`
+	Write       bool             `json:"write"`
+	Destructive bool             `json:"destructive"`
+	Call        decision.CallRef `json:"call"`
 	// Shadow is the policy's own decision for a server in shadow mode
 	// (what the result would be enforced), as the decision document's
 	// "shadow" member; absent for a server that enforces.
@@ -71,51 +77,77 @@ type LogResult struct {
 // LogShadow is the logged shadow member: the outcome, step and reasons
 // the policy decided, logged like the result's.
 type LogShadow struct {
-	Outcome mcpxpolicy.Outcome `json:"outcome"`
-	Step    mcpxpolicy.Step    `json:"step"`
-	Reasons []LogReason        `json:"reasons"`
+	Outcome decision.Outcome `json:"outcome"`
+	Step    decision.Step    `json:"step"`
+	Reasons []LogReason      `json:"reasons"`
 }
 
 // LogReason is a logged reason: code, step and the violations' places.
 type LogReason struct {
-	Code       mcpxpolicy.Code `json:"code"`
-	Step       mcpxpolicy.Step `json:"step"`
-	Violations []LogViolation  `json:"violations,omitempty"`
+	Code       decision.Code  `json:"code"`
+	Step       decision.Step  `json:"step"`
+	Violations []LogViolation `json:"violations,omitempty"`
 }
 
 // LogViolation is a logged violation, without the offending value.
 type LogViolation struct {
-	Path       string             `json:"path"`
-	Constraint string             `json:"constraint"`
-	Rule       mcpxpolicy.RuleRef `json:"rule"`
+	Path       string           `json:"path"`
+	Constraint string           `json:"constraint"`
+	Rule       decision.RuleRef `json:"rule"`
 }
 
 var erased = []string{"/input/args", "/result/reasons/*/message", "/result/reasons/*/details", "/result/reasons/*/violations/*/value",
 	"/result/shadow/reasons/*/message", "/result/shadow/reasons/*/details", "/result/shadow/reasons/*/violations/*/value"}
 
+// decisionLog writes the decision log: one line per decision, written
+// before the decision is answered. A line that cannot be written (a full
+// disk, a pipe whose reader went away) is an error the handler answers
+// with a 503 instead of the decision (docs/service.md#when-the-decision-log-fails):
+// no decision goes out unlogged. The first failure is said on the
+// operational log, and so is the first line written after failures; every
+// failure counts in metrics, and readiness says the log is failing until
+// a line is written again. Every decision tries again.
 type decisionLog struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-	now func() time.Time
-	id  string
+	mu      sync.Mutex
+	w       io.Writer
+	now     func() time.Time
+	id      string
+	logger  *slog.Logger
+	metrics *metrics.Metrics
+	// failing is the last write's error, nil when it was written (or none
+	// was tried); lost counts the lines not written since it began.
+	failing error
+	lost    int
+	// torn is set when a failed write wrote part of its line: the next
+	// line starts on a line of its own.
+	torn bool
 }
 
-func newDecisionLog(w io.Writer, now func() time.Time) *decisionLog {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return &decisionLog{enc: enc, now: now, id: newUUID()}
+func newDecisionLog(w io.Writer, now func() time.Time, logger *slog.Logger, m *metrics.Metrics) *decisionLog {
+	return &decisionLog{w: w, now: now, id: newUUID(), logger: logger, metrics: m}
 }
 
-// write logs one decision; a nil log does nothing.
-func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d mcpxpolicy.Decision, took time.Duration) {
+// LogUnwritableError is the error of a decision that could not be logged:
+// the decision is not answered.
+type LogUnwritableError struct{ Err error }
+
+func (e *LogUnwritableError) Error() string {
+	return fmt.Sprintf("the decision log cannot be written (%v): the decision was made but is not answered, since every decision is logged before it is; the service answers again once a line can be written", e.Err)
+}
+
+func (e *LogUnwritableError) Unwrap() error { return e.Err }
+
+// write logs one decision; a nil log does nothing. An error is a
+// *LogUnwritableError: the decision must not be answered.
+func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, shown mcpxpolicy.Redacted, took time.Duration) error {
 	if l == nil {
-		return
+		return nil
 	}
-	sum, err := mcpxpolicy.ArgsSHA256(call.Args)
+	sum, err := decision.ArgsSHA256(call.Args)
 	if err != nil {
 		sum = ""
 	}
-	d = mcpxpolicy.Redact(call, d)
+	d := shown.Decision()
 	e := LogEntry{
 		Labels:     map[string]string{"id": l.id, "app": "mcpx-policy"},
 		DecisionID: newUUID(),
@@ -138,12 +170,102 @@ func (l *decisionLog) write(r *http.Request, rev string, call mcpxpolicy.Call, d
 	if d.Shadow != nil {
 		e.Result.Shadow = &LogShadow{Outcome: d.Shadow.Outcome, Step: d.Shadow.Step, Reasons: logReasons(d.Shadow.Reasons)}
 	}
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false)
+	encErr := enc.Encode(e)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_ = l.enc.Encode(e)
+	if encErr != nil {
+		return l.wrote(&LogUnwritableError{Err: encErr})
+	}
+	b := line.Bytes()
+	if l.torn {
+		b = append([]byte{'\n'}, b...)
+	}
+	size := l.size()
+	n, err := l.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if n > 0 && !l.cut(size, n) {
+			l.torn = true
+		}
+		return l.wrote(&LogUnwritableError{Err: err})
+	}
+	l.torn = false
+	return l.wrote(nil)
 }
 
-func logReasons(rs []mcpxpolicy.Reason) []LogReason {
+// logFile is a decision log that is a regular file: a line cut short by
+// a full disk is cut off again, so the file holds whole lines only.
+type logFile interface {
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
+}
+
+// size is the log's size before a write when it is a regular file, else
+// -1.
+func (l *decisionLog) size() int64 {
+	if f, ok := l.w.(logFile); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size()
+		}
+	}
+	return -1
+}
+
+// cut truncates a regular file's log back to size, the size before a
+// write that wrote n bytes of its line, when those n bytes are all that
+// was added since (another writer's line is never cut); false when it
+// cannot (a pipe).
+func (l *decisionLog) cut(size int64, n int) bool {
+	f, ok := l.w.(logFile)
+	if !ok || size < 0 {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Size() == size+int64(n) && f.Truncate(size) == nil
+}
+
+// wrote records one write's result (l.mu held): the first
+// failure and the first success after failures are said on the
+// operational log; every write is counted in metrics.
+func (l *decisionLog) wrote(err error) error {
+	if l.metrics != nil {
+		l.metrics.DecisionLogged(err)
+	}
+	switch {
+	case err != nil && l.failing == nil:
+		l.logger.Error("decision log: a line cannot be written; decisions are answered with 503 until one can", "err", err.(*LogUnwritableError).Err)
+	case err == nil && l.failing != nil:
+		l.logger.Info("decision log: written again; decisions are answered again", "lost", l.lost, "was", l.failing.(*LogUnwritableError).Err)
+	}
+	if err != nil {
+		l.lost++
+	} else {
+		l.lost = 0
+	}
+	l.failing = err
+	return err
+}
+
+// check is the decision log's readiness: nil while the last line was
+// written, else why it was not.
+func (l *decisionLog) check() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing != nil {
+		return fmt.Errorf("the last decision log line could not be written (%v); %d decision(s) refused since", l.failing.(*LogUnwritableError).Err, l.lost)
+	}
+	return nil
+}
+
+func logReasons(rs []decision.Reason) []LogReason {
 	out := make([]LogReason, 0, len(rs))
 	for _, r := range rs {
 		lr := LogReason{Code: r.Code, Step: r.Step}

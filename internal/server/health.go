@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
@@ -12,6 +13,9 @@ import (
 type Prober interface {
 	Revision() string
 	Ready() error
+	// Warnings are the config's load-time warnings (each setting a later
+	// layer loosened among them), which /readyz lists.
+	Warnings() []string
 }
 
 // Health is the body of GET /healthz: the process is up and serving.
@@ -25,9 +29,22 @@ type Health struct {
 type Readiness struct {
 	Status   string `json:"status"`
 	Revision string `json:"revision"`
-	// Checks holds "policy" and "ledger": "ok", or what is wrong.
+	// Checks holds "policy", "ledger", "config" and, for serve with a
+	// decision log, "decision_log": "ok", or what is wrong. "config" is
+	// never what makes the process not ready: it says how many warnings
+	// the config has (a setting a later layer loosened, …).
 	Checks map[string]string `json:"checks"`
-	Error  string            `json:"error,omitempty"`
+	// Warnings are the config's warnings, as `mcpx-policy check` prints
+	// them; absent when there are none.
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// readiness is one more check /readyz makes: its name in Checks, and the
+// function that says what is wrong (nil when nothing).
+type readiness struct {
+	name  string
+	check func() error
 }
 
 // healthz answers liveness: 200 while the process serves HTTP. It checks
@@ -39,13 +56,30 @@ func healthz(p Prober) http.HandlerFunc {
 	}
 }
 
-// readyz answers readiness: 200 when a policy is loaded and the
-// unknown-outcome ledger reads, else 503 naming what is wrong.
-func readyz(p Prober) http.HandlerFunc {
+// readyz answers readiness: 200 when a policy is loaded, the
+// unknown-outcome ledger reads and each extra check passes, else 503
+// naming what is wrong. The config's warnings are listed either way.
+func readyz(p Prober, extra ...readiness) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		rd := Readiness{Status: "ready", Revision: p.Revision(), Checks: map[string]string{"policy": "ok", "ledger": "ok"}}
+		rd := Readiness{Status: "ready", Revision: p.Revision(), Checks: map[string]string{"policy": "ok", "ledger": "ok", "config": "ok"}}
+		if ws := p.Warnings(); len(ws) > 0 {
+			rd.Warnings = ws
+			rd.Checks["config"] = fmt.Sprintf("%d warning(s), listed in warnings (a setting a later layer loosened, …)", len(ws))
+		}
+		var why []string
 		if err := p.Ready(); err != nil {
-			rd.Status, rd.Error, rd.Checks["ledger"] = "not ready", err.Error(), err.Error()
+			rd.Checks["ledger"] = err.Error()
+			why = append(why, err.Error())
+		}
+		for _, x := range extra {
+			rd.Checks[x.name] = "ok"
+			if err := x.check(); err != nil {
+				rd.Checks[x.name] = err.Error()
+				why = append(why, x.name+": "+err.Error())
+			}
+		}
+		if len(why) > 0 {
+			rd.Status, rd.Error = "not ready", strings.Join(why, "; ")
 			writeJSON(w, http.StatusServiceUnavailable, rd)
 			return
 		}
@@ -69,9 +103,9 @@ func Probes(p Prober, m *metrics.Metrics) http.Handler {
 	})
 }
 
-func addProbes(mux *http.ServeMux, p Prober, m *metrics.Metrics) {
+func addProbes(mux *http.ServeMux, p Prober, m *metrics.Metrics, extra ...readiness) {
 	mux.HandleFunc("/healthz", only(http.MethodGet, healthz(p)))
-	mux.HandleFunc("/readyz", only(http.MethodGet, readyz(p)))
+	mux.HandleFunc("/readyz", only(http.MethodGet, readyz(p, extra...)))
 	if m != nil {
 		h := m.Handler()
 		mux.HandleFunc("/metrics", only(http.MethodGet, h.ServeHTTP))

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // scrape GETs /metrics and parses the text exposition.
@@ -83,13 +84,13 @@ func TestMetricsAfterAScriptedRun(t *testing.T) {
 		f.do(t, "POST", "/v1/decide", "", c)
 	}
 	// A write whose outcome is lost blocks the next write to fs.
-	var tool mcpxpolicy.Tool
+	var tool decision.Tool
 	tool, err := mcpxpolicy.ParseTool([]byte(writeFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := mcpxpolicy.Call{Server: "fs", Tool: tool, Args: map[string]any{"path": "/workspace/c"}, Surface: "mcp"}
-	d, err := f.eng.BeginWrite(call)
+	call := decision.Call{Server: "fs", Tool: tool, Args: map[string]any{"path": "/workspace/c"}, Surface: "mcp"}
+	d, err := f.eng.Writes().Begin(call)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"net/http/httptest"
+
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/server"
-	"net/http/httptest"
 )
 
 // TestDecideModeOnlyTightens: the HTTP caller is trusted to decide calls,

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // Pinned tool definitions over HTTP (docs/service.md#pinned-tool-definitions):
@@ -15,7 +16,7 @@ import (
 
 // PinsResponse is the body of GET /v1/pins.
 type PinsResponse struct {
-	Pins []mcpxpolicy.Pin `json:"pins"`
+	Pins []decision.Pin `json:"pins"`
 }
 
 // AcceptRequest is the body of POST /v1/pins/accept: the server and tool,
@@ -30,7 +31,7 @@ type AcceptRequest struct {
 
 // AcceptResponse is the body of POST /v1/pins/accept: the tool's pin.
 type AcceptResponse struct {
-	Pin mcpxpolicy.Pin `json:"pin"`
+	Pin decision.Pin `json:"pin"`
 }
 
 func (h *Handler) pinRoutes() {
@@ -54,18 +55,18 @@ func (h *Handler) acceptPin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Server == "" || req.Tool == "" {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" and "tool" are required`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `"server" and "tool" are required`)
 		return
 	}
 	p, err := h.eng.Pins().Accept(req.Server, req.Tool, req.SHA256)
 	switch {
-	case errors.Is(err, mcpxpolicy.ErrPinNotFound), errors.Is(err, mcpxpolicy.ErrNothingToAccept):
+	case errors.Is(err, mcpxpolicy.ErrNotFound), errors.Is(err, mcpxpolicy.ErrNothingToAccept):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
-	case errors.Is(err, mcpxpolicy.ErrPinMismatch):
+	case errors.Is(err, mcpxpolicy.ErrMismatch):
 		writeError(w, http.StatusConflict, "Mismatch", err.Error()+"; nothing was accepted")
 		return
-	case errors.Is(err, mcpxpolicy.ErrPinsUnreadable):
+	case errors.Is(err, mcpxpolicy.ErrUnreadable):
 		writeError(w, http.StatusServiceUnavailable, "PinsUnreadable", err.Error())
 		return
 	case err != nil:

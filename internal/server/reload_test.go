@@ -13,6 +13,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -41,10 +42,10 @@ func strictEngine(t *testing.T, conf string) *mcpxpolicy.Engine {
 	return eng
 }
 
-var strictCalls = []mcpxpolicy.Call{
-	{Server: "fs", Tool: mcpxpolicy.Tool{Name: "read_file", Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: ptr(true)}}, Args: map[string]any{"path": "/etc/shadow"}},
-	{Server: "fs", Tool: mcpxpolicy.Tool{Name: "move_file", Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false)}}, Args: map[string]any{}},
-	{Server: "fs", Tool: mcpxpolicy.Tool{Name: "write_file", Annotations: &mcpxpolicy.Annotations{ReadOnlyHint: ptr(false)}}, Args: map[string]any{"path": "/workspace/a"}},
+var strictCalls = []decision.Call{
+	{Server: "fs", Tool: decision.Tool{Name: "read_file", Annotations: &decision.Annotations{ReadOnlyHint: ptr(true)}}, Args: map[string]any{"path": "/etc/shadow"}},
+	{Server: "fs", Tool: decision.Tool{Name: "move_file", Annotations: &decision.Annotations{ReadOnlyHint: ptr(false)}}, Args: map[string]any{}},
+	{Server: "fs", Tool: decision.Tool{Name: "write_file", Annotations: &decision.Annotations{ReadOnlyHint: ptr(false)}}, Args: map[string]any{"path": "/workspace/a"}},
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -67,7 +68,7 @@ func hammer(t *testing.T, eng *mcpxpolicy.Engine, stop <-chan struct{}) (wait fu
 				c := strictCalls[i%len(strictCalls)]
 				d, _ := eng.Decide(context.Background(), c)
 				n.Add(1)
-				if d.Outcome != mcpxpolicy.Deny {
+				if d.Outcome != decision.Deny {
 					if bad.Add(1) == 1 {
 						t.Errorf("%s.%s decided %s while the config was being rewritten: %v", c.Server, c.Tool.Name, d.Outcome, d.Reasons)
 					}

@@ -3,8 +3,9 @@
 // routes under /v1/approvals, GET /v1/pins and POST /v1/pins/accept, the
 // AuthZEN access evaluation API, and the
 // probes GET /healthz, GET /readyz and GET /metrics over one
-// *mcpxpolicy.Engine. It renders nothing itself: decisions come from the
-// engine and HTTP bodies from internal/render.
+// *mcpxpolicy.Engine. It composes nothing of a decision itself: it reads
+// the bytes, calls the Engine (Answer for a call document), and writes
+// the answer.
 package server
 
 import (
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
@@ -33,6 +35,7 @@ import (
 const (
 	DefaultMaxBody       = 1 << 20 // bytes of a request body
 	DefaultDecideTimeout = mcpxpolicy.DefaultDecideTimeout
+	DefaultMaxInFlight   = 64 // requests being served at once
 )
 
 // Options configure a Handler.
@@ -49,6 +52,10 @@ type Options struct {
 	// MaxBody caps a request body; 0 means DefaultMaxBody. A larger body is
 	// a 413.
 	MaxBody int64
+	// MaxInFlight caps the requests being served at once (the probes
+	// aside), so that their bodies hold at most MaxInFlight × MaxBody
+	// bytes; 0 means DefaultMaxInFlight. A request past it is a 503.
+	MaxInFlight int
 	// DecideTimeout bounds one evaluation; 0 means DefaultDecideTimeout. An
 	// evaluation that runs out of time is a PolicyError deny.
 	DecideTimeout time.Duration
@@ -58,9 +65,9 @@ type Options struct {
 	// Engine reports into it through mcpxpolicy.Options.Observer.
 	Metrics *metrics.Metrics
 	// OnDecision, when set, is given every call POST /v1/decide decided
-	// and its decision (serve --record); not a call decided with an
-	// approval, whose ask it was given when first asked.
-	OnDecision func(mcpxpolicy.Call, mcpxpolicy.Decision)
+	// and its decision, redacted (serve --record); not a call decided with
+	// an approval, whose ask it was given when first asked.
+	OnDecision func(decision.Call, mcpxpolicy.Redacted)
 }
 
 // Handler serves the decision API. It is safe for concurrent use.
@@ -70,6 +77,7 @@ type Handler struct {
 	token [sha256.Size]byte
 	log   *decisionLog
 	mux   *http.ServeMux
+	slots chan struct{} // one per request being served
 }
 
 // New returns the handler of the decision API over eng.
@@ -80,15 +88,18 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	if opts.DecideTimeout <= 0 {
 		opts.DecideTimeout = DefaultDecideTimeout
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token))}
+	h := &Handler{eng: eng, opts: opts, token: sha256.Sum256([]byte(opts.Token)), slots: make(chan struct{}, opts.MaxInFlight)}
 	if opts.DecisionLog != nil {
-		h.log = newDecisionLog(opts.DecisionLog, opts.Now)
+		h.log = newDecisionLog(opts.DecisionLog, opts.Now, opts.Logger, opts.Metrics)
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/v1/decide", only(http.MethodPost, h.decide))
@@ -98,7 +109,7 @@ func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	h.mux.HandleFunc(EvaluationsPath, only(http.MethodPost, h.evaluations))
 	h.approvalRoutes()
 	h.pinRoutes()
-	addProbes(h.mux, eng, opts.Metrics)
+	addProbes(h.mux, eng, opts.Metrics, readiness{"decision_log", h.log.check})
 	return h
 }
 
@@ -123,8 +134,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !probe(r) {
+		select {
+		case h.slots <- struct{}{}:
+			defer func() { <-h.slots }()
+		default:
+			// Connection: close, so the body is not waited for.
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("%d requests are being served, the most at once; try again shortly", cap(h.slots)))
+			return
+		}
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	h.mux.ServeHTTP(w, r)
+}
+
+// probe reports whether r is a probe (GET /healthz, /readyz, /metrics),
+// which is always answered.
+func probe(r *http.Request) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics")
 }
 
 var crossOrigin = http.NewCrossOriginProtection()
@@ -180,113 +209,101 @@ func only(method string, next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// CallDocument is the body of POST /v1/decide: the call file of `eval`.
-type CallDocument = mcpxpolicy.CallDocument
-
-// DecideResponse is the body of POST /v1/decide: the decision document,
-// redacted as every rendering is (mcpxpolicy.Redact), with "rendered", the
-// rendering for the call's surface (default daemon: {"status", "body"}).
-// An ask also carries the approval request it was put on hold as
-// ("approval"), or why none could be made ("approval_error").
-type DecideResponse = mcpxpolicy.DecisionResponse
-
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	call, approvalID, err := h.readCall(r)
-	if err != nil {
-		status := http.StatusBadRequest
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		d := mcpxpolicy.Denied(call.Server, call.Tool.Name, mcpxpolicy.InvalidInput, err.Error())
-		h.decidedHere(d, time.Since(start))
-		h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-		call.Surface = mcpxpolicy.SurfaceDaemon
-		resp, _ := mcpxpolicy.Respond(call, d, nil, nil)
-		writeJSON(w, status, resp)
-		return
-	}
+	body, err := io.ReadAll(r.Body)
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	d, err := h.decideOrApproved(ctx, call, approvalID)
-	if err != nil {
-		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", err)
+	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, Hold: true,
+		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
+	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
+		logUnwritable(w, err)
+		return
 	}
-	policy := d
-	held, holdErr := h.putOnHold(call, d)
-	if errors.Is(holdErr, mcpxpolicy.ErrPromptTooLarge) {
-		// Too large to show in full: refused, never asked.
-		d, holdErr = mcpxpolicy.ConfirmationUnavailableFor(d, holdErr), nil
-	}
-	h.log.write(r, h.eng.Revision(), call, d, time.Since(start))
-	if h.opts.OnDecision != nil && approvalID == "" {
-		h.opts.OnDecision(call, policy)
-	}
-	// The response carries the decision redacted, like every rendering and
-	// the log: the raw one stays in the process.
-	resp, err := mcpxpolicy.Respond(call, d, held, holdErr)
-	if err != nil {
-		h.opts.Logger.Error("render", "err", err)
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// decidedHere counts a decision the handler made without the Engine (a
-// call it could not read): the Engine counts its own.
-func (h *Handler) decidedHere(d mcpxpolicy.Decision, elapsed time.Duration) {
-	if h.opts.Metrics != nil {
-		h.opts.Metrics.Decided(d.Outcome, d.First().Code, false, elapsed, nil)
-	}
-}
-
-// readCall reads and checks a call document, and the id of the approval
-// it is decided with ("approval", optional). On error the returned call
-// holds whatever names were readable, for the deny.
-func (h *Handler) readCall(r *http.Request) (mcpxpolicy.Call, string, error) {
-	var call mcpxpolicy.Call
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return call, "", err
-	}
-	call, approval, err := h.eng.DecodeCall(body)
-	var te *mcpxpolicy.ToolError
+	status := http.StatusOK
 	switch {
-	case errors.As(err, &te):
-		return call, "", fmt.Errorf("not a call document: %v (start serve with --catalog, or send the whole MCP Tool object)", err)
-	case err != nil:
-		return call, "", fmt.Errorf("not a call document: %v", err)
+	case ans.Unread != nil:
+		status = http.StatusBadRequest
+		var mbe *http.MaxBytesError
+		if errors.As(ans.Unread, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+	default:
+		h.logAnswer(ans)
+		if h.opts.OnDecision != nil && ans.Approval == "" {
+			h.opts.OnDecision(ans.Call, ans.Decision)
+		}
 	}
-	if call.Surface == "" {
-		call.Surface = mcpxpolicy.SurfaceDaemon
-	}
-	if !mcpxpolicy.KnownSurface(call.Surface) {
-		return call, "", fmt.Errorf("unknown surface %q (want daemon, mcp or cli)", call.Surface)
-	}
-	return call, approval, nil
+	// The answer carries the decision redacted, like every rendering and
+	// the log: the raw one stays in the process.
+	writeJSON(w, status, ans)
 }
 
-// WritesResponse is the body of GET /v1/writes.
+// LogUnavailable is the code of the 503 a decision gets when its decision
+// log line cannot be written: the decision was made and is not answered.
+const LogUnavailable = "DecisionLogUnavailable"
+
+// logUnwritable answers a decision that could not be logged: 503, with
+// Retry-After (the next decision tries the log again).
+func logUnwritable(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, LogUnavailable, err.Error())
+}
+
+// logAnswer logs what an answer says beside its decision: a failure of
+// the gate, an approval used or refused, an ask that could not be put on
+// hold.
+func (h *Handler) logAnswer(ans mcpxpolicy.Answer) {
+	call, d := ans.Call, ans.Decision.Decision()
+	if ans.Err != nil {
+		h.opts.Logger.Warn("decision failed (denied)", "server", call.Server, "tool", call.Tool.Name, "err", ans.Err)
+	}
+	switch {
+	case ans.Refused != nil:
+		h.opts.Logger.Info("approval refused", "id", ans.Approval, "server", call.Server, "tool", call.Tool.Name, "err", ans.Refused)
+	case ans.Approval != "" && ans.Err == nil && d.Outcome == decision.Allow:
+		h.opts.Logger.Info("approval used", "id", ans.Approval, "server", call.Server, "tool", call.Tool.Name, "sha256", d.Call.SHA256)
+	}
+	if ans.HoldErr != nil {
+		h.opts.Logger.Warn("no approval request for an ask", "server", call.Server, "tool", call.Tool.Name, "err", ans.HoldErr)
+	}
+}
+
+// WritesResponse is the body of GET /v1/writes: the entries, and for each
+// server that has some the token of those listed ("seen"), which POST
+// /v1/writes/clear takes to clear exactly them.
 type WritesResponse struct {
-	Entries []mcpxpolicy.UnknownWrite `json:"entries"`
+	Entries []decision.UnknownWrite `json:"entries"`
+	Seen    map[string]string       `json:"seen"`
+}
+
+// ChangedResponse is the body of a 409 from POST /v1/writes/clear with
+// "seen": the server's entries are not the ones listed, and nothing was
+// cleared; the entries there are now and their token.
+type ChangedResponse struct {
+	Error   string                  `json:"error"`
+	Code    string                  `json:"code"`
+	Entries []decision.UnknownWrite `json:"entries"`
+	Seen    string                  `json:"seen"`
 }
 
 // ClearResponse is the body of POST /v1/writes/clear: the entries cleared
 // ([] when the server had none).
 type ClearResponse struct {
-	Cleared []mcpxpolicy.UnknownWrite `json:"cleared"`
+	Cleared []decision.UnknownWrite `json:"cleared"`
 }
 
 func (h *Handler) writes(w http.ResponseWriter, r *http.Request) {
-	es, err := h.eng.UnknownWrites()
+	st, err := h.eng.Writes().List()
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+		writeError(w, http.StatusServiceUnavailable, string(decision.LedgerUnreadable), err.Error())
 		return
 	}
+	es := st.Entries
 	if es == nil {
-		es = []mcpxpolicy.UnknownWrite{}
+		es = []decision.UnknownWrite{}
 	}
-	writeJSON(w, http.StatusOK, WritesResponse{Entries: es})
+	writeJSON(w, http.StatusOK, WritesResponse{Entries: es, Seen: st.Seen})
 }
 
 // operatorRequest admits an operator's POST to route and reads its JSON
@@ -318,39 +335,64 @@ func (h *Handler) operatorRequest(w http.ResponseWriter, r *http.Request, disabl
 		if errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		writeError(w, status, string(mcpxpolicy.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
+		writeError(w, status, string(decision.InvalidInput), fmt.Sprintf("want %s: %v", shape, err))
 		return false
 	}
 	return true
 }
 
-// ClearRequest is the body of POST /v1/writes/clear.
+// ClearRequest is the body of POST /v1/writes/clear: the server, and the
+// one entry (id) or the entries a listing showed (seen, GET /v1/writes'
+// token); with neither, every entry the server has when the clear runs.
 type ClearRequest struct {
 	Server string `json:"server"`
 	ID     string `json:"id,omitempty"`
+	Seen   string `json:"seen,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
 func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	var req ClearRequest
 	if !h.operatorRequest(w, r, "ClearDisabled", "clearing over HTTP is disabled: start serve with --token-file",
-		"/v1/writes/clear", `{"server", "id"?, "reason"?}`, &req) {
+		"/v1/writes/clear", `{"server", "id"?, "seen"?, "reason"?}`, &req) {
 		return
 	}
 	if req.Server == "" {
-		writeError(w, http.StatusBadRequest, string(mcpxpolicy.InvalidInput), `"server" is required`)
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `"server" is required`)
+		return
+	}
+	if req.ID != "" && req.Seen != "" {
+		writeError(w, http.StatusBadRequest, string(decision.InvalidInput), `give "id" or "seen", not both`)
 		return
 	}
 	if req.Reason == "" {
 		req.Reason = "cleared over HTTP"
 	}
-	cleared, err := h.eng.ClearWrites(req.Server, req.ID, req.Reason)
+	var cleared []decision.UnknownWrite
+	var err error
+	if req.Seen != "" {
+		cleared, err = h.eng.Writes().ClearSeen(req.Server, req.Seen, req.Reason)
+	} else {
+		cleared, err = h.eng.Writes().Clear(req.Server, req.ID, req.Reason)
+	}
 	switch {
-	case errors.Is(err, mcpxpolicy.ErrWriteNotFound):
+	case errors.Is(err, mcpxpolicy.ErrMismatch):
+		resp := ChangedResponse{Error: err.Error(), Code: "WritesChanged", Entries: []decision.UnknownWrite{}}
+		if st, lerr := h.eng.Writes().List(); lerr == nil {
+			for _, e := range st.Entries {
+				if e.Server == req.Server {
+					resp.Entries = append(resp.Entries, e)
+				}
+			}
+			resp.Seen = st.Seen[req.Server]
+		}
+		writeJSON(w, http.StatusConflict, resp)
+		return
+	case errors.Is(err, mcpxpolicy.ErrNotFound):
 		writeError(w, http.StatusNotFound, "NotFound", err.Error())
 		return
-	case errors.Is(err, mcpxpolicy.ErrLedgerUnreadable):
-		writeError(w, http.StatusServiceUnavailable, string(mcpxpolicy.LedgerUnreadable), err.Error())
+	case errors.Is(err, mcpxpolicy.ErrUnreadable):
+		writeError(w, http.StatusServiceUnavailable, string(decision.LedgerUnreadable), err.Error())
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "ClearFailed", err.Error())
@@ -358,7 +400,7 @@ func (h *Handler) clear(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opts.Logger.Info("writes cleared over HTTP", "server", req.Server, "id", req.ID, "count", len(cleared), "reason", req.Reason, "remote", r.RemoteAddr)
 	if cleared == nil {
-		cleared = []mcpxpolicy.UnknownWrite{}
+		cleared = []decision.UnknownWrite{}
 	}
 	writeJSON(w, http.StatusOK, ClearResponse{Cleared: cleared})
 }

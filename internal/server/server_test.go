@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
@@ -58,9 +59,18 @@ func newFixture(t testing.TB, tok string) *fixture {
 	// The metrics are on, as in serve.
 	f := &fixture{log: &bytes.Buffer{}, dir: dir, conf: conf}
 	f.met = metrics.New(metrics.Options{
-		Revision:  func() string { return f.eng.Revision() },
-		Pending:   func() (map[string]int, error) { return f.eng.PendingWrites() },
-		Approvals: func() (int, error) { return f.eng.PendingApprovals() },
+		Revision: func() string { return f.eng.Revision() },
+		Pending:  func() (map[string]int, error) { return f.eng.Writes().Counts() },
+		Approvals: func() (int, error) {
+			rs, err := f.eng.Approvals().List()
+			n := 0
+			for _, r := range rs {
+				if r.State == decision.ApprovalPending {
+					n++
+				}
+			}
+			return n, err
+		},
 	})
 	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{conf}, StateDir: filepath.Join(dir, "state"), Env: []string{}, Observer: f.met})
 	if err != nil {
@@ -143,7 +153,7 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	if first.Path != "mcpx/decision" || first.DecisionID == "" || len(first.Input.ArgsSHA256) != 64 ||
-		first.Result.Outcome != mcpxpolicy.Allow || first.Bundles["mcpx"]["revision"] != f.eng.Revision() {
+		first.Result.Outcome != decision.Allow || first.Bundles["mcpx"]["revision"] != f.eng.Revision() {
 		t.Errorf("first log line = %+v", first)
 	}
 	var second server.LogEntry
@@ -158,8 +168,8 @@ func TestDecide(t *testing.T) {
 func TestWritesClearNeedsToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, token)
-	call := mcpxpolicy.Call{Server: "fs", Tool: mcpxpolicy.Tool{Name: "write_file"}, Args: map[string]any{"path": "/workspace/a"}}
-	d, err := f.eng.BeginWrite(call)
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/workspace/a"}}
+	d, err := f.eng.Writes().Begin(call)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,8 +20,9 @@ const NewerHint = "a newer mcpx-policy wrote this file: use that version; the fi
 // File is a store's state file in a Dir — a versioned JSON document
 // (DecodeVersioned, EncodeRecords) — and the lock file beside it, with
 // the read and the read-modify-write every such store does; S is the
-// file as the store parses it. The store keeps its own error type and
-// wording: Unreadable makes its error, Prefix starts its other errors.
+// file as the store parses it. A file, lock file or state dir it must
+// neither use nor overwrite is an *UnreadableError naming Store; Prefix
+// starts its other errors.
 // Set the fields, then use the File by pointer only; safe for concurrent
 // use.
 type File[S any] struct {
@@ -35,13 +38,10 @@ type File[S any] struct {
 	// Decode parses the file strictly. Every failure is the cause of an
 	// unreadable-file error: the file is neither used nor overwritten.
 	Decode func([]byte) (S, error)
-	// ErrNewer is matched by Decode's error for a file a newer build
-	// wrote; that error gets NewerHint.
-	ErrNewer error
-	// Unreadable is the store's error for a file, lock file or state dir
-	// it must neither use nor overwrite, with the cause and a hint (maybe
-	// empty) for an operator.
-	Unreadable func(cause error, hint string) error
+	// Store names the store in its *UnreadableError ("approval store").
+	// Decode's error for a file a newer build wrote matches
+	// ErrNewerVersion; that error gets NewerHint.
+	Store string
 	// Aside is the hint for a file too big to read or that does not
 	// decode: how to move it aside, and what is lost then.
 	Aside string
@@ -118,11 +118,11 @@ func (f *File[S]) Read() (S, error) {
 		return f.fail(err)
 	}
 	var zero S
-	b, err := ReadCapped(fh, fst.Size, f.Max)
-	var big *TooBigError
+	b, err := trust.ReadCapped(fh, fst.Size, f.Max)
+	var big *trust.TooBigError
 	if errors.As(err, &big) {
 		fh.Close()
-		return zero, f.Unreadable(big, f.Aside)
+		return zero, f.unreadable(big, f.Aside)
 	}
 	if err != nil {
 		fh.Close()
@@ -132,10 +132,10 @@ func (f *File[S]) Read() (S, error) {
 	if err != nil {
 		fh.Close()
 		hint := f.Aside
-		if errors.Is(err, f.ErrNewer) {
+		if errors.Is(err, ErrNewerVersion) {
 			hint = NewerHint
 		}
-		return zero, f.Unreadable(err, hint)
+		return zero, f.unreadable(err, hint)
 	}
 	if !f.Cache {
 		fh.Close()
@@ -194,7 +194,12 @@ func (f *File[S]) wrap(err error) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	return f.Unreadable(se.Err, se.Hint)
+	return f.unreadable(se.Err, se.Hint)
+}
+
+// unreadable is the store's *UnreadableError for cause.
+func (f *File[S]) unreadable(cause error, hint string) error {
+	return &UnreadableError{Store: f.Store, Path: filepath.Join(f.Dir.Path(), f.Name), Err: cause, Hint: hint}
 }
 
 func (f *File[S]) fail(err error) (S, error) {

@@ -17,12 +17,7 @@ type items struct {
 	Items   []string `json:"items"`
 }
 
-// testError is a store's own unreadable-file error.
-type testError struct{ cause, hint string }
-
-func (e *testError) Error() string { return "test store unreadable: " + e.cause }
-
-var errNewerItems = errors.New("newer items")
+var errNewerItems = statedir.Kind(statedir.ErrNewerVersion, "newer items")
 
 func itemsFile(dir string, cache bool) *statedir.File[*items] {
 	return &statedir.File[*items]{
@@ -32,10 +27,7 @@ func itemsFile(dir string, cache bool) *statedir.File[*items] {
 			var v items
 			return &v, statedir.DecodeVersioned(b, 1, errNewerItems, &v)
 		},
-		ErrNewer: errNewerItems,
-		Unreadable: func(cause error, hint string) error {
-			return &testError{cause: cause.Error(), hint: hint}
-		},
+		Store:  "test store",
 		Aside:  "move it aside",
 		Prefix: "items",
 		Cache:  cache,
@@ -100,8 +92,9 @@ func TestFile(t *testing.T) {
 		}
 		for _, file := range []*statedir.File[*items]{f, other} {
 			_, err := file.Load()
-			var te *testError
-			if !errors.As(err, &te) || !strings.Contains(te.cause, tc.cause) || te.hint != tc.hint {
+			var te *statedir.UnreadableError
+			if !errors.As(err, &te) || !errors.Is(err, statedir.ErrUnreadable) || te.Store != "test store" ||
+				!strings.Contains(te.Err.Error(), tc.cause) || te.Hint != tc.hint || te.Path != filepath.Join(dir, "items.json") {
 				t.Errorf("%.20q: got %v, want the store's error with %q and hint %q", tc.body, err, tc.cause, tc.hint)
 			}
 			if err := file.Update(add("x")); !errors.As(err, &te) {

@@ -1,7 +1,8 @@
-// Package statedir holds what the files of the state directory share: the
-// unknown-outcome ledger (internal/ledger) and the approval store
-// (internal/approval) keep their files side by side in one directory, and
-// both treat it as hostile until checked.
+// Package statedir holds what the stores of the state directory share: the
+// unknown-outcome ledger (internal/ledger), the approval store
+// (internal/approval) and the pin store (internal/pins) keep their files
+// side by side in one directory, and all treat it as hostile until
+// checked.
 //
 // A Dir checks the directory (a directory owned by this process's
 // effective uid, not writable by group or others) and each file it uses (a
@@ -11,60 +12,40 @@
 // serializes read-modify-writes with an exclusive flock on a lock file, and
 // replaces a file atomically and durably (google/renameio/v2, then an fsync
 // of the directory). Its errors say what an operator does about them
-// (*Error's Hint); each caller wraps them in its own error type.
+// (*Error's Hint).
 //
 // A File is what the stores of records (internal/approval, internal/pins)
 // share on top of that: a versioned JSON file (DecodeVersioned,
-// EncodeRecords) read, cached and changed under its lock the same way,
-// each store keeping its own error type and wording.
+// EncodeRecords) read, cached and changed under its lock the same way.
+// Every store — the ledger, which reads its file itself (CheckVersion),
+// too — reports a store it must neither use nor overwrite with one error,
+// *UnreadableError, and its other errors by the kinds the SDK matches
+// alike (ErrNotFound, ErrMismatch, ErrNewerVersion; Kind).
 package statedir
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/google/renameio/v2"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 	"golang.org/x/sys/unix"
 )
 
-// ErrUnsafe is matched (errors.Is) by the error about a state dir or file
-// that other users may write: group- or world-writable, or owned by
-// another user than the process's effective uid.
-var ErrUnsafe = errors.New("writable by other users")
+// The trust checks of a file are package trust's; the state dir's
+// errors are its errors.
+var (
+	// ErrUnsafe: see trust.ErrUnsafe.
+	ErrUnsafe = trust.ErrUnsafe
+	// ErrNotRegular: see trust.ErrNotRegular.
+	ErrNotRegular = trust.ErrNotRegular
+)
 
-// ErrNotRegular is matched (errors.Is) by the error about a file of the
-// state dir that is a link, a FIFO, a directory, a device or a socket.
-var ErrNotRegular = errors.New("not a regular file")
-
-// Error is a problem with the state dir or one of its files: Err names the
-// file and the cause, Hint (possibly empty) says what an operator does.
-type Error struct {
-	// Path is the file or directory at fault.
-	Path string
-	Err  error
-	Hint string
-}
-
-// Error returns Err's text.
-func (e *Error) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *Error) Unwrap() error { return e.Err }
-
-// TooBigError is returned by ReadCapped for a file above the cap.
-type TooBigError struct {
-	Size, Max int64
-}
-
-// Error says how big the file is.
-func (e *TooBigError) Error() string {
-	return fmt.Sprintf("the file is %d bytes, above the cap of %d MiB", e.Size, e.Max>>20)
-}
+// Error is trust.Error: a problem with the state dir or one of its files.
+type Error = trust.Error
 
 // Dir is a state directory. The zero value is not usable; use New. A Dir
 // is a path and nothing else: safe to copy and for concurrent use.
@@ -200,24 +181,6 @@ func (d Dir) Open(name string, flag int) (*os.File, *unix.Stat_t, error) {
 		return nil, nil, err
 	}
 	return f, &st, nil
-}
-
-// ReadCapped reads an opened, checked file of size bytes, at most limit: a
-// bigger file is a *TooBigError, and so is a file that grows past the cap
-// while it is read (it is cut there). A read error is an *Error.
-func ReadCapped(f *os.File, size, limit int64) ([]byte, error) {
-	if size > limit {
-		return nil, &TooBigError{Size: size, Max: limit}
-	}
-	var buf bytes.Buffer
-	buf.Grow(int(size) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, &Error{Path: f.Name(), Err: fmt.Errorf("read: %w", err)}
-	}
-	if int64(buf.Len()) > limit {
-		return nil, &TooBigError{Size: int64(buf.Len()), Max: limit}
-	}
-	return buf.Bytes(), nil
 }
 
 // MakeAndLock makes the state dir (Make) and takes the exclusive lock

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpx/mcpx-policy/internal/statedir"
+	"github.com/mcpx/mcpx-policy/internal/trust"
 )
 
 // The ledger's hostile-state-dir tests (internal/ledger/hostile_test.go)
@@ -83,11 +84,11 @@ func TestReplaceReadCappedAndTemps(t *testing.T) {
 	if st.Mode&0o777 != 0o600 {
 		t.Errorf("mode %o, want 600", st.Mode&0o777)
 	}
-	var big *statedir.TooBigError
-	if _, err := statedir.ReadCapped(f, st.Size, 9); !errors.As(err, &big) || big.Size != 10 {
+	var big *trust.TooBigError
+	if _, err := trust.ReadCapped(f, st.Size, 9); !errors.As(err, &big) || big.Size != 10 {
 		t.Fatalf("ReadCapped over the cap: %v", err)
 	}
-	if b, err := statedir.ReadCapped(f, st.Size, 10); err != nil || string(b) != "0123456789" {
+	if b, err := trust.ReadCapped(f, st.Size, 10); err != nil || string(b) != "0123456789" {
 		t.Fatalf("ReadCapped at the cap: %q, %v", b, err)
 	}
 	for _, name := range []string{".x.json123", ".x.json", ".x.jsonabc", ".y.json1"} {

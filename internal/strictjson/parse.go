@@ -27,9 +27,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcpx/mcpx-policy/internal/jsonptr"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects accepted.
@@ -89,14 +90,7 @@ func (p *parser) fail(msg string, args ...any) error {
 }
 
 // pointer renders path segments as a JSON Pointer.
-func pointer(segs []string) string {
-	var b strings.Builder
-	for _, s := range segs {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s))
-	}
-	return b.String()
-}
+func pointer(segs []string) string { return jsonptr.Join(segs...) }
 
 func (p *parser) document(s *shape, known bool) error {
 	p.known = known

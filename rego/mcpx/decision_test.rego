@@ -374,7 +374,73 @@ _variant_configs := [
 		{"op": "add", "path": "/enforce", "value": "shadow"},
 		{"op": "add", "path": "/pool/pinTools", "value": "ask"},
 	]),
+	json.patch(testdata.config, [{"op": "add", "path": "/loosened", "value": _loosened}]),
+	json.patch(testdata.config, [
+		{"op": "add", "path": "/loosened", "value": _loosened},
+		{"op": "add", "path": "/servers/fs/enforce", "value": "shadow"},
+	]),
 ]
+
+# _loosened is data.mcpx.config.loosened as internal/config compiles it:
+# one setting of every server's, one of fs's, one of git's.
+_loosened := [
+	{"server": "", "path": "policy.write", "message": "conf.d/50.yaml:3: policy.write: loosened from deny (main.yaml:3) to ask by a later layer"},
+	{"server": "fs", "path": "servers.fs.exemptArgs[1]", "message": "conf.d/50.yaml:6: servers.fs.exemptArgs[1]: loosened by a later layer: adds \"path\", an argument key the unknown-arguments check never reports"},
+	{"server": "git", "path": "servers.git.enforce", "message": "conf.d/50.yaml:8: servers.git.enforce: loosened from enforce (main.yaml:3) to shadow by a later layer"},
+]
+
+# With settings loosened by a later layer, the planned paths decide what
+# the full check order decides (the warnings included), with and without
+# shadow mode, on the calls of this file (the loosenings do not meet the
+# pins: the pinned variants above cover those paths).
+test_planned_paths_equal_the_full_order_with_loosenings if _loosened_holds(5)
+
+test_planned_paths_equal_the_full_order_with_loosenings_and_shadow if _loosened_holds(6)
+
+_loosened_holds(i) if {
+	cfg := _variant_configs[i]
+	every doc in _base_inputs {
+		_same(_decide_with(doc, cfg), _reference(doc, cfg))
+	}
+}
+
+_loosened_paths(d) := [w.details.path | some w in d.warnings; w.code == "ConfigLoosened"]
+
+# Every decision of a call the policy judges carries a ConfigLoosened
+# warning for each loosening of its server or of every server, after the
+# step warnings, whatever path decides it; the outcome stays. A hidden
+# tool reports nothing else, and a malformed call is decided before any.
+test_loosenings_are_the_decisions_warnings if {
+	cfg := _variant_configs[5]
+	read := _decide_with(testdata.call("fs", testdata.read_file, {"path": "/workspace/a"}), cfg)
+	read.outcome == "allow"
+	_loosened_paths(read) == ["policy.write", "servers.fs.exemptArgs[1]"]
+	read.warnings[0].step == "input"
+	read.warnings[0].message == _loosened[0].message
+
+	git := _decide_with(testdata.call("git", _git_log, {"m": 1}), cfg)
+	[w.code | some w in git.warnings] == ["IgnoredArguments", "ConfigLoosened", "ConfigLoosened"]
+	_loosened_paths(git) == ["policy.write", "servers.git.enforce"]
+
+	other := _decide_with(testdata.call("other", testdata.write_file, {"path": "/a"}), cfg)
+	other.outcome == "ask"
+	_loosened_paths(other) == ["policy.write"]
+
+	denied := _decide_with(testdata.call("fs", testdata.write_file, {"path": "/etc/a", "conten": "x"}), cfg)
+	denied.outcome == "deny"
+	_loosened_paths(denied) == ["policy.write", "servers.fs.exemptArgs[1]"]
+
+	_decide_with(testdata.call("git", {"name": "shutdown"}, {}), cfg).warnings == []
+	_decide_with(testdata.call("fs", testdata.read_file, ["x"]), cfg).warnings == []
+}
+
+# Without loosenings (the key absent, as internal/config leaves it) no
+# decision has a ConfigLoosened warning.
+test_no_loosening_no_warning if {
+	every c in _cases {
+		_loosened_paths(_decide(c.input)) == []
+	}
+}
 
 _pins := [
 	{"status": "ok", "sha256": _sha},

@@ -95,6 +95,12 @@ func ratio(a float64, aok bool, b float64, bok bool) string {
 	return fmt.Sprintf("%.1f×", a/b)
 }
 
+// row is one line of the table: its label and its cell for a shape.
+type row struct {
+	label string
+	cell  func(shape string) string
+}
+
 func main() {
 	res, context, err := parse(os.Stdin)
 	if err != nil {
@@ -104,10 +110,6 @@ func main() {
 	if len(res) == 0 {
 		fmt.Fprintln(os.Stderr, "benchtable: error: no benchmark results on stdin")
 		os.Exit(1)
-	}
-	type row struct {
-		label string
-		cell  func(shape string) string
 	}
 	p := func(bench, unit string) func(string) string {
 		return func(s string) string { return us(res.get(bench+"/"+s, unit)) }
@@ -185,6 +187,7 @@ func main() {
 			row{"  by outcome, " + c + ": p99 (share)", cell("-p99-ns")},
 		)
 	}
+	rows = append(rows, pathRows(res)...)
 	shapes := []string{"M", "L"}
 	w := 0
 	for _, r := range rows {
@@ -198,4 +201,47 @@ func main() {
 	a, aok := res.get("Decide/L", "p50-ns")
 	b, bok := res.get("Decide/M", "p50-ns")
 	fmt.Printf("\nL p50 / M p50: %s   runs per figure: %d   %s\n", ratio(a, aok, b, bok), res.runs("Decide/M", "p50-ns"), strings.Join(context, "; "))
+}
+
+// pathRows are the figures of BenchmarkDecidePaths (M only): a call that a
+// path rule checks, with the rule as a regular expression and in path form
+// (pathWithin), on the same calls; the trick calls the path form refuses;
+// and the native baseline on the path form, measured in the same process.
+func pathRows(res results) []row {
+	get := func(form, unit string) func(string) string {
+		return func(s string) string { return us(res.get("DecidePaths/"+s+"/"+form, unit)) }
+	}
+	ratioOf := func(a, b, unit string) func(string) string {
+		return func(s string) string {
+			x, xok := res.get("DecidePaths/"+s+"/"+a, unit)
+			y, yok := res.get("DecidePaths/"+s+"/"+b, unit)
+			return ratio(x, xok, y, yok)
+		}
+	}
+	alloc := func(form string) func(string) string {
+		return func(s string) string {
+			v, ok := res.get("DecidePaths/"+s+"/"+form, "allocs/op")
+			return num(v, ok, "")
+		}
+	}
+	return []row{
+		{"path-checked calls, rule as a regex: p50", get("regex", "p50-ns")},
+		{"path-checked calls, regex: allocs/op", alloc("regex")},
+		{"path-checked calls, pathWithin: allocs/op", alloc("pathWithin")},
+		{"path-checked calls, rule as pathWithin: p50", get("pathWithin", "p50-ns")},
+		{"path-checked calls, pathWithin: p99", get("pathWithin", "p99-ns")},
+		{"path-checked calls, pathWithin / regex (p50)", ratioOf("pathWithin", "regex", "p50-ns")},
+		{"path-checked calls, pathWithin / native (p50)", ratioOf("pathWithin", "native", "p50-ns")},
+		{"  pathWithin, allow: p50", get("pathWithin", "allow-p50-ns")},
+		{"  regex, allow: p50", get("regex", "allow-p50-ns")},
+		{"  pathWithin, deny:argument_rules: p50", get("pathWithin", "deny:argument_rules-p50-ns")},
+		{"  regex, deny:argument_rules: p50", get("regex", "deny:argument_rules-p50-ns")},
+		{"  path tricks refused by pathWithin: p50", get("tricks", "deny:argument_rules-p50-ns")},
+		{"  argument-rule refusals alone, regex: p50", get("regex-refusals", "p50-ns")},
+		{"  argument-rule refusals alone, pathWithin: p50", get("pathWithin-refusals", "p50-ns")},
+		{"  argument-rule refusals alone, regex: allocs/op", alloc("regex-refusals")},
+		{"  argument-rule refusals alone, pathWithin: allocs/op", alloc("pathWithin-refusals")},
+		{"  path tricks: allocs/op", alloc("tricks")},
+		{"  native on the path form, allow: p50", get("native", "allow-p50-ns")},
+	}
 }

@@ -27,6 +27,12 @@ func TestRefusals(t *testing.T) {
 		{`{"$schema": "https://example.com/my-meta", "type": "string"}`, "$schema", ""},
 		{`{"pattern": "(?<=a)b"}`, "pattern", "/pattern"},
 		{`{"patternProperties": {"\\1": true}}`, "patternProperties", "/patternProperties"},
+		{`{"properties": {"path": {"pathWithin": ["workspace"]}}}`, "pathWithin", "/properties/path/pathWithin"},
+		{`{"pathWithin": ["/workspace/"]}`, "pathWithin", "/pathWithin"},
+		{`{"pathWithin": []}`, "pathWithin", "/pathWithin"},
+		{`{"pathWithin": "/workspace"}`, "pathWithin", "/pathWithin"},
+		{`{"items": {"urlWithin": {"hosts": ["good.com."]}}}`, "urlWithin", "/items/urlWithin"},
+		{`{"urlWithin": {"schemes": ["https"]}}`, "urlWithin", "/urlWithin"},
 	} {
 		_, err := schemarego.Compile(decodeJSON(t, tc.schema), "s_x")
 		var se *schemarego.Error

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 )
 
@@ -33,7 +31,8 @@ func pick[T any](s *byteSource, xs []T) T { return xs[s.next(len(xs))] }
 var (
 	fzNumbers = []string{"0", "1", "-1", "1.0", "2", "2.5", "3", "0.1", "0.3", "-0.5", "7", "10", "1e2", "1e308", "1e400",
 		"-0", "0.0", "12345678901234567890", "1.5e-3", "100.00", "0.75", "4.0e0", "9007199254740993", "1.0000000000000000001"}
-	fzStrings = []string{"", "a", "ab", "abc", "b", "é", "🎉x", "/workspace/a", "a/b", "~x", "--force", "main", "A", "12", "a\u0000b", "x y"}
+	fzStrings = []string{"", "a", "ab", "abc", "b", "é", "🎉x", "/workspace/a", "a/b", "~x", "--force", "main", "A", "12", "a\u0000b", "x y",
+		"/workspace/../x", "/workspace-evil/a", "/workspace", "https://good.com/a", "https://good.com@evil.com", "HTTPS://x.good.com:443"}
 	fzKeys    = []string{"a", "b", "c", "a/b", "~0", "", "foo", "é"}
 	fzPattern = []string{"^a", "b$", "^[a-z]+$", ".", "é", "^$", "a|b", `\d`, "^/workspace/", "~", "[0-9]{2}", "^.{2,}$"}
 	fzMult    = []string{"0.5", "0.1", "3", "1e-2", "0.0001", "2", "1.5", "1e2", "0.3", "7"}
@@ -103,7 +102,7 @@ func fzSchemas(s *byteSource, depth int) []any {
 }
 
 func fzKeyword(s *byteSource, o map[string]any, depth int) {
-	kw := s.next(37)
+	kw := s.next(39)
 	if depth <= 0 && kw >= 20 {
 		kw = kw % 20
 	}
@@ -209,6 +208,10 @@ func fzKeyword(s *byteSource, o map[string]any, depth int) {
 	case 35:
 		o["allOf"] = []any{map[string]any{"properties": map[string]any{pick(s, fzKeys): fzSchema(s, depth-1)}}}
 		o["unevaluatedProperties"] = fzSchema(s, depth-1)
+	case 37:
+		o["pathWithin"] = []any{pick(s, []string{"/workspace", "/", "/a/b"}), "/tmp"}
+	case 38:
+		o["urlWithin"] = map[string]any{"hosts": []any{pick(s, []string{"good.com", "*.good.com", "10.0.0.1"})}}
 	default:
 		o["items"] = fzSchema(s, depth-1)
 		o["maxItems"] = json.Number("3")
@@ -233,12 +236,10 @@ func fuzzCase(data []byte) (map[string]any, []any) {
 
 func santhoshValid(t *testing.T, schema any, instance any) bool {
 	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("https://fuzz.invalid/s.json", schema); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("https://fuzz.invalid/s.json")
+	// santhosh as Validator sets it up: draft 2020-12, nothing fetched,
+	// and the pathWithin/urlWithin vocabulary (the Go form of those
+	// keywords, internal/confine)
+	sch, err := schemarego.Validator(schema)
 	if err != nil {
 		t.Fatalf("santhosh refuses a schema schemarego accepted: %v", err)
 	}

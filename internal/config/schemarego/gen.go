@@ -240,10 +240,10 @@ func (g *gen) unsupported(s *jsonschema.Schema) error {
 		return errAt(s, "$recursiveRef", "$recursiveRef is not supported: it is resolved at evaluation time")
 	case s.Items != nil || s.AdditionalItems != nil || s.Dependencies != nil:
 		return errAt(s, "items", "pre-2020-12 array/dependency keywords are not supported")
-	case len(s.Extensions) > 0:
+	case len(s.Extensions) > 1 || (len(s.Extensions) == 1 && confineOf(s) == nil):
 		return errAt(s, "", "vocabulary extensions are not supported")
 	}
-	return nil
+	return confineErr(s)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

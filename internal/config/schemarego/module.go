@@ -115,12 +115,13 @@ func checkCompiler() *ast.Compiler {
 // that called anything else would fail here, and the type environment the
 // compiler builds for every module stays small.
 var usedBuiltins = []string{
-	"array.slice", "assign", "concat", "count", "eq", "equal",
+	"array.slice", "assign", "concat", "contains", "count", "endswith", "eq", "equal",
 	"format_int", "gt", "gte", "internal.member_2", "internal.member_3", "is_array",
 	"is_boolean", "is_null", "is_number", "is_object", "is_string", "json.marshal",
-	"json.unmarshal", "lt", "lte", "minus", "mul", "neq", "object.get", "object.remove",
-	"plus", "regex.find_all_string_submatch_n", "regex.match", "rem", "replace", "sort",
-	"sprintf", "startswith", "trim_left", "trim_right", "type_name",
+	"json.unmarshal", "lower", "lt", "lte", "min", "minus", "mul", "neq", "numbers.range",
+	"object.get", "object.remove", "plus", "regex.find_all_string_submatch_n", "regex.match",
+	"regex.split", "rem", "replace", "sort", "split", "sprintf", "startswith", "substring",
+	"sum", "to_number", "trim_left", "trim_right", "trim_suffix", "type_name", "upper",
 }
 
 // checkCaps are this OPA's capabilities restricted to usedBuiltins, built

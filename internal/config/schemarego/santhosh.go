@@ -23,9 +23,15 @@ func (noLoader) Load(u string) (any, error) {
 // compileSchema validates doc with santhosh v6 (default draft 2020-12) and
 // returns the compiled root and an index of the raw document.
 func compileSchema(doc any) (*jsonschema.Schema, *rawIndex, error) {
+	vocab, err := confineVocab()
+	if err != nil {
+		return nil, nil, &Error{Msg: "internal error: " + err.Error()}
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	c.RegisterVocabulary(vocab)
+	c.AssertVocabs()
 	if err := c.AddResource(baseURL, doc); err != nil {
 		return nil, nil, &Error{Msg: err.Error()}
 	}

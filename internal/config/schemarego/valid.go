@@ -175,6 +175,7 @@ func (g *gen) validConds(s *jsonschema.Schema, fn string) ([]string, map[string]
 		// comprehension indexing would then evaluate the body with v unbound
 		conds = append(conds, fmt.Sprintf("v in [%s]", g.c(*s.Const)))
 	}
+	conds = append(conds, g.validConfine(s)...)
 
 	// guarded groups: conditions that apply only to one JSON type, in a
 	// helper "not of type t, or the conditions hold", written if used

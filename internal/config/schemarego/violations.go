@@ -130,6 +130,7 @@ func (g *gen) parts(s *jsonschema.Schema, fn string) ([]string, error) {
 		p := g.c(src)
 		parts = append(parts, g.check("pattern", p, "is_string(v)", fmt.Sprintf("not regex.match(%s, v)", p)))
 	}
+	parts = append(parts, g.confineParts(s, raw)...)
 
 	// arrays
 	ap, err := g.arrayParts(s, raw, name)

@@ -366,6 +366,26 @@ func convert(ctx context.Context, tx pgx.Tx, m marker, e ledger.Entry, clearedAt
 // ledger.ErrNotFound (wrapped) when id names no entry of server; an
 // *ledger.UnreadableError when the database cannot be used.
 func (s *Store) Clear(server, id, reason string) ([]ledger.Entry, error) {
+	return s.clear(server, id, nil, reason)
+}
+
+// ClearSeen clears server's entries when they are exactly the ones a
+// listing showed as seen (ledger.Seen) — checked in the transaction that
+// clears them, so an entry another gateway records meanwhile is either
+// seen by the check (and nothing is cleared: a *ledger.ChangedError) or
+// committed after it and left — and otherwise as Clear with id "".
+func (s *Store) ClearSeen(server, seen, reason string) ([]ledger.Entry, error) {
+	return s.clear(server, "", func(out []ledger.Entry) error {
+		if now := ledger.Seen(out, server); now != seen {
+			return &ledger.ChangedError{Server: server, Seen: seen, Now: now, Entries: out}
+		}
+		return nil
+	}, reason)
+}
+
+// clear is Clear, and ClearSeen when check is set: check sees the entries
+// about to be cleared, and its error rolls the transaction back.
+func (s *Store) clear(server, id string, check func([]ledger.Entry) error, reason string) ([]ledger.Entry, error) {
 	if server == "" {
 		return nil, errors.New("ledger: clear: server is required")
 	}
@@ -423,9 +443,12 @@ func (s *Store) Clear(server, id, reason string) ([]ledger.Entry, error) {
 		if id != "" && len(out) == 0 {
 			return fmt.Errorf("ledger: clear %s --id %s: %w", server, id, ledger.ErrNotFound)
 		}
+		if check != nil {
+			return check(out)
+		}
 		return nil
 	})
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrChanged) {
 		return nil, err
 	}
 	if err != nil {

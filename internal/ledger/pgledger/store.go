@@ -33,7 +33,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mcpx/mcpx-policy/internal/decision"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
 
@@ -189,7 +189,7 @@ func (s *Store) unreadable(err error) error {
 	if errors.As(err, &ue) {
 		return err
 	}
-	return &ledger.UnreadableError{Path: s.where, Err: err,
+	return &ledger.UnreadableError{Store: "ledger", Path: s.where, Err: err,
 		Hint: "check that the database is up and reachable, and that the DSN's user may use the mcpx_ledger_* tables (docs/ledger.md#a-ledger-a-fleet-shares)"}
 }
 
@@ -410,11 +410,25 @@ func (s *Store) Pending(server string, limit int) (ledger.Pending, error) {
 			}
 			extra = slices.DeleteFunc(extra, func(e ledger.Entry) bool { return slices.Contains(known, e.ID) })
 		}
-		var total int
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM mcpx_ledger_entries WHERE server = $1 AND cleared_at IS NULL", server).Scan(&total); err != nil {
+		// every id, for the token of what the deny shows (ledger.Seen)
+		rows, err := tx.Query(ctx, "SELECT id FROM mcpx_ledger_entries WHERE server = $1 AND cleared_at IS NULL", server)
+		if err != nil {
 			return err
 		}
+		pending, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		total := len(pending)
 		n := total + len(extra)
+		if n > 0 {
+			seen := make([]ledger.Entry, 0, n)
+			for _, id := range pending {
+				seen = append(seen, ledger.Entry{LedgerEntry: decision.LedgerEntry{ID: id, Server: server}})
+			}
+			seen = append(seen, extra...)
+			out.Seen = ledger.Seen(seen, server)
+		}
 		want := n
 		if limit >= 0 && limit < n {
 			want = limit
@@ -423,7 +437,7 @@ func (s *Store) Pending(server string, limit int) (ledger.Pending, error) {
 		if want == 0 {
 			return nil
 		}
-		rows, err := tx.Query(ctx, "SELECT "+entryCols+" FROM mcpx_ledger_entries WHERE server = $1 AND cleared_at IS NULL ORDER BY time, id LIMIT $2", server, want)
+		rows, err = tx.Query(ctx, "SELECT "+entryCols+" FROM mcpx_ledger_entries WHERE server = $1 AND cleared_at IS NULL ORDER BY time, id LIMIT $2", server, want)
 		if err != nil {
 			return err
 		}
@@ -481,10 +495,11 @@ func (s *Store) List() (ledger.State, error) {
 		if st.Cleared == nil {
 			st.Cleared = []ledger.Cleared{}
 		}
+		st.Seen = ledger.SeenOf(st.Entries)
 		return err
 	})
 	if err != nil {
-		return ledger.State{Entries: []ledger.Entry{}, InFlight: []ledger.Marker{}, Cleared: []ledger.Cleared{}}, err
+		return ledger.State{Entries: []ledger.Entry{}, InFlight: []ledger.Marker{}, Cleared: []ledger.Cleared{}, Seen: map[string]string{}}, err
 	}
 	return st, nil
 }

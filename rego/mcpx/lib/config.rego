@@ -17,7 +17,7 @@ _config_loaded if is_object(data.mcpx.config)
 problems contains "data.mcpx.config is missing: load a compiled config" if not _config_loaded
 
 # The reason codes and the mode vocabularies come with the binary
-# (internal/decision's table, internal/config's modes), written into the
+# (decision's table, internal/config's modes), written into the
 # data next to the config: without them no reason could be built, so their
 # absence is a PolicyError too.
 problems contains "data.mcpx.codes is missing: load a policy built by mcpx-policy" if not is_object(data.mcpx.codes)
@@ -41,3 +41,21 @@ _strictness := vocab.write
 # vocab is data.mcpx.vocab: the values of each kind of mode setting with
 # their strictness rank, and the defaults (internal/config's VocabData).
 vocab := data.mcpx.vocab
+
+# METADATA
+# title: loosened_warnings
+# description: |
+#   The ConfigLoosened warnings of a decision for server: one for each
+#   setting a later config layer made less strict
+#   (data.mcpx.config.loosened, internal/config's loosening warnings) that
+#   is the server's own or every server's. The message names the setting,
+#   both values and both origins; none when no layer loosened anything.
+loosened_warnings(server) := [{
+	"code": data.mcpx.codes.ConfigLoosened.code,
+	"step": data.mcpx.codes.ConfigLoosened.step,
+	"message": l.message,
+	"details": {"path": l.path},
+} |
+	some l in object.get(data.mcpx.config, "loosened", [])
+	l.server in {"", server}
+]

@@ -63,7 +63,8 @@ else := d
 # description: |
 #   The decision, less its call, of a call to tool name on server in which
 #   the ledger, unknown-arguments, argument-rules and overrides steps find
-#   nothing: its write-mode and destructive-floor reasons and the verdict.
+#   nothing: its write-mode and destructive-floor reasons, the verdict and
+#   the server's ConfigLoosened warnings.
 #   mode is the caller's write mode or null; read_only_hint and
 #   destructive_hint are the tool's annotations (false and true, the MCP
 #   defaults, when absent). Undefined for a hidden tool and when the config
@@ -74,7 +75,7 @@ document(server, name, mode, read_only_hint, destructive_hint) := {
 	"outcome": outcome,
 	"step": step,
 	"reasons": array.concat(denies, asks),
-	"warnings": [],
+	"warnings": config.loosened_warnings(server),
 	"write": write,
 	"destructive": is_destructive,
 } if {

@@ -378,7 +378,7 @@ else := t
 # METADATA
 # title: The secret table
 # description: |
-#   The one table of secret patterns, owned by Go (internal/render.Secrets)
+#   The one table of secret patterns, owned by Go (internal/redact.Secrets)
 #   and compiled into every policy and bundle as data.mcpx.secrets: key-name
 #   parts, exact names and the names that count tokens; value shapes as RE2
 #   regexes with the submatch that is the secret and the one that must be a

@@ -12,28 +12,15 @@ import data.mcpx.codes
 import data.mcpx.lib.call
 import data.mcpx.lib.req
 
-# clear_command is the exact command that clears this server's entries: the
-# caller's input.ledger.clear (optional, so read here rather than through
-# req.doc: it changes no outcome, only what the deny tells the operator to
-# run), which carries the state dir or the config the caller's ledger lives
-# in; else, as on a stock OPA fed the documented input, the command for the
-# default state dir.
-clear_command := c if {
-	c := object.get(input, ["ledger", "clear"], null)
-	is_string(c)
-	c != ""
-} else := sprintf("mcpx-policy writes clear %s", [req.doc.server])
+# clear_command is the bare command that clears this server's entries. The
+# policy names it without where the ledger is: the process that answers
+# (the SDK's Engine, a gateway) spells it with its state dir or config
+# (docs/fleet.md, "Commands in the answer").
+clear_command := sprintf("mcpx-policy writes clear %s", [req.doc.server])
 
-# writes_command is the command that lists this server's entries and says
-# why the ledger cannot be read: the caller's input.ledger.writes (read as
-# clear_command is), else the command for the default state dir.
-default writes_command := "mcpx-policy writes"
-
-writes_command := c if {
-	c := object.get(input, ["ledger", "writes"], null)
-	is_string(c)
-	c != ""
-}
+# writes_command is the bare command that lists the entries and says why
+# the ledger cannot be read, spelled by the answer as clear_command is.
+writes_command := "mcpx-policy writes"
 
 # max_listed bounds the entries a deny names (the engine passes as many:
 # internal/ledger's Listed, tied to this by TestLedgerLargeDecision).

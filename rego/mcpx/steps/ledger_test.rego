@@ -19,21 +19,11 @@ test_pending_entry_denies_write_and_names_clear_command if {
 	endswith(reason.message, "clears them with: mcpx-policy writes clear fs")
 }
 
-# The caller names the command that works for it (its state dir or config):
-# the deny uses it, in the message and in details.clear.
-test_caller_clear_command_is_named if {
-	cmd := "mcpx-policy writes clear fs --state-dir '/var/lib/mcpx policy'"
-	inp := object.union(_write([_entry("e1", "fs")]), {"ledger": {"entries": [_entry("e1", "fs")], "clear": cmd}})
-	r := ledger.deny with input as inp with data.mcpx.config as testdata.config
-	some reason in r
-	reason.details.clear == cmd
-	endswith(reason.message, concat("", ["clears them with: ", cmd]))
-}
-
-# Without one, or with one that is not a command (not a string, empty), the
-# deny names the command for the default state dir.
-test_clear_command_defaults if {
-	every clear in [null, "", 3, ["x"]] {
+# The deny names the bare command, whatever else input.ledger holds (an
+# older gateway's "clear" included): the answer spells it with the state
+# dir or config of the process that decided.
+test_clear_command_is_bare if {
+	every clear in [null, "", 3, ["x"], "mcpx-policy writes clear fs --state-dir '/var/lib/mcpx policy'"] {
 		_default_clear(clear)
 	}
 	r := ledger.deny with input as _write([_entry("e1", "fs")]) with data.mcpx.config as testdata.config
@@ -136,13 +126,12 @@ test_unreadable_ledger_denies_writes if {
 }
 
 # An unreadable ledger's deny names, in its details only (the message is
-# for an agent and names no path), the command that says why: the
-# caller's input.ledger.writes, else (missing, empty, not a string) the
-# command for the default state dir.
+# for an agent and names no path), the bare command that says why,
+# whatever else input.ledger holds.
 test_unreadable_ledger_names_the_writes_command if {
 	cmd := "mcpx-policy writes --state-dir '/var/lib/mcpx policy'"
 	every c in [
-		{"writes": cmd, "want": cmd},
+		{"writes": cmd, "want": "mcpx-policy writes"},
 		{"writes": null, "want": "mcpx-policy writes"},
 		{"writes": "", "want": "mcpx-policy writes"},
 		{"writes": 3, "want": "mcpx-policy writes"},

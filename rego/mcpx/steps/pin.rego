@@ -33,16 +33,11 @@ mode_of(server) := [m |
 	m != null
 ][0]
 
-# accept_command is the exact command that accepts the definition the
-# caller saw: the caller's input.tool.pin.accept, which carries the state
-# dir its pins live in; else, as on a stock OPA fed the documented input,
-# the command for the default state dir (arguments a POSIX shell would
-# split are single-quoted).
-accept_command := c if {
-	c := _pin.accept
-	is_string(c)
-	c != ""
-} else := sprintf("mcpx-policy pins accept %s %s --sha256 %s", [
+# accept_command is the bare command that accepts the definition the
+# caller saw (arguments a POSIX shell would split are single-quoted). The
+# policy names it without where the pins are: the process that answers
+# spells it with its state dir (docs/fleet.md, "Commands in the answer").
+accept_command := sprintf("mcpx-policy pins accept %s %s --sha256 %s", [
 	_quote(req.doc.server), _quote(req.doc.tool), _pin.sha256,
 ])
 

@@ -95,22 +95,23 @@ test_ask_reason_says_a_person_may_confirm if {
 	reason.details.mode == "ask"
 }
 
-# Names a shell would split are quoted in the command, as render.Commands
-# quotes them.
+# Names a shell would split are quoted in the command, as the SDK's
+# Commands quotes them.
 test_accept_command_quotes if {
 	doc := _with_pin(testdata.call("my server", {"name": "it's"}, {}), _changed)
 	cmd := pin.accept_command with input as doc with data.mcpx.config as _config("deny", null)
 	cmd == sprintf(`mcpx-policy pins accept 'my server' 'it'\''s' --sha256 %s`, [_now])
 }
 
-# The caller names the command that works for it (its state dir): the
-# reason uses it, in the message and in details.accept, in both modes.
-test_caller_accept_command_is_named if {
-	cmd := sprintf("mcpx-policy pins accept fs read_file --sha256 %s --state-dir '/var/lib/mcpx policy'", [_now])
-	doc := _read("fs", object.union(_changed, {"accept": cmd}))
+# The reason names the bare command in both modes, in the message and in
+# details.accept: the answer spells it with the state dir of the process
+# that decided.
+test_accept_command_is_bare_in_both_modes if {
+	want := sprintf("mcpx-policy pins accept fs read_file --sha256 %s", [_now])
+	doc := _read("fs", _changed)
 	every c in [{"mode": "deny", "rule": "deny"}, {"mode": "ask", "rule": "ask"}] {
 		rs := object.get({"deny": pin.deny, "ask": pin.ask}, c.rule, set()) with input as doc with data.mcpx.config as _config(null, c.mode)
-		_names_accept(rs, cmd)
+		_names_accept(rs, want)
 	}
 }
 
@@ -122,11 +123,11 @@ _names_accept(rs, want) if {
 	endswith(reason.message, concat("", ["accepts it with: ", want]))
 }
 
-# Without one, or with one that is not a command (not a string, empty), the
-# reason names the command for the default state dir.
-test_accept_command_defaults if {
+# Whatever else input.tool.pin holds (an older gateway's "accept"
+# included), the reason names the bare command.
+test_accept_command_ignores_the_input if {
 	want := sprintf("mcpx-policy pins accept fs read_file --sha256 %s", [_now])
-	every accept in [null, "", 3, ["x"], {"cmd": "x"}] {
+	every accept in [null, "", 3, ["x"], {"cmd": "x"}, sprintf("mcpx-policy pins accept fs read_file --sha256 %s --state-dir /x", [_now])] {
 		doc := _read("fs", object.union(_changed, {"accept": accept}))
 		r := pin.deny with input as doc with data.mcpx.config as _config(null, "deny")
 		_names_accept(r, want)

@@ -236,6 +236,8 @@ _templates := {
 	"anyOf": "matches none of the anyOf schemas",
 	"oneOf": "does not match exactly one of the oneOf schemas",
 	"not": "matches a schema it must not match",
+	"pathWithin": "is not a path inside %s",
+	"urlWithin": "is not a URL allowed by %s",
 	"false": "is not allowed (false schema)",
 }
 

@@ -202,3 +202,16 @@ _renders_as_the_steps(raw, id) if {
 	want := rules._violation(v, rules._rule_ref(id))
 	rules._render(v, id) == {"violation": want, "phrase": rules._phrase(want)}
 }
+
+test_path_and_url_violations_name_what_is_allowed_and_why if {
+	p := {
+		"path": "/path", "value": "/workspace/../etc/passwd", "constraint": "pathWithin", "expected": ["/workspace"],
+		"detail": `has a ".." segment, which is refused; it resolves to /etc/passwd`,
+	}
+	rules._phrase(p) == `/path "/workspace/../etc/passwd" is not a path inside ["/workspace"] (has a ".." segment, which is refused; it resolves to /etc/passwd)`
+	u := {
+		"path": "/url", "value": "https://good.com@evil.com", "constraint": "urlWithin", "expected": {"hosts": ["good.com"]},
+		"detail": "has userinfo (user@host), which is refused: https://good.com@evil.com goes to evil.com",
+	}
+	rules._phrase(u) == `/url "https://good.com@evil.com" is not a URL allowed by {"hosts":["good.com"]} (has userinfo (user@host), which is refused: https://good.com@evil.com goes to evil.com)`
+}

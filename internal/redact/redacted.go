@@ -1,0 +1,35 @@
+package redact
+
+import (
+	"sync/atomic"
+
+	"github.com/mcpx/mcpx-policy/decision"
+)
+
+// Decision is a decision made fit to show: what every output of the
+// module shows of one (a rendering, an answer, the decision log, a
+// recorded call). Only Of makes one, so whatever takes a Decision cannot
+// be handed a decision nobody redacted, and has no reason to redact it
+// again. The zero value holds the zero decision.
+type Decision struct{ d decision.Decision }
+
+// Of redacts d with the call's unredacted arguments (Redact) and returns
+// it as a Decision.
+func Of(d decision.Decision, args map[string]any) Decision {
+	return Decision{d: Redact(d, args)}
+}
+
+// Doc returns the redacted decision document. Its slices and maps are
+// r's: copy what you change.
+func (r Decision) Doc() decision.Decision { return r.d }
+
+// Enforced is r's decision as it would be enforced
+// (decision.Decision.Enforced), redacted as r is.
+func (r Decision) Enforced() Decision { return Decision{d: r.d.Enforced()} }
+
+// redactions counts the decisions Redact has redacted in this process.
+var redactions atomic.Uint64
+
+// Count is how many decisions Redact has redacted in this process. Tests
+// read it around one answer: every surface redacts a decision once.
+func Count() uint64 { return redactions.Load() }
