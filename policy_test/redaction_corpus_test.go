@@ -276,6 +276,20 @@ func TestRedactionCorpusEval(t *testing.T) {
 					t.Fatalf("eval --surface %s --format %s: %v; want exit %d\n%.2000s", surface, format, err, tc.exit, stderr.String())
 				}
 				assertHidden(t, fmt.Sprintf("eval --surface %s --format %s (exit %d)", surface, format, tc.exit), stdout.String()+stderr.String(), allLeaks(batches))
+				if tc.exit != 3 {
+					continue
+				}
+				// The asks eval put on hold, as `mcpx-policy approvals`
+				// lists them to a person at a terminal.
+				for _, list := range []string{"json", "text"} {
+					cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "approvals", "--state-dir", filepath.Join(dir, "state-"+surface+"-"+format), "--format", list)
+					cmd.Env = cleanEnv()
+					out, err := cmd.CombinedOutput()
+					if err != nil || strings.Count(string(out), "Confirm this call") < len(batches) {
+						t.Fatalf("approvals --format %s: %v; want %d prompts\n%.2000s", list, err, len(batches), out)
+					}
+					assertHidden(t, "approvals --format "+list, string(out), allLeaks(batches))
+				}
 			}
 		}
 	}
@@ -301,7 +315,8 @@ func TestRedactionCorpusProxy(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			g := newGate(t, "notes", tc.config)
+			rec := filepath.Join(t.TempDir(), "record")
+			g := newGate(t, "notes", tc.config, "--record", rec)
 			if err := os.MkdirAll(filepath.Join(filepath.Dir(g.config), "overrides"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -344,6 +359,17 @@ func TestRedactionCorpusProxy(t *testing.T) {
 			}
 			cs.Close()
 			assertHidden(t, "the proxy's log", g.stderr.String(), leaks)
+			files, err := os.ReadDir(rec)
+			if err != nil || len(files) < len(batches) {
+				t.Fatalf("the proxy recorded %d calls, want %d (%v)", len(files), len(batches), err)
+			}
+			for _, f := range files {
+				b, err := os.ReadFile(filepath.Join(rec, f.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				assertHidden(t, "the proxy's recorded call "+f.Name(), string(b), leaks)
+			}
 			if b, _ := os.ReadFile(notes); len(b) != 0 {
 				t.Errorf("a refused call ran: %q", b)
 			}
