@@ -113,13 +113,15 @@ type hit struct {
 // → kind, secrets seen elsewhere) and of each secret the table finds in s.
 // It returns the result and what it found in s itself (text → kind).
 func redactText(s string, known map[string]string) (string, map[string]string) {
-	return redactTextCtx(s, known, nil)
+	return redactTextCtx(s, known, nil, true)
 }
 
 // redactTextCtx is redactText that also replaces every occurrence in s of
 // each text of extra: secrets found around s (the command line an
-// argument vector makes, the JSON text s holds), named by their hit.
-func redactTextCtx(s string, known map[string]string, extra map[string]hit) (string, map[string]string) {
+// argument vector makes, the JSON text s holds), named by their hit. When
+// pathSegments is false, a random-looking segment of a path is kept (a
+// recording keeps what a replay judges a path by).
+func redactTextCtx(s string, known map[string]string, extra map[string]hit, pathSegments bool) (string, map[string]string) {
 	hits := map[string]hit{}
 	add := func(text string, h hit) {
 		if text == "" {
@@ -154,6 +156,9 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit) (str
 	for _, run := range table.run.FindAllString(masked, -1) {
 		if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
 			// A path: judge each segment on its own.
+			if !pathSegments {
+				continue
+			}
 			for _, seg := range strings.Split(run, "/") {
 				if highEntropy(seg) {
 					add(seg, hit{"high-entropy", len(table.shapes)})
@@ -339,6 +344,9 @@ type redactor struct {
 	full    bool              // nothing is cut (a prompt shows every byte)
 	depth   int               // how deep in JSON text inside strings this tree is
 	whole   string            // when set, what a value hidden by a name is replaced with, whole
+	// keepPaths keeps the random-looking segments of a path in argument
+	// strings: a recording, whose replay judges paths as they were.
+	keepPaths bool
 }
 
 func newRedactor() *redactor {
@@ -431,7 +439,7 @@ func (r *redactor) str(ptr, s string, secret bool, extra map[string]hit) string 
 			}
 		}
 	}
-	out, found := redactTextCtx(s, nil, extra)
+	out, found := redactTextCtx(s, nil, extra, !r.keepPaths)
 	r.learn(found)
 	cutOff := false
 	if !r.full {

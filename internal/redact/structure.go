@@ -223,7 +223,7 @@ func (r *redactor) jsonFinds(s string) map[string]hit {
 	if dec.Decode(&v) != nil {
 		return nil
 	}
-	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, depth: r.depth + 1}
+	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, depth: r.depth + 1, keepPaths: r.keepPaths}
 	sub.value("", "", v, false)
 	var out map[string]hit
 	for text, kind := range sub.secrets {
@@ -272,7 +272,7 @@ func (r *redactor) name(ptr string, v any) (any, bool) {
 	if _, isBool := v.(bool); isBool {
 		return v, true
 	}
-	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true}
+	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, keepPaths: r.keepPaths}
 	sub.value(ptr, "", v, true)
 	for text, kind := range sub.secrets {
 		r.secrets[text] = kind
@@ -284,10 +284,14 @@ func (r *redactor) name(ptr string, v any) (any, bool) {
 // RedactReplacing is RedactShown but for the values hidden whole by a name
 // (their key's, or one beside them): each is replaced by whole, whatever
 // its type (null and booleans stay). A recording keeps the call's shape
-// with it and says where it took values out.
+// with it and says where it took values out. It keeps a random-looking
+// segment of a path no shape names (a temporary directory, a content
+// hash): a replay judges the path as it was, and a path rule would judge a
+// marker otherwise.
 func RedactReplacing(args map[string]any, whole string) (map[string]any, []string) {
 	r := newRedactor()
 	r.full = true
+	r.keepPaths = true
 	r.whole = whole
 	out, _ := r.value("", "", map[string]any(args), false).(map[string]any)
 	if out == nil {

@@ -286,3 +286,28 @@ func TestRecorderRedactsTheCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderKeepsWhatAReplayJudges: a random-looking segment of a path
+// (a temporary directory) stays in the record — a path rule judges it on
+// replay — while a secret a shape names in the same string is replaced.
+func TestRecorderKeepsWhatAReplayJudges(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := rollout.OpenRecorder(rollout.RecorderOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/tmp/TestProxyRecordsCallsForReplay3400554693/001/workspace/a.txt"
+	args := map[string]any{"path": path, "note": "key AKIAIOSFODNN7EXAMPLE in " + path}
+	if err := r.Record(testCall(args), redact.Of(askDecision("m"), args), "rev"); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := records(t, dir)
+	b, err := os.ReadFile(filepath.Join(dir, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"path": "`+path+`"`) || strings.Contains(string(b), "AKIAIOSFODNN7EXAMPLE") {
+		t.Errorf("the record changed the path a replay judges, or kept a shaped secret:\n%s", b)
+	}
+}
