@@ -4,31 +4,42 @@ OPA       := $(GO) tool opa
 COVERAGE  ?= 90
 BIN       := bin/mcpx-policy
 
-.PHONY: all build install test test-go test-rego lint lint-rego demo bench fuzz clean
+.PHONY: all build install prereqs test test-full test-go test-go-full test-rego lint lint-rego demo bench fuzz clean
 
 all: build
 
 # The first build downloads the modules and compiles OPA: minutes, not
-# seconds (README.md); -v lists each package as it compiles.
+# seconds (README.md); -v lists each package as it compiles;
+# -buildvcs=auto stamps the git revision `mcpx-policy version` prints even
+# where GOFLAGS says -buildvcs=false.
 build:
 	@echo "== go build -o $(BIN) (the first build compiles OPA and takes minutes; -v lists the packages)"
-	$(GO) build -v -o $(BIN) ./cmd/mcpx-policy
+	$(GO) build -v -buildvcs=auto -o $(BIN) ./cmd/mcpx-policy
 
 ## install: mcpx-policy into $(go env GOBIN), else $(go env GOPATH)/bin
 install:
 	@echo "== go install ./cmd/mcpx-policy (the first build compiles OPA and takes minutes; -v lists the packages)"
-	$(GO) install -v ./cmd/mcpx-policy
+	$(GO) install -v -buildvcs=auto ./cmd/mcpx-policy
 	@echo "installed $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})/mcpx-policy"
 
-## test: every test — Rego (coverage gate, fmt, strict check) and Go
-test: test-rego test-go
+## test: every test — Rego (coverage gate, fmt, strict check) and Go; the
+## long Go-against-Rego sweeps decide a sample of their cases
+## (internal/sweep); minutes (README.md says how many)
+test: prereqs test-rego test-go
+
+## test-full: every test with every case of the sweeps (.ci/run runs it)
+test-full: prereqs test-rego test-go-full
+
+## prereqs: what the tests need beyond Go, each with the command that
+## installs it; fails at once when one is missing (.ci/prereqs.sh)
+prereqs:
+	@.ci/prereqs.sh
 
 test-rego:
 	@echo "== go tool opa (its first use compiles OPA and takes minutes)"; $(OPA) version > /dev/null
 	@echo "== opa fmt"; test -z "$$($(OPA) fmt -l rego/)" || { $(OPA) fmt -l rego/; echo "rego/ is not opa-fmt formatted: run 'go tool opa fmt -w rego/'"; exit 1; }
 	@echo "== opa check --strict"; $(OPA) check --strict rego/
-	@echo "== opa test"; $(OPA) test --timeout 60s rego/ --fail-on-empty
-	@echo "== opa test (example overrides)"; $(OPA) test --timeout 60s rego/ examples/overrides/ --fail-on-empty
+	@echo "== opa test (the policy's tests and the example overrides')"; $(OPA) test --timeout 60s rego/ examples/overrides/ --fail-on-empty
 	@echo "== opa test coverage >= $(COVERAGE)%"; $(OPA) test --timeout 60s rego/ --coverage --threshold $(COVERAGE) > /dev/null
 
 # The end-to-end tests run real MCP servers from npm, pinned by the lockfile.
@@ -37,16 +48,17 @@ e2e/node_modules: e2e/package.json e2e/package-lock.json
 	@touch $@
 
 # The PostgreSQL ledger tests need a server (internal/ledger/pgledger/pgtest):
-# with MCPX_POLICY_TEST_PG_DSN unset, a throwaway cluster runs for the tests
-# (.ci/postgres.sh; apt-get install postgresql provides it). Outside CI,
-# MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
+# .ci/postgres.sh runs a throwaway cluster for the tests (apt-get install
+# postgresql provides it), or uses the one MCPX_POLICY_TEST_PG_DSN names.
+# Outside CI, MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
 test-go: e2e/node_modules
 	$(GO) vet ./...
-	@if [ -n "$$MCPX_POLICY_TEST_PG_DSN" ]; then \
-	  echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
-	else \
-	  .ci/postgres.sh run -- $(GO) test -count=1 ./...; \
-	fi
+	@.ci/postgres.sh run -- $(GO) test -count=1 ./...
+
+# MCPX_POLICY_TEST_FULL=1: the sweeps decide every case (internal/sweep).
+test-go-full: e2e/node_modules
+	$(GO) vet ./...
+	@MCPX_POLICY_TEST_FULL=1 .ci/postgres.sh run -- $(GO) test -count=1 -timeout 40m ./...
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -64,10 +76,12 @@ lint-rego:
 	fi
 
 ## demo: check the example config (its rule examples must all hold), then
-## evaluate the bundled example calls and print each decision
+## evaluate the bundled example calls and print each decision. The state
+## dir is tmp/demo (git ignores tmp/); the approval commands an ask prints
+## name bin/mcpx-policy by its path, so they run as printed.
 demo: build
 	@$(BIN) check --config examples/mcpx-policy.yaml
-	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir $${TMPDIR:-/tmp}/mcpx-policy-demo examples/calls/*.json; \
+	@$(BIN) eval --config examples/mcpx-policy.yaml --state-dir tmp/demo examples/calls/*.json; \
 	  code=$$?; echo "exit status $$code (0 allow, 2 deny, 3 ask: the most severe)"; test $$code -ne 1
 
 ## bench: the reference workloads M and L (internal/bench, and the engine's

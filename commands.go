@@ -30,9 +30,15 @@ type Commands struct {
 	LedgerInConfig bool
 }
 
+// clearReason is the --reason a printed clear command carries, for the
+// operator to replace with what the server showed: a clear without one
+// leaves the ledger's audit history (cleared) without a why. The policy's
+// bare command carries it too (rego/mcpx/steps/ledger.rego).
+const clearReason = "<what you found on the server>"
+
 // WritesClear is `mcpx-policy writes clear SERVER [--id ID | --seen
 // TOKEN]` with the ledger's place (--state-dir D, or --config F… with
-// LedgerInConfig); with neither id nor seen it clears every entry of
+// LedgerInConfig) and --reason clearReason; with neither id nor seen it clears every entry of
 // server, with seen (a listing's token, WritesState.Seen) exactly the
 // entries that listing showed and none recorded since. Arguments a POSIX
 // shell would split are single-quoted.
@@ -44,7 +50,7 @@ func (c Commands) WritesClear(server, id, seen string) string {
 	case seen != "":
 		s += " --seen " + shellQuote(seen)
 	}
-	return s + c.ledger()
+	return s + c.ledger() + " --reason " + shellQuote(clearReason)
 }
 
 // PinsAccept is `mcpx-policy pins accept SERVER TOOL [--sha256 S]

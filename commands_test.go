@@ -18,15 +18,15 @@ func TestCommandsQuote(t *testing.T) {
 	for _, tc := range []struct {
 		got, want string
 	}{
-		{mcpxpolicy.Commands{}.WritesClear("fs", "", ""), "mcpx-policy writes clear fs"},
-		{mcpxpolicy.Commands{}.WritesClear("fs", "3f9c2a1b7d4e8f60", ""), "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60"},
-		{mcpxpolicy.Commands{}.WritesClear("fs", "", "5e1f"), "mcpx-policy writes clear fs --seen 5e1f"},
-		{mcpxpolicy.Commands{}.WritesClear("my server", "", ""), "mcpx-policy writes clear 'my server'"},
-		{mcpxpolicy.Commands{}.WritesClear("it's", "", ""), `mcpx-policy writes clear 'it'\''s'`},
-		{mcpxpolicy.Commands{StateDir: "/var/lib/my state"}.WritesClear("fs", "", ""), "mcpx-policy writes clear fs --state-dir '/var/lib/my state'"},
+		{mcpxpolicy.Commands{}.WritesClear("fs", "", ""), "mcpx-policy writes clear fs --reason '<what you found on the server>'"},
+		{mcpxpolicy.Commands{}.WritesClear("fs", "3f9c2a1b7d4e8f60", ""), "mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --reason '<what you found on the server>'"},
+		{mcpxpolicy.Commands{}.WritesClear("fs", "", "5e1f"), "mcpx-policy writes clear fs --seen 5e1f --reason '<what you found on the server>'"},
+		{mcpxpolicy.Commands{}.WritesClear("my server", "", ""), "mcpx-policy writes clear 'my server' --reason '<what you found on the server>'"},
+		{mcpxpolicy.Commands{}.WritesClear("it's", "", ""), `mcpx-policy writes clear 'it'\''s' --reason '<what you found on the server>'`},
+		{mcpxpolicy.Commands{StateDir: "/var/lib/my state"}.WritesClear("fs", "", ""), "mcpx-policy writes clear fs --state-dir '/var/lib/my state' --reason '<what you found on the server>'"},
 		{mcpxpolicy.Commands{StateDir: "/s"}.PinsAccept("my server", "it's", ""), `mcpx-policy pins accept 'my server' 'it'\''s' --state-dir /s`},
 		{mcpxpolicy.Commands{Configs: []string{"/etc/mcpx/fleet.yaml", "/etc/mcpx/my site.yaml"}, LedgerInConfig: true, StateDir: "/s"}.WritesClear("fs", "", ""),
-			"mcpx-policy writes clear fs --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml'"},
+			"mcpx-policy writes clear fs --config /etc/mcpx/fleet.yaml --config '/etc/mcpx/my site.yaml' --reason '<what you found on the server>'"},
 		{mcpxpolicy.Commands{Configs: []string{"/etc/mcpx/fleet.yaml"}, LedgerInConfig: true}.Writes(), "mcpx-policy writes --config /etc/mcpx/fleet.yaml"},
 		{mcpxpolicy.Commands{StateDir: "/s"}.Writes(), "mcpx-policy writes --state-dir /s"},
 	} {
@@ -68,7 +68,8 @@ func TestTheAnswerSpellsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := d.Shadow.Reasons
-	if c := rs[0]; c.Details["clear"] != "mcpx-policy writes clear fs"+flag || !strings.HasSuffix(c.Message, "clears them with: mcpx-policy writes clear fs"+flag) {
+	const reason = " --reason '<what you found on the server>'"
+	if c := rs[0]; c.Details["clear"] != "mcpx-policy writes clear fs"+flag+reason || !strings.HasSuffix(c.Message, "clears them with: mcpx-policy writes clear fs"+flag+reason) {
 		t.Errorf("clear: %q %v", c.Message, c.Details)
 	}
 	accept := "mcpx-policy pins accept fs write_file --sha256 " + sum + flag
@@ -81,7 +82,7 @@ func TestTheAnswerSpellsCommands(t *testing.T) {
 	if c := rs[3]; c.Details["clear"] != "mcpx-policy writes clear fs" || c.Message != "see mcpx-policy writes clear fs" {
 		t.Errorf("an override's look-alike was spelled: %q %v", c.Message, c.Details)
 	}
-	if got := eng.Commands().WritesClear("fs", "", ""); got != "mcpx-policy writes clear fs"+flag {
+	if got := eng.Commands().WritesClear("fs", "", ""); got != "mcpx-policy writes clear fs"+flag+reason {
 		t.Errorf("Engine.Commands: %q", got)
 	}
 }

@@ -48,6 +48,7 @@ var adapterHelpers = map[string]bool{
 	module + "/internal/jsonptr":    true, // RFC 6901 spelling, which strictjson's errors use
 	module + "/internal/trust":      true, // the checks of a file an operator trusts (token, signing key)
 	module + "/internal/netcap":     true, // the listeners' cap on open connections
+	module + "/internal/buildinfo":  true, // the running build (version, revision), which holds no policy fact
 }
 
 // TestAdaptersUseOneDoor: the CLI, the HTTP service and the proxy reach

@@ -40,7 +40,7 @@ func (e *Engine) ledgerView(server string) *engine.Ledger {
 	case errors.Is(err, ledger.ErrUnsafe):
 		led.Unreadable = "not trusted: other users may write the state directory or a ledger file; an operator runs 'mcpx-policy writes' to see what to fix"
 	case err != nil && e.ledgerCfg.Store == config.StorePostgres:
-		led.Unreadable = "the ledger database does not answer or cannot be used; an operator runs 'mcpx-policy writes --config …' to see why"
+		led.Unreadable = "the ledger database does not answer or cannot be used; an operator runs 'mcpx-policy writes' with this gateway's --config files to see why (the deny's details spell it)"
 	case err != nil:
 		led.Unreadable = "corrupt or unreadable; an operator runs 'mcpx-policy writes' to see why"
 	default:

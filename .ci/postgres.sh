@@ -2,12 +2,15 @@
 # Runs a command with a throwaway PostgreSQL cluster for the ledger tests:
 #
 #   .ci/postgres.sh run -- CMD ARGS…
+#   .ci/postgres.sh check      # exit 0 when the server binaries are found
 #
 # It initializes a cluster in a temp dir, starts it on a Unix socket in
 # that dir (no TCP port, so runs never collide), creates the database
 # mcpx, exports MCPX_POLICY_TEST_PG_DSN for CMD, and removes everything
 # when CMD ends, passing on CMD's exit status. As root it runs the server
-# as the postgres user (Debian's postgresql package creates it).
+# as the postgres user (Debian's postgresql package creates it). When
+# MCPX_POLICY_TEST_PG_DSN is already set (a database of your own, "skip",
+# or an outer .ci/postgres.sh), it runs CMD with it and starts nothing.
 #
 # The cluster runs with fsync off: the tests kill clients, never the
 # server, and the ledger's guarantees against a client's death do not
@@ -15,11 +18,26 @@
 # apt-get install postgresql.
 set -euo pipefail
 
-if [ "${1:-}" != run ] || [ "${2:-}" != -- ] || [ $# -lt 3 ]; then
-	echo "usage: .ci/postgres.sh run -- CMD ARGS…" >&2
+mode=${1:-}
+case "$mode" in
+run)
+	if [ "${2:-}" != -- ] || [ $# -lt 3 ]; then
+		echo "usage: .ci/postgres.sh run -- CMD ARGS…" >&2
+		exit 2
+	fi
+	shift 2
+	;;
+check) ;;
+*)
+	echo "usage: .ci/postgres.sh run -- CMD ARGS… | .ci/postgres.sh check" >&2
 	exit 2
+	;;
+esac
+
+if [ "$mode" = run ] && [ -n "${MCPX_POLICY_TEST_PG_DSN:-}" ]; then
+	echo "== PostgreSQL for the ledger tests: MCPX_POLICY_TEST_PG_DSN=$MCPX_POLICY_TEST_PG_DSN"
+	exec "$@"
 fi
-shift 2
 
 bindir=""
 if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
@@ -30,9 +48,12 @@ else
 	done
 fi
 if [ -z "$bindir" ]; then
-	echo "mcpx-policy: error: PostgreSQL is not installed: the ledger tests need a PostgreSQL server" >&2
+	echo "mcpx-policy: error: PostgreSQL is not installed: the ledger tests need a PostgreSQL server (initdb and pg_ctl, found neither on PATH nor in /usr/lib/postgresql/*/bin)" >&2
 	echo "mcpx-policy: hint: apt-get install postgresql (or set MCPX_POLICY_TEST_PG_DSN to a database of your own)" >&2
 	exit 1
+fi
+if [ "$mode" = check ]; then
+	exit 0
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mcpx-pg.XXXXXX")

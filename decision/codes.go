@@ -52,7 +52,7 @@ var Codes = []CodeInfo{
 	{InvalidInput, "The call is malformed", StepInput, Deny, ""},
 	{PolicyError, "The policy could not decide", StepInput, Deny, ""},
 	{ConfigLoosened, "A later config layer loosened a setting", StepInput, "", ""},
-	{ConfirmationUnavailable, "Confirmation was needed but this surface cannot ask", StepConfirmation, Deny, ""},
+	{ConfirmationUnavailable, "The call needs a confirmation it does not have", StepConfirmation, Deny, ""},
 	{ConfirmationDeclined, "Confirmation was declined", StepConfirmation, Deny, ""},
 }
 

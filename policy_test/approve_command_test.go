@@ -1,6 +1,9 @@
 package policy_test
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +88,66 @@ func TestPrintedApproveCommandRuns(t *testing.T) {
 				t.Fatalf("eval with the declined approval: exit %d; want 2 (ConfirmationDeclined)\n%s", code, stderr)
 			}
 		})
+	}
+}
+
+// TestDemoPrintsCommandsThatRun: eval run by a path — bin/mcpx-policy, as
+// make demo runs it before anything is installed — prints approval
+// commands that name the binary by that path, made absolute, so that
+// they run as printed from another directory in a shell that has no
+// mcpx-policy on its PATH.
+func TestDemoPrintsCommandsThatRun(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(filepath.Join(binDir, "mcpx-policy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "mcpx-policy"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noBin := "PATH=/usr/bin:/bin" // no mcpx-policy on it
+	eval := exec.Command("bin/mcpx-policy", "eval", "--config", filepath.Join(root, "examples", "mcpx-policy.yaml"),
+		"--state-dir", "tmp/demo", filepath.Join(root, "examples", "calls", "2-write-asks.json"))
+	eval.Dir = dir
+	eval.Env = append(cleanEnv(), noBin)
+	var stderr strings.Builder
+	eval.Stderr = &stderr
+	err = eval.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("eval of an ask: %v\n%s", err, stderr.String())
+	}
+	approve, ok1 := lineAfter(stderr.String(), "\n  approve: ")
+	then, ok2 := lineAfter(stderr.String(), "\n  then:    ")
+	if !ok1 || !ok2 {
+		t.Fatalf("no approve and then lines:\n%s", stderr.String())
+	}
+	self := filepath.Join(dir, "bin", "mcpx-policy") + " "
+	if !strings.HasPrefix(approve, self) || !strings.HasPrefix(then, self) {
+		t.Errorf("eval run as bin/mcpx-policy prints\n%s\n%s\nwant each to start with %s", approve, then, self)
+	}
+	run := func(command string) string {
+		sh := exec.Command("sh", "-c", command)
+		sh.Dir = t.TempDir()
+		sh.Env = append(cleanEnv(), noBin)
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the printed command %q: %v\n%s", command, err, out)
+		}
+		return string(out)
+	}
+	if out := run(approve); !strings.HasPrefix(out, "approved ") {
+		t.Fatalf("the printed approve command approved nothing:\n%s", out)
+	}
+	if out := run(then); !strings.Contains(out, ": allow\n") {
+		t.Errorf("the printed then command did not run the approved call:\n%s", out)
 	}
 }

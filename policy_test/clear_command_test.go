@@ -33,6 +33,11 @@ func loseWrite(t *testing.T, cfg, state string) {
 	}
 }
 
+// clearReason ends every printed clear command: the --reason an operator
+// replaces with what the server showed, so the ledger keeps why it was
+// cleared.
+const clearReason = " --reason '<what you found on the server>'"
+
 // paste runs a printed command as a person pastes it: in a POSIX shell,
 // from another directory, without MCPX_POLICY_* in the environment (env
 // adds to it), and returns what it printed. Its default state dir is an
@@ -103,7 +108,9 @@ func cliEnvIn(t *testing.T, dir string, env []string, args ...string) (int, stri
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	// mcpx-policy on the PATH, as for a person who installed it: the
+	// commands it prints name it so
+	cmd.Env = append(append(cleanEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -178,7 +185,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			if code != 2 || !ok {
 				t.Fatalf("eval of a write after a lost one: exit %d\n%s", code, stderr)
 			}
-			if want := "mcpx-policy writes clear fs --seen <seen> --state-dir '" + state + "'"; seenRE.ReplaceAllString(clear, "--seen <seen>") != want {
+			if want := "mcpx-policy writes clear fs --seen <seen> --state-dir '" + state + "'" + clearReason; seenRE.ReplaceAllString(clear, "--seen <seen>") != want {
 				t.Errorf("eval prints %q; want %q", clear, want)
 			}
 			cleared(t, state, paste(t, clear+" --reason pasted"))
@@ -210,7 +217,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 				t.Fatalf("decide: %d %s", status, body)
 			}
 			clear := clearDetail(t, body)
-			if !strings.HasSuffix(clear, " --state-dir "+state) {
+			if !strings.HasSuffix(clear, " --state-dir "+state+clearReason) {
 				t.Errorf("serve's decision names %q, without its state dir", clear)
 			}
 			cleared(t, state, paste(t, clear))
@@ -241,7 +248,7 @@ func TestPrintedClearCommandRuns(t *testing.T) {
 			if code != 0 || !ok {
 				t.Fatalf("writes: exit %d\n%s%s", code, stdout, stderr)
 			}
-			if !strings.HasSuffix(clear, " --state-dir '"+state+"'") {
+			if !strings.HasSuffix(clear, " --state-dir '"+state+"'"+clearReason) {
 				t.Errorf("writes prints %q, without its state dir, absolute", clear)
 			}
 			cleared(t, state, paste(t, clear))

@@ -18,7 +18,9 @@ import (
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
-	cmd.Env = append(os.Environ(), "MCPX_POLICY_STATE_DIR=/nonexistent-use-the-flag")
+	// mcpx-policy on the PATH, as for a person who installed it: the
+	// commands it prints name it so
+	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "MCPX_POLICY_STATE_DIR=/nonexistent-use-the-flag")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,8 +77,8 @@ type docBlock struct {
 	file    string // for role "file": where to write body
 	skip    string // why the block is not run
 	see     []string
-	setup   []string // commands run, unshown, before the block
 	except  []string // commands of the block that are not run (with a reason)
+	bg      bool     // a server the next blocks talk to: started, not waited for
 	markers bool     // whether any marker was given
 }
 
@@ -127,6 +128,9 @@ func parseDocBlocks(src string) ([]docBlock, error) {
 			}
 		}
 		pending = nil
+		if err := b.checkTmp(); err != nil {
+			return nil, fmt.Errorf("line %d: %v", i+1, err)
+		}
 		switch b.info {
 		case "sh", "console":
 		case "bash", "shell", "shell-session":
@@ -175,10 +179,9 @@ func (b *docBlock) mark(m string) error {
 			return fmt.Errorf("want see TestName…")
 		}
 	case "setup":
-		if arg == "" {
-			return fmt.Errorf("want setup COMMAND")
-		}
-		b.setup = append(b.setup, arg)
+		return fmt.Errorf("a hidden setup: show the command in the block, the reader has to run it too")
+	case "background":
+		b.bg = true
 	case "except":
 		// except "COMMAND" REASON
 		if !strings.HasPrefix(arg, `"`) {
@@ -190,7 +193,33 @@ func (b *docBlock) mark(m string) error {
 		}
 		b.except = append(b.except, cmd)
 	default:
-		return fmt.Errorf("unknown marker (exit, stdout, stderr, file, skip, see, setup, except)")
+		return fmt.Errorf("unknown marker (exit, stdout, stderr, file, skip, see, background, except)")
+	}
+	return nil
+}
+
+// checkTmp refuses a command block (run or not) or a file marker that
+// names a fixed path under /tmp/: a reader running the page would write
+// it in the temp folder every user of the machine shares, where another
+// user's file of that name, or a link planted there, would be used
+// instead. Pages use ./tmp/ (ignored by git) or a mktemp -d folder.
+func (b docBlock) checkTmp() error {
+	const why = "names a fixed path in the shared temp folder /tmp/: use ./tmp/ (ignored by git) or a folder of mktemp -d"
+	if b.role == "file" && strings.HasPrefix(b.file, "/tmp/") {
+		return fmt.Errorf("file %s %s", b.file, why)
+	}
+	if (b.info == "sh" || b.info == "console") && b.role == "" {
+		cont := false
+		for _, l := range strings.Split(b.body, "\n") {
+			command := b.info == "sh" || cont || strings.HasPrefix(l, "$ ")
+			cont = command && strings.HasSuffix(l, "\\")
+			if !command {
+				continue // what a command printed
+			}
+			if tmpRE.MatchString(l) {
+				return fmt.Errorf("%q %s", strings.TrimSpace(l), why)
+			}
+		}
 	}
 	return nil
 }
@@ -254,6 +283,7 @@ type docRun struct {
 	page    string
 	repo    string // the copy the commands run in
 	tmp     string // stands for /tmp/ in the page
+	port    string // stands for the page's port 8181
 	env     []string
 	last    *docBlock
 	skipped bool   // the last command block was not run (skip, see)
@@ -263,7 +293,7 @@ type docRun struct {
 
 func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[string]bool) {
 	work := t.TempDir()
-	r := &docRun{t: t, page: page, repo: filepath.Join(work, "repo"), tmp: filepath.Join(work, "tmp")}
+	r := &docRun{t: t, page: page, repo: filepath.Join(work, "repo"), tmp: filepath.Join(work, "tmp"), port: freePort(t)}
 	if err := copyRepo(root, r.repo); err != nil {
 		t.Fatal(err)
 	}
@@ -333,9 +363,25 @@ func (r *docRun) path(p string) string {
 
 var tmpRE = regexp.MustCompile(`(^|[\s"'=:(@])/tmp/`)
 
-// tmpToWork rewrites every /tmp/ of a page to the page's own temp folder.
+// tmpToWork rewrites every /tmp/ of a page to the page's own temp folder,
+// and its port 8181 to the page's own port.
 func (r *docRun) tmpToWork(s string) string {
+	s = portRE.ReplaceAllString(s, "${1}:"+r.port)
 	return tmpRE.ReplaceAllString(s, "${1}"+strings.ReplaceAll(r.tmp, "$", "$$")+"/")
+}
+
+// portRE is the page's port after a loopback host name.
+var portRE = regexp.MustCompile(`(localhost|127\.0\.0\.1):8181\b`)
+
+// freePort is a loopback port free when it returns.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // notFound explains bash's exit status 127: the block uses a program this
@@ -347,9 +393,11 @@ func notFound(code int) string {
 	return ""
 }
 
-// workToTmp turns the page's temp folder back into /tmp/ in what a command
-// printed, to compare it with the page.
+// workToTmp turns the page's temp folder back into /tmp/, and its port
+// into 8181, in what a command printed, to compare it with the page.
 func (r *docRun) workToTmp(s string) string {
+	s = strings.ReplaceAll(s, "127.0.0.1:"+r.port, "127.0.0.1:8181")
+	s = strings.ReplaceAll(s, "localhost:"+r.port, "localhost:8181")
 	return strings.ReplaceAll(s, r.tmp+"/", "/tmp/")
 }
 
@@ -365,7 +413,10 @@ func (r *docRun) runSh(b *docBlock, where string) {
 		}
 		script = strings.Join(kept, "\n")
 	}
-	r.setup(b, where)
+	if b.bg {
+		r.background(script, where)
+		return
+	}
 	out, errOut, code, err := r.bash(script, false)
 	r.skipped = false
 	r.last, r.lastOut, r.lastErr = b, r.workToTmp(out), r.workToTmp(errOut)
@@ -405,7 +456,6 @@ func (r *docRun) runConsole(b *docBlock, where string) {
 		}
 		cont = strings.HasSuffix(l, "\\") && (cont || strings.HasPrefix(l, "$ "))
 	}
-	r.setup(b, where)
 	for i, s := range steps {
 		cmd := r.tmpToWork(s.cmd)
 		out, _, code, err := r.bash(cmd, true)
@@ -432,11 +482,39 @@ func (r *docRun) runConsole(b *docBlock, where string) {
 	}
 }
 
-func (r *docRun) setup(b *docBlock, where string) {
-	for _, s := range b.setup {
-		out, errOut, code, err := r.bash(r.tmpToWork(s), false)
-		if err != nil || code != 0 {
-			r.t.Fatalf("%s: setup %q failed (%v, exit %d): %s%s", where, s, err, code, out, errOut)
+// background starts script, a server the next blocks talk to, in its own
+// process group, and waits until the page's port answers; the group is
+// killed when the page ends. The page's port, 8181, stands for a free port
+// of the page's own (portToWork), so pages and runs never collide.
+func (r *docRun) background(script, where string) {
+	cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", script)
+	cmd.Dir = r.repo
+	cmd.Env = r.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatalf("%s: %v", where, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	r.t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	r.skipped, r.last = false, nil
+	deadline := time.After(2 * time.Minute)
+	for {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+r.port); err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-exited:
+			r.t.Fatalf("%s: the server ended before it listened on the page's port 8181:\n%s", where, out)
+		case <-deadline:
+			r.t.Fatalf("%s: the server did not listen on the page's port 8181 within 2 minutes:\n%s", where, out)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -477,7 +555,7 @@ func (r *docRun) bash(script string, combined bool) (string, string, int, error)
 // shown may leave keys out ("`rendered` left out") but every key shown must
 // be there with that value. Other blocks are compared line by line after
 // trailing spaces: … stands for any text within a line, and a line that is
-// only … for any number of lines.
+// only … for any number of lines. In a JSON string, … stands for any text.
 func matchOutput(info, want, got string) string {
 	if info == "json" {
 		return matchJSON(want, got)
@@ -561,6 +639,16 @@ func jsonSubset(want, got any, at string) string {
 		}
 		return ""
 	default:
+		ws, wok := want.(string)
+		gs, gok := got.(string)
+		if wok && gok && strings.Contains(ws, "…") {
+			// … in a string the page shows stands for any text, as in a
+			// line of text (a path of the reader's own, an id)
+			if !regexp.MustCompile("(?s)" + lineRE(ws).String()).MatchString(gs) {
+				return fmt.Sprintf("at %s: the page shows %s, the command printed %s", slash(at), short(want), short(got))
+			}
+			return ""
+		}
 		if !reflect.DeepEqual(want, got) {
 			return fmt.Sprintf("at %s: the page shows %s, the command printed %s", slash(at), short(want), short(got))
 		}
@@ -641,8 +729,9 @@ func lineRE(w string) *regexp.Regexp {
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
 }
 
-// copyRepo copies the repository's files to dst, without .git, installed
-// npm modules and build output.
+// copyRepo copies the repository's files to dst, without .git and build
+// output; the installed npm modules (e2e/node_modules) are linked, not
+// copied, for the pages that run the e2e programs as a reader would.
 func copyRepo(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -651,7 +740,12 @@ func copyRepo(src, dst string) error {
 		rel, _ := filepath.Rel(src, p)
 		if d.IsDir() {
 			switch rel {
-			case ".git", "bin", "build", "tmp", filepath.Join("e2e", "node_modules"):
+			case ".git", "bin", "build", "tmp":
+				return filepath.SkipDir
+			case filepath.Join("e2e", "node_modules"):
+				if err := os.Symlink(p, filepath.Join(dst, rel)); err != nil {
+					return err
+				}
 				return filepath.SkipDir
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -188,5 +189,78 @@ servers:
 	r = g.result(t, "a read", "read_text_file", "path="+root+"/notes.txt")
 	if r.IsError || !strings.Contains(r.text(), "one\ntwo") {
 		t.Errorf("a read: %s", r.text())
+	}
+}
+
+// TestProxyPageClientConfigs: every client config docs/proxy.md shows — the
+// JSON mcpServers entries, the TOML [mcp_servers] ones and `claude mcp
+// add` — names mcpx-policy and npx by absolute paths, as the page tells
+// the reader to: a client does not start servers from the reader's shell,
+// and a bare name its PATH lacks fails at the client's start.
+func TestProxyPageClientConfigs(t *testing.T) {
+	src, err := os.ReadFile("../docs/proxy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := parseDocBlocks(string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	check := func(line int, what, command string, args []string) {
+		t.Helper()
+		checked++
+		if !filepath.IsAbs(command) {
+			t.Errorf("docs/proxy.md:%d: %s runs %q, not an absolute path", line, what, command)
+		}
+		for _, a := range args {
+			if a == "npx" || a == "mcpx-policy" {
+				t.Errorf("docs/proxy.md:%d: %s runs %q by its bare name", line, what, a)
+			}
+		}
+	}
+	tomlCommand := regexp.MustCompile(`(?m)^command = "([^"]*)"`)
+	tomlArgs := regexp.MustCompile(`(?s)\nargs = \[(.*?)\]`)
+	for _, b := range blocks {
+		switch {
+		case b.info == "json" && strings.Contains(b.body, `"mcpServers"`):
+			var cfg struct {
+				MCPServers map[string]struct {
+					Command string   `json:"command"`
+					Args    []string `json:"args"`
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(b.body), &cfg); err != nil {
+				t.Errorf("docs/proxy.md:%d: %v", b.line, err)
+				continue
+			}
+			for name, s := range cfg.MCPServers {
+				check(b.line, "mcpServers."+name, s.Command, s.Args)
+			}
+		case b.info == "toml" && strings.Contains(b.body, "[mcp_servers."):
+			m := tomlCommand.FindStringSubmatch(b.body)
+			a := tomlArgs.FindStringSubmatch(b.body)
+			if m == nil || a == nil {
+				t.Errorf("docs/proxy.md:%d: a TOML server without command or args", b.line)
+				continue
+			}
+			var args []string
+			if err := json.Unmarshal([]byte("["+a[1]+"]"), &args); err != nil {
+				t.Errorf("docs/proxy.md:%d: args: %v", b.line, err)
+			}
+			check(b.line, "mcp_servers", m[1], args)
+		case b.info == "console":
+			for _, cmd := range strings.Split(strings.ReplaceAll(b.body, "\\\n", " "), "\n") {
+				_, rest, ok := strings.Cut(cmd, " -- ")
+				if !strings.HasPrefix(cmd, "$ claude mcp add ") || !ok {
+					continue // not a command Claude Code runs
+				}
+				words := strings.Fields(rest)
+				check(b.line, "claude mcp add", words[0], words[1:])
+			}
+		}
+	}
+	if checked < 3 {
+		t.Errorf("checked %d client configs on docs/proxy.md; want the three it shows (Claude Desktop, Claude Code, Codex)", checked)
 	}
 }

@@ -34,7 +34,7 @@ func TestE2EServerExitsAfterWrite(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "Outcome unknown") || !strings.Contains(printed(text(res)), "mcpx-policy writes clear notes --id ") {
 		t.Fatalf("answer to the write that killed the server = %q; want the unknown outcome", text(res))
 	}
-	if cmd := printed(text(res)); !strings.HasSuffix(cmd, " --state-dir "+g.state) {
+	if cmd := printed(text(res)); !strings.HasSuffix(cmd, " --state-dir "+g.state+clearReason) {
 		t.Fatalf("the clear command %q does not name the proxy's state dir", cmd)
 	}
 	cs.Close()

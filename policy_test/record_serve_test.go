@@ -3,6 +3,7 @@ package policy_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
 // recordedFiles lists the recorded calls of dir (the *.json files), oldest
@@ -146,13 +149,13 @@ func TestServeRecordsCallsForReplay(t *testing.T) {
 			}
 
 			// What was recorded replays with the decisions it was recorded
-			// with; a loosened config shows each change (exit 1).
+			// with; a loosened config shows each change (exit 2).
 			out, code := runBin(t, "replay", "--config", config, rec)
 			if code != 0 || !strings.Contains(out, fmt.Sprintf("replayed %d calls: 0 decided differently (its recorded decision), 0 not comparable", len(names))) {
 				t.Errorf("replay under the recording config: exit %d\n%s", code, out)
 			}
 			out, code = runBin(t, "replay", "--config", filepath.Join(dir, "pr.yaml"), rec)
-			if code != 1 || !strings.Contains(out, "fs.write_file: ask (write_mode WriteNeedsConfirmation) -> allow") || !strings.Contains(out, "fs.move_file: deny (hidden HiddenTool) -> allow") {
+			if code != 2 || !strings.Contains(out, "fs.write_file: ask (write_mode WriteNeedsConfirmation) -> allow") || !strings.Contains(out, "fs.move_file: deny (hidden HiddenTool) -> allow") {
 				t.Errorf("replay under a loosened config: exit %d\n%s", code, out)
 			}
 
@@ -195,7 +198,9 @@ func runBin(t *testing.T, args ...string) (string, int) {
 
 // TestProxyRecordsCallsForReplay: proxy --record in front of a real MCP
 // server writes every tools/call with the policy's decision (a hidden
-// tool's too), the secret argument redacted; the recording replays.
+// tool's too), the secret argument redacted; the recording replays. With
+// --decision-log the proxy logs each decision as serve does: OPA's
+// decision-log shape, the arguments as a hash only.
 func TestProxyRecordsCallsForReplay(t *testing.T) {
 	t.Parallel()
 	fsServer := npmServer(t, "mcp-server-filesystem")
@@ -206,7 +211,8 @@ func TestProxyRecordsCallsForReplay(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "rec")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	g := newGate(t, "fs", fsConfig(root), "--record", rec)
+	decisions := filepath.Join(t.TempDir(), "decisions.log")
+	g := newGate(t, "fs", fsConfig(root), "--record", rec, "--decision-log", decisions)
 	cs := connect(t, ctx, g.command(t, fsServer, root), nil)
 	call(t, ctx, cs, "write_file", map[string]any{"path": filepath.Join(root, "outside.txt"), "content": "no"})
 	call(t, ctx, cs, "write_file", map[string]any{"path": filepath.Join(root, "workspace", "a.txt"), "content": "yes"})
@@ -237,5 +243,35 @@ func TestProxyRecordsCallsForReplay(t *testing.T) {
 	out, code := runBin(t, "replay", "--config", g.config, rec)
 	if code != 0 || !strings.Contains(out, "replayed 4 calls: 0 decided differently") {
 		t.Errorf("replay of the proxy's recording: exit %d\n%s", code, out)
+	}
+
+	log, err := os.ReadFile(decisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d decision log lines, want 4 (every tools/call):\n%s", len(lines), log)
+	}
+	codes := map[string]bool{}
+	for _, l := range lines {
+		var e server.LogEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("a decision log line is not a LogEntry: %v\n%s", err, l)
+		}
+		if e.Path != "mcpx/decision" || e.RequestedBy != "proxy:fs" || e.Input.Server != "fs" || len(e.Input.ArgsSHA256) != 64 || e.DecisionID == "" {
+			t.Errorf("decision log line %s", l)
+		}
+		for _, r := range e.Result.Reasons {
+			codes[string(r.Code)] = true
+		}
+	}
+	if !codes["ArgumentRuleViolation"] || !codes["HiddenTool"] {
+		t.Errorf("the decision log lacks the deny codes: %v", codes)
+	}
+	for _, leak := range []string{"hunter2", `"content"`, `"args":`} {
+		if strings.Contains(string(log), leak) {
+			t.Errorf("the decision log holds %s:\n%s", leak, log)
+		}
 	}
 }

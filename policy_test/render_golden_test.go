@@ -62,7 +62,8 @@ ask contains {"code": "Night", "message": "writes to /workspace/night need a loo
 // compares it with testdata/golden/<Code>.json. Refresh with -update.
 func TestRenderGoldens(t *testing.T) {
 	t.Parallel()
-	// A fixed relative config path keeps rule origins stable in the goldens.
+	// Rule origins name the config from its own folder (mcpx-policy.yaml:10),
+	// whatever path it is loaded by.
 	const dir = "testdata/golden-config"
 	newEng := func(t *testing.T, extra string) (*mcpxpolicy.Engine, string) {
 		cfg := filepath.Join(dir, "mcpx-policy.yaml")

@@ -34,6 +34,10 @@ with the approval (eval --approval ID, or "approval" in serve's
 
 The state dir defaults to $MCPX_POLICY_STATE_DIR, else
 $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+
+Exit status: 0 listed, approved or declined; 1 error (usage, an ID that is
+unknown, expired or already answered, a sha256 that is not the call's, a
+state dir that cannot be used).
 `
 
 // runApprovals runs `mcpx-policy approvals …`: 0 listed, 1 error.
@@ -143,7 +147,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 // approvalFail reports an error of the approval store with what to do;
 // stateDir is the one the commands it names carry (printedStateDir).
 func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string, err error) int {
-	list := "mcpx-policy approvals" + stateDirFlag(stateDir)
+	list := self() + " approvals" + stateDirFlag(stateDir)
 	switch {
 	case errors.Is(err, mcpxpolicy.ErrUnreadable):
 		return fail(stderr, err, mcpxpolicy.Hint(err)+" (nothing was changed; no approval is given or used until then)")
@@ -162,11 +166,11 @@ func approvalFail(stderr io.Writer, store *mcpxpolicy.Approvals, stateDir string
 // approveCommand is the exact command that approves r, runnable as printed
 // with stateDir from printedStateDir.
 func approveCommand(r decision.ApprovalRequest, stateDir string) string {
-	return "mcpx-policy approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
+	return self() + " approve " + r.ID + " --sha256 " + r.SHA256 + stateDirFlag(stateDir)
 }
 
 func declineCommand(r decision.ApprovalRequest, stateDir string) string {
-	return "mcpx-policy approve " + r.ID + " --decline" + stateDirFlag(stateDir)
+	return self() + " approve " + r.ID + " --decline" + stateDirFlag(stateDir)
 }
 
 func indent(text string) string {
@@ -197,7 +201,7 @@ var errApprovalTTL = errors.New("--approval-ttl must be more than 0: every appro
 // and surface flags, the files absolute.
 func evalAgain(configs []string, catalog, stateDir, surface string) string {
 	var b strings.Builder
-	b.WriteString("mcpx-policy eval")
+	b.WriteString(self() + " eval")
 	for _, c := range configs {
 		b.WriteString(" --config " + writesQuote(absPath(c)))
 	}

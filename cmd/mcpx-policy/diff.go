@@ -33,8 +33,8 @@ environment is not read: the diff compares the files.
   mcpx-policy diff --catalog tools.json /tmp/policy-main.yaml policy.yaml
   mcpx-policy diff --format json --old base.yaml --old prod.yaml --new base.yaml --new prod-next.yaml
 
-Exit status: 0 no change, 1 the configs differ (the text or the JSON says
-how), 2 error (usage, a config or the catalog that does not load).
+Exit status: 0 no change, 1 error (usage, a config or the catalog that
+does not load), 2 the configs differ (the text or the JSON says how).
 `
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
@@ -47,25 +47,24 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	format := formatFlag(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError2(stdout, stderr, diffUsage, err)
+		return usageError(stdout, stderr, diffUsage, err)
 	}
 	switch {
 	case len(pos) == 2:
 		olds = append(stringList{pos[0]}, olds...)
 		news = append(stringList{pos[1]}, news...)
 	case len(pos) != 0:
-		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("diff takes OLD.yaml NEW.yaml, or --old and --new files (got %d arguments)", len(pos)))
+		return usageError(stdout, stderr, diffUsage, fmt.Errorf("diff takes OLD.yaml NEW.yaml, or --old and --new files (got %d arguments)", len(pos)))
 	}
 	switch {
 	case len(olds) == 0 || len(news) == 0:
-		return usageError2(stdout, stderr, diffUsage, fmt.Errorf("diff needs an old and a new config"))
+		return usageError(stdout, stderr, diffUsage, fmt.Errorf("diff needs an old and a new config"))
 	case format.check() != nil:
-		return usageError2(stdout, stderr, diffUsage, format.check())
+		return usageError(stdout, stderr, diffUsage, format.check())
 	}
 	d, err := mcpxpolicy.DiffConfigs(context.Background(), mcpxpolicy.Options{ConfigPaths: olds}, mcpxpolicy.Options{ConfigPaths: news, Catalog: *catalog})
 	if err != nil {
-		fail(stderr, err, "run 'mcpx-policy check --config …' on that config to see every problem")
-		return 2
+		return fail(stderr, err, "run 'mcpx-policy check --config …' on that config to see every problem")
 	}
 	if format.json() {
 		fmt.Fprintf(stdout, "%s\n", d.JSON)
@@ -73,7 +72,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, d.Text)
 	}
 	if d.Loosening+d.Tightening+d.Other > 0 {
-		return 1
+		return exitFound
 	}
 	return 0
 }
@@ -102,11 +101,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// usageError2 is usageError for the commands whose errors exit 2 (diff,
-// replay: 1 means "something changed").
-func usageError2(stdout, stderr io.Writer, text string, err error) int {
-	if code := usageError(stdout, stderr, text, err); code == 0 {
-		return 0
-	}
-	return 2
-}
+// exitFound is the exit status of diff and replay when they find what
+// they look for (configs that differ, decisions that change). Every
+// command exits 1 on an error; 2 and up say what was found (eval: 2 deny,
+// 3 ask).
+const exitFound = 2

@@ -14,10 +14,11 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 )
 
-const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--state-dir D]
+const evalUsage = `usage: mcpx-policy eval --config F [--config F…] [--catalog F] [--set PATH=VALUE…] [--state-dir D]
                         [--surface daemon|mcp|cli] [--format text|json]
                         [--decide-timeout 5s] [--approval-ttl 5m] CALL.json…
        mcpx-policy eval --config F… [flags] --approval ID CALL.json
+       mcpx-policy eval --config F… [flags] - < CALL.json
 
 Decides each call and prints the decision. A call file is
 {"server", "tool", "args", "surface"?, "principal"?, "mode"?} where "tool" is
@@ -29,6 +30,9 @@ and "redacted" are left aside (mcpx-policy replay compares with them).
 
   mcpx-policy eval --config examples/mcpx-policy.yaml examples/calls/*.json
   mcpx-policy eval --config examples/mcpx-policy.yaml --format json --surface mcp call.json
+  some-agent --dump-call | mcpx-policy eval --config mcpx-policy.yaml -
+
+A CALL.json of - is the call read from stdin (once).
 
 An ask is put on hold as an approval request in the state dir (it expires
 after --approval-ttl): eval prints its ID and the commands that approve it
@@ -61,6 +65,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file")
+	set := addSetFlag(fs)
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	surface := fs.String("surface", "", "surface to render for: daemon, mcp or cli (default: the call's, else cli)")
 	format := formatFlag(fs)
@@ -85,9 +90,11 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, evalUsage, errApprovalTTL)
 	case *approvalID != "" && fs.NArg() != 1:
 		return usageError(stdout, stderr, evalUsage, fmt.Errorf("--approval takes exactly one CALL.json, the call that was approved"))
+	case stdinArgs(fs.Args()) > 1:
+		return usageError(stdout, stderr, evalUsage, fmt.Errorf("- (the call on stdin) may be given once"))
 	}
 	ctx := context.Background()
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, StateDir: *stateDir,
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, StateDir: *stateDir, Set: set.options(),
 		DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL})
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -104,7 +111,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	opts := mcpxpolicy.AnswerOptions{Surface: *surface, DefaultSurface: mcpxpolicy.SurfaceCLI, Approval: *approvalID, Hold: true,
 		Name: "call file", ToolHint: "give --catalog, or the whole MCP Tool object in the call file"}
 	for _, path := range fs.Args() {
-		raw, err := os.ReadFile(path)
+		raw, err := readCallFile(path)
 		opts.Unread = err
 		ans := eng.Answer(ctx, raw, opts)
 		if ans.Unread != nil {
@@ -175,7 +182,7 @@ func printAnswer(stdout, stderr io.Writer, asJSON bool, path string, ans mcpxpol
 		r := *ans.Held
 		fmt.Fprintf(stderr, "approval requested: %s (expires %s, in %s)\n  approve: %s\n  decline: %s\n  then:    %s\n",
 			r.ID, r.Expires.Format(time.RFC3339), time.Until(r.Expires).Round(time.Second),
-			approveCommand(r, stateDir), declineCommand(r, stateDir), again+" --approval "+r.ID+" "+writesQuote(absPath(path)))
+			approveCommand(r, stateDir), declineCommand(r, stateDir), again+" --approval "+r.ID+" "+printedCallPath(path))
 	case ans.HoldErr != nil:
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %s: no approval request was made, so this ask cannot be approved: %v\n", path, ans.HoldErr)
 	}

@@ -16,8 +16,8 @@ func TestFormatFlag(t *testing.T) {
 		code int
 	}{
 		{[]string{"eval", "--config", "c.yaml", "--format", "yaml", "call.json"}, 1},
-		{[]string{"diff", "--old", "a.yaml", "--new", "b.yaml", "--format", "yaml"}, 2},
-		{[]string{"replay", "--config", "c.yaml", "--format", "yaml", "record"}, 2},
+		{[]string{"diff", "--old", "a.yaml", "--new", "b.yaml", "--format", "yaml"}, 1},
+		{[]string{"replay", "--config", "c.yaml", "--format", "yaml", "record"}, 1},
 		{[]string{"pins", "--state-dir", dir, "--format", "yaml"}, 1},
 		{[]string{"writes", "--state-dir", dir, "--format", "yaml"}, 1},
 		{[]string{"approvals", "--state-dir", dir, "--format", "yaml"}, 1},

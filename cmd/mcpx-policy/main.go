@@ -6,6 +6,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/mcpx/mcpx-policy/internal/buildinfo"
 )
 
 const usage = `usage: mcpx-policy <command> [flags]
@@ -34,8 +37,14 @@ Commands:
   bundle   write an OPA bundle:     mcpx-policy bundle --config F (-o bundle.tar.gz | --dir D)
   serve    the HTTP decision service: mcpx-policy serve --config F [--addr 127.0.0.1:8181]
   proxy    gate an MCP server:      mcpx-policy proxy --config F --server NAME -- CMD ARGS…
+  version  the build: module version, VCS revision, Go (also --version)
 
 Run 'mcpx-policy <command> -h' for a command's flags and examples.
+
+Exit status: 0 success, 1 error (usage, config, input, a ledger or state
+that cannot be used) for every command; 2 and up say what a command found:
+eval 2 deny and 3 ask, diff 2 the configs differ, replay 2 some decisions
+change. Each command's -h states its own.
 `
 
 func main() {
@@ -77,12 +86,56 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stdout, stderr)
 	case "proxy":
 		return runProxy(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		return runVersion(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
 		return fail(stderr, fmt.Errorf("unknown command %q", args[0]), "run 'mcpx-policy help' for the list of commands")
 	}
+}
+
+const versionUsage = `usage: mcpx-policy version [--format text|json]
+       mcpx-policy --version
+
+Prints the build: the module version (a release tag, the pseudo-version
+go install computed, or "(devel)" for a build of a working tree), the
+version-control revision it was built from ("+dirty" when the tree had
+changes; "unknown" for a build without VCS information, such as
+GOFLAGS=-buildvcs=false), the revision's time and the Go toolchain.
+GET /healthz ("build") and the metric mcpx_policy_build_info say the same.
+
+  mcpx-policy version
+  mcpx-policy version --format json
+
+Exit status: 0 printed, 1 error (usage).
+`
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpx-policy version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	format := formatFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageError(stdout, stderr, versionUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return usageError(stdout, stderr, versionUsage, fmt.Errorf("version takes no arguments"))
+	}
+	if err := format.check(); err != nil {
+		return usageError(stdout, stderr, versionUsage, err)
+	}
+	bi := buildinfo.Read()
+	if format.json() {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(bi); err != nil {
+			return fail(stderr, err, "")
+		}
+		return 0
+	}
+	fmt.Fprintln(stdout, bi.String())
+	return 0
 }
 
 // fail prints err (one "error:" line per line of err, without a trailing

@@ -31,6 +31,10 @@ definition is accepted: if the server changed the tool again since, nothing
 is accepted. The pins are pins.json in the state dir, which defaults to
 $MCPX_POLICY_STATE_DIR, else $XDG_STATE_HOME/mcpx-policy, else
 ~/.local/state/mcpx-policy. See docs/proxy.md#pinned-tool-definitions.
+
+Exit status: 0 listed or accepted, 1 error (usage, no pin or no changed
+definition to accept, a --sha256 that is not the changed definition's, a
+pin store that cannot be read or written).
 `
 
 // runPins runs `mcpx-policy pins …` (args exclude "pins") and returns the

@@ -2,7 +2,9 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // The commands mcpx-policy prints for a person to paste (clear, accept,
@@ -40,4 +42,25 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// self is this program as the approval commands eval and approvals print
+// name it: "mcpx-policy" when that is what the PATH finds, else the
+// binary's own path — bin/mcpx-policy, as make demo runs it before anything
+// is installed, prints commands that run as printed, with this very
+// binary. go run's temporary binary (under a go-build folder), gone once
+// go run ends, is named mcpx-policy.
+func self() string {
+	exe, err := os.Executable()
+	if err != nil || strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "mcpx-policy"
+	}
+	if p, err := exec.LookPath("mcpx-policy"); err == nil {
+		a, aerr := os.Stat(p)
+		b, berr := os.Stat(exe)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return "mcpx-policy"
+		}
+	}
+	return writesQuote(exe)
 }

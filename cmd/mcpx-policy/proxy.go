@@ -18,6 +18,7 @@ import (
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/netcap"
 	"github.com/mcpx/mcpx-policy/internal/proxy"
@@ -25,13 +26,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] --server NAME [--pool-only] [--state-dir D]
+const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set PATH=VALUE…] --server NAME [--pool-only] [--state-dir D]
                          [--listen ADDR] [--idle-timeout 30m] [--max-sessions 16]
                          [--publish-closed-schemas]
                          [--publish-rules]
                          [--call-timeout 10m] [--task-timeout 1h] [--decide-timeout 5s]
                          [--approval-ttl 5m]
-                         [--log-level info]
+                         [--log-level info] [--decision-log PATH]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]] -- CMD ARGS…
 
@@ -54,9 +55,17 @@ unknown outcome and blocks further writes to NAME until
 stays in flight until the task's terminal status: anything but completed,
 or none within the task's ttl or --task-timeout, is an unknown outcome. A decision that takes longer than
 --decide-timeout is stopped and the call refused (PolicyError). Logs go to
-stderr; stdout is the client's. --record DIR writes every tools/call with
+stderr (an unknown-outcome ledger that stops reading, and reads again, is
+logged once each time); stdout is the client's. --record DIR writes every tools/call with
 the policy's decision to DIR for 'mcpx-policy replay', as serve --record
 does (mcpx-policy serve -h).
+
+--decision-log PATH appends one JSON line per decided tools/call to PATH
+(made 0600), as serve's decision log (docs/service.md#decision-log):
+OPA's decision-log shape, the arguments as a hash only, requested_by
+"proxy:NAME". stdout is the client's, so the log is always a file. A
+decision that cannot be written to it is refused (PolicyError), the call
+unsent, until a line can be written again.
 
 NAME must be a server of the config (servers.NAME): a proxy for a server
 the config does not name would apply none of its rules. --pool-only runs
@@ -67,6 +76,10 @@ one anyway, with the pool's settings alone.
   mcpx-policy proxy --config policy.yaml --server fs --listen 127.0.0.1:8282 -- mcp-server-filesystem /workspace
 
 See docs/proxy.md for Claude Desktop, Claude Code and Codex configs.
+
+Exit status: 0 when the client ends the session (stdin closes) or after
+SIGINT or SIGTERM; 1 error (usage, a config that does not load, a server
+command that cannot start or that exits).
 `
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
@@ -75,6 +88,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	name := fs.String("server", "", "the server's name in the config")
+	set := addSetFlag(fs)
 	poolOnly := fs.Bool("pool-only", false, "accept a --server the config does not configure: only the pool's settings apply")
 	idle := fs.Duration("idle-timeout", 30*time.Minute, "with --listen: end a session whose client sent nothing and held no stream open this long")
 	maxSessions := fs.Int("max-sessions", proxy.DefaultMaxSessions, "with --listen: the most sessions (server processes) at once; past it, and past a few not yet initialized, a new session is a 503")
@@ -85,6 +99,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	taskTimeout := fs.Duration("task-timeout", proxy.DefaultTaskTimeout, "how long a write the server runs as a task may take to end before its outcome is unknown")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
+	decisionLog := fs.String("decision-log", "off", "append one JSON line per decided tools/call to this file, or off")
 	decideTimeout := decideTimeoutFlag(fs)
 	approvalTTL := approvalTTLFlag(fs)
 	record := addRecordFlags(fs)
@@ -108,6 +123,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--max-sessions must be more than 0"))
 	case *idle <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--idle-timeout must be more than 0"))
+	case *decisionLog == "" || *decisionLog == "-":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--decision-log takes a file (or off): stdout is the MCP client's"))
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -123,7 +140,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		met = newMetrics(&eng, false)
 		observer = met
 	}
-	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: observer})
 	if err != nil {
 		return fail(stderr, err, "run '"+checkCommand(configs)+"' to see every config problem")
 	}
@@ -145,11 +162,25 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
 	}
 	reloadOnChange(ctx, eng, configs, logger)
+	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	onDecision, err := record.open(eng, logger)
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, Logger: logger, Commands: cmds, OnDecision: onDecision}
+	var logDecision func(decision.Call, mcpxpolicy.Redacted) error
+	if *decisionLog != "off" {
+		f, err := os.OpenFile(*decisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(stderr, err, "")
+		}
+		defer f.Close()
+		dl := server.NewDecisionLogger(f, logger)
+		requestedBy := "proxy:" + *name
+		logDecision = func(call decision.Call, shown mcpxpolicy.Redacted) error {
+			return dl.Log(requestedBy, eng.Revision(), call, shown, 0)
+		}
+	}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, Logger: logger, Commands: cmds, OnDecision: onDecision, DecisionLog: logDecision}
 	command := fs.Args()
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		cmd := exec.Command(command[0], command[1:]...)

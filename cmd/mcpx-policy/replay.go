@@ -16,7 +16,7 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 )
 
-const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F]
+const replayUsage = `usage: mcpx-policy replay --config F [--config F…] [--against F…] [--catalog F] [--set PATH=VALUE…]
                           [--format text|json] CALL.json|DIR…
 
 Decides recorded calls again and prints the ones whose decision changes
@@ -38,9 +38,9 @@ such a call says so next to its change.
   mcpx-policy replay --config policy.yaml --against policy-next.yaml record/
   mcpx-policy replay --config policy.yaml --format json record/20260105T101112.000000000Z-1a2b3c4d.json
 
-Exit status: 0 no decision changes, 1 some do, 2 error (usage, config, a
-call that cannot be read, a recorded call without a decision and no
---against).
+Exit status: 0 no decision changes, 1 error (usage, config, a call that
+cannot be read, a recorded call without a decision and no --against), 2
+some decisions change.
 `
 
 // replayed is one call's line in --format json.
@@ -79,40 +79,39 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var configs, against stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
+	set := addSetFlag(fs)
 	fs.Var(&against, "against", "the config to compare with (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file (for call files that name their tool)")
 	format := formatFlag(fs)
 	decideTimeout := decideTimeoutFlag(fs)
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError2(stdout, stderr, replayUsage, err)
+		return usageError(stdout, stderr, replayUsage, err)
 	}
 	switch {
 	case len(configs) == 0:
-		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("replay needs --config"))
+		return usageError(stdout, stderr, replayUsage, fmt.Errorf("replay needs --config"))
 	case len(paths) == 0:
-		return usageError2(stdout, stderr, replayUsage, fmt.Errorf("replay needs recorded calls: files or a record directory"))
+		return usageError(stdout, stderr, replayUsage, fmt.Errorf("replay needs recorded calls: files or a record directory"))
 	case format.check() != nil:
-		return usageError2(stdout, stderr, replayUsage, format.check())
+		return usageError(stdout, stderr, replayUsage, format.check())
 	case *decideTimeout <= 0:
-		return usageError2(stdout, stderr, replayUsage, errDecideTimeout)
+		return usageError(stdout, stderr, replayUsage, errDecideTimeout)
 	}
 	files, err := callFiles(paths)
 	if err != nil {
-		fail(stderr, err, "")
-		return 2
+		return fail(stderr, err, "")
 	}
 	// Each config decides without the ledger and without asks on hold: a
 	// state dir of its own, removed at the end.
 	state, err := os.MkdirTemp("", "mcpx-policy-replay-")
 	if err != nil {
-		fail(stderr, err, "")
-		return 2
+		return fail(stderr, err, "")
 	}
 	defer os.RemoveAll(state)
 	ctx := context.Background()
 	open := func(paths []string, which string) (*mcpxpolicy.Engine, bool) {
-		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Env: os.Environ(), Catalog: *catalog, StateDir: state, DecideTimeout: *decideTimeout})
+		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Env: os.Environ(), Catalog: *catalog, Set: set.options(), StateDir: state, DecideTimeout: *decideTimeout})
 		if err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", which, err), "run 'mcpx-policy check --config …' to see every config problem")
 			return nil, false
@@ -124,12 +123,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	eng, ok := open(configs, "--config")
 	if !ok {
-		return 2
+		return 1
 	}
 	var other *mcpxpolicy.Engine
 	if len(against) > 0 {
 		if other, ok = open(against, "--against"); !ok {
-			return 2
+			return 1
 		}
 	}
 	failed := false
@@ -153,8 +152,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			enc := json.NewEncoder(&buf)
 			enc.SetEscapeHTML(false)
 			if err := enc.Encode(r); err != nil {
-				fail(stderr, err, "")
-				return 2
+				return fail(stderr, err, "")
 			}
 			stdout.Write(buf.Bytes())
 			continue
@@ -172,9 +170,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case failed:
-		return 2
-	case changed > 0:
 		return 1
+	case changed > 0:
+		return exitFound
 	}
 	return 0
 }

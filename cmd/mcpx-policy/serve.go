@@ -21,7 +21,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
-const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--state-dir D]
+const serveUsage = `usage: mcpx-policy serve --config F [--config F…] [--catalog F] [--set PATH=VALUE…] [--state-dir D]
                          [--addr 127.0.0.1:8181] [--token-file F] [--decision-log -|PATH|off]
                          [--max-body 1048576] [--decide-timeout 5s] [--approval-ttl 5m]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
@@ -46,6 +46,8 @@ A decision that takes longer than --decide-timeout is stopped and answered
 with a PolicyError deny. It binds to loopback unless --addr says otherwise.
 Config files (and conf.d/*.yaml) are watched and reloaded on change and on
 SIGHUP; a config that fails to load is logged and the old policy stays.
+An unknown-outcome ledger that stops reading (a PostgreSQL database down)
+is logged on stderr once, and again once when it reads again.
 SIGINT or SIGTERM drains in-flight requests and exits. POST bodies need
 Content-Type: application/json; a browser request from another origin is
 refused.
@@ -62,6 +64,10 @@ the oldest records are removed (docs/rollout.md).
   mcpx-policy serve --config mcpx-policy.yaml --addr 127.0.0.1:9000 --token-file /run/secrets/mcpx-token
   curl -s -H 'Content-Type: application/json' localhost:8181/v1/decide -d @examples/calls/3-write-outside-workspace.json
   mcpx-policy serve --config mcpx-policy.yaml --record /var/lib/mcpx-policy/record --record-redact @secrets --record-redact /content
+
+Exit status: 0 after SIGINT or SIGTERM, once in-flight requests are done;
+1 error (usage, a config that does not load, an address that cannot be
+listened on).
 `
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -70,6 +76,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var configs stringList
 	fs.Var(&configs, "config", "config file (repeatable, layered in order)")
 	catalog := fs.String("catalog", "", "tool catalog file (lets calls name a tool instead of sending it)")
+	set := addSetFlag(fs)
 	stateDir := fs.String("state-dir", "", "state directory holding ledger.json")
 	addr := fs.String("addr", "127.0.0.1:8181", "listen address")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token for POST /v1/writes/clear and /v1/approvals/ID")
@@ -121,7 +128,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var eng *mcpxpolicy.Engine
 	met := newMetrics(&eng, true)
-	opts := mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
+	opts := mcpxpolicy.Options{ConfigPaths: configs, Env: os.Environ(), Catalog: *catalog, Set: set.options(), StateDir: *stateDir, DecideTimeout: *decideTimeout, ApprovalTTL: *approvalTTL, Observer: met}
 	eng, err := mcpxpolicy.New(ctx, opts)
 	if err != nil {
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
@@ -158,6 +165,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		watchPaths = append(watchPaths, *catalog)
 	}
 	reloadOnChange(ctx, eng, watchPaths, logger)
+	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(capped.Listener()) }()

@@ -35,6 +35,9 @@ The ledger is the one the gateway uses: with --config, the one its ledger
 section names (a PostgreSQL database a fleet shares, docs/ledger.md); else
 ledger.json in the state dir, which defaults to $MCPX_POLICY_STATE_DIR,
 else $XDG_STATE_HOME/mcpx-policy, else ~/.local/state/mcpx-policy.
+
+Exit status: 0 listed or cleared (nothing to clear included), 1 error
+(usage, an --id that is not pending, a ledger that cannot be read).
 `
 
 // runWrites runs `mcpx-policy writes …` (args exclude "writes") and returns
@@ -85,8 +88,8 @@ func runWrites(args []string, stdout, stderr io.Writer) int {
 		// one line an entry: its server's seen token (writes clear
 		// SERVER --seen TOKEN clears all of its entries listed here and
 		// none recorded since), and how to clear this one
-		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s%s\n",
-			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], mcpxpolicy.Commands{}.WritesClear(e.Server, e.ID, ""), extra)
+		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\tseen=%s\tclear: %s\n",
+			e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256, seen[e.Server], clearCommand(e.Server, e.ID, "", extra))
 	}
 	if n := st.InFlight; n > 0 {
 		fmt.Fprintf(stdout, "(%d write(s) in flight in live processes)\n", n)
@@ -169,7 +172,7 @@ func writesChanged(stdout, stderr io.Writer, l *mcpxpolicy.Writes, server string
 		fmt.Fprintf(stdout, "%s\t%s\t%s\tid=%s\targs_sha256=%s\n", e.Server, e.Tool, e.Time, e.ID, e.ArgsSHA256)
 	}
 	return fail(stderr, fmt.Errorf("the unknown-outcome writes of %s changed since they were listed: nothing was cleared", server),
-		"check the ones listed above, then: "+mcpxpolicy.Commands{}.WritesClear(server, "", st.Seen[server])+extra)
+		"check the ones listed above, then: "+clearCommand(server, "", st.Seen[server], extra))
 }
 
 // ledgerFlags is the --config and --state-dir flags of the commands writes
@@ -208,4 +211,12 @@ func writesQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// clearCommand is the SDK's writes clear command (Commands.WritesClear)
+// with this command's ledger flags (extra) put before the --reason it ends
+// with.
+func clearCommand(server, id, seen, extra string) string {
+	clear, reason, _ := strings.Cut(mcpxpolicy.Commands{}.WritesClear(server, id, seen), " --reason ")
+	return clear + extra + " --reason " + reason
 }

@@ -79,8 +79,9 @@ type Compiled struct {
 	// Warnings are findings that do not stop the load, with file and line:
 	// every setting a later layer loosened (see Load), an overrides folder
 	// without policy files, a pattern that reads as a hand-written path
-	// prefix and lets ".." or a sibling folder through (paths.go), and with
-	// a catalog the rules and patterns that match no tool.
+	// prefix and lets ".." or a sibling folder through (paths.go), each
+	// format keyword of a rule's schema (an annotation, never checked), and
+	// with a catalog the rules and patterns that match no tool.
 	Warnings []Warning
 	// Schemas maps each generated package's name to the argument-rule
 	// schema it was compiled from (decoded JSON, as written), for the
@@ -99,13 +100,14 @@ type Compiled struct {
 	// list them (all of them: one that is not is a load error).
 	Examples int
 
+	names   map[string]string       // each file as the policy names it (originNames)
 	sum     *layer                  // every layer merged (merge)
 	servers map[string]*serverLayer // sum's servers by name
 }
 
 // compile merges the layers and builds the compiled policy; problems go to c.
-func compile(layers []*layer, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
-	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*serverLayer{}}
+func compile(layers []*layer, names map[string]string, sc SchemaCompiler, ev RuleEvaluator, c *collector) *Compiled {
+	out := &Compiled{Modules: map[string]string{}, Schemas: map[string]any{}, servers: map[string]*serverLayer{}, names: names}
 	sum, loose := merge(layers)
 	out.sum = sum
 	for _, s := range sum.servers {
@@ -367,13 +369,14 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 		pkgs[r.id] = pkg
 		checked = append(checked, r)
 		out.Warnings = append(out.Warnings, pathPrefixWarnings(r)...)
+		out.Warnings = append(out.Warnings, formatWarnings(r)...)
 		argument := make([]any, len(r.argument))
 		for i, a := range r.argument {
 			argument[i] = a
 		}
 		rules[r.id] = map[string]any{
 			"id":          r.id,
-			"origin":      r.at.String(),
+			"origin":      out.origin(r.at),
 			"description": r.description,
 			"argument":    argument,
 			"paths":       readings(r.argument),
@@ -443,11 +446,21 @@ func oneLine(s string) string {
 	return strings.Join(parts, "; ")
 }
 
+// origin is o as the compiled policy shows it: "file:line" with the file
+// named by originNames, so that no path spelling reaches the data.
+func (c *Compiled) origin(o origin) string {
+	if n, ok := c.names[o.file]; ok {
+		o.file = n
+	}
+	return o.String()
+}
+
 // RuleInfo is one argument rule as the config wrote it, for publishing it
 // to clients (proxy --publish-rules).
 type RuleInfo struct {
 	ID, Description string
-	// Origin is the rule's file:line.
+	// Origin is the rule's file:line, the file named as in the policy's
+	// data (its path from the first config file's folder).
 	Origin string
 	// Argument is the key path of a per-argument rule (a name, or a JSON
 	// Pointer's unescaped tokens); nil for a rule on the whole arguments.
@@ -481,7 +494,7 @@ func (c *Compiled) RulesFor(server, tool string) []RuleInfo {
 					if len(r.argument) > 0 {
 						arg = r.argument
 					}
-					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: r.at.String(),
+					out = append(out, RuleInfo{ID: r.id, Description: r.description, Origin: c.origin(r.at),
 						Argument: arg, Required: r.required, Schema: r.schema})
 					break
 				}

@@ -56,7 +56,7 @@ const EnvPrefix = "MCPX_POLICY_"
 // replaced by later layers; patterns, rules, exemptArgs, unknownArgsTools
 // and overrides add up. A later layer (any after the first path) may make
 // the policy less strict, but never silently: every field declares how a
-// change moves strictness (direction.go, ADR 0013) — a mode by its order
+// change moves strictness (direction.go, ADR 0016) — a mode by its order
 // (write/writePolicy deny > ask > allow, unknownArgs reject > warn > off,
 // confirmDestructive true > false, enforce enforce > shadow, pinTools
 // deny > ask > off), an exemptArgs key by being added, the ledger section
@@ -70,11 +70,13 @@ const EnvPrefix = "MCPX_POLICY_"
 func Load(opts LoadOptions) (*Compiled, error) {
 	c := &collector{}
 	var layers []*layer
+	files := append([]string(nil), opts.Paths...)
 	for _, p := range opts.Paths {
 		layers = append(layers, parseFile(p, c))
 	}
 	if len(opts.Paths) > 0 {
 		for _, p := range confD(opts.Paths[0], c) {
+			files = append(files, p)
 			layers = append(layers, parseFile(p, c))
 		}
 	}
@@ -96,7 +98,7 @@ func Load(opts LoadOptions) (*Compiled, error) {
 			}
 		}
 	}
-	compiled := compile(layers, opts.SchemaCompiler, opts.RuleEvaluator, c)
+	compiled := compile(layers, originNames(files), opts.SchemaCompiler, opts.RuleEvaluator, c)
 	resolveLedger(compiled, env, c)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -106,6 +108,33 @@ func Load(opts LoadOptions) (*Compiled, error) {
 		compiled.Warnings = append(compiled.Warnings, CheckCatalog(compiled, cat)...)
 	}
 	return compiled, nil
+}
+
+// originNames names each config file as the compiled policy shows it (a
+// rule's origin in the data, and so in violations, a bundle and the
+// Revision): its path from the folder of the first file when it lies
+// under that folder ("mcpx-policy.yaml", "conf.d/10-team.yaml"), else its
+// base name. The name depends on where the files lie relative to each
+// other, never on how a path was spelled (relative, absolute, through
+// another working directory), so one configuration is one Revision and
+// one bundle wherever it is loaded from. Errors and warnings still name
+// files as they were given.
+func originNames(files []string) map[string]string {
+	names := make(map[string]string, len(files))
+	if len(files) == 0 {
+		return names
+	}
+	base, err := filepath.Abs(filepath.Dir(files[0]))
+	for _, f := range files {
+		name := filepath.Base(f)
+		if abs, aerr := filepath.Abs(f); err == nil && aerr == nil {
+			if rel, rerr := filepath.Rel(base, abs); rerr == nil && filepath.IsLocal(rel) {
+				name = filepath.ToSlash(rel)
+			}
+		}
+		names[f] = name
+	}
+	return names
 }
 
 // confD lists conf.d/*.yaml beside the first main file, in lexical order.

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 )
 
 // Main is a test binary's TestMain: when the environment variable env
@@ -52,16 +54,18 @@ func Command(env ...string) *exec.Cmd {
 }
 
 // Kills is how many kills a crash test makes: the number in the
-// environment variable env when it is set, else def (short under -short).
-func Kills(env string, def, short int) int {
+// environment variable env when it is set; else full in a full run
+// (MCPX_POLICY_TEST_FULL=1, make test-full: internal/sweep) and quick in
+// a quick one (go test, make test) or under -short.
+func Kills(env string, full, quick int) int {
 	if v := os.Getenv(env); v != "" {
 		n, _ := strconv.Atoi(v)
 		return n
 	}
-	if testing.Short() {
-		return short
+	if testing.Short() || !sweep.Full() {
+		return quick
 	}
-	return def
+	return full
 }
 
 // Child is a started child whose stdout the test reads.

@@ -1,16 +1,38 @@
 // Package jsonsuite reads the official JSON-Schema-Test-Suite (draft
-// 2020-12) for tests, in place from the workspace's shared folder
-// (../shared beside the project): the suite is never copied into the
-// project.
+// 2020-12) for tests. The suite comes through the Go module proxy, pinned:
+// the module github.com/google/jsonschema-go at Version ships the draft
+// 2020-12 files of the suite at commit SuiteCommit under
+// jsonschema/testdata/draft2020-12 (its README there names the commit and
+// the files it left out: content.json, format.json, vocabulary.json and
+// the optional folder). The go command fetches the module into its module
+// cache (`go mod download`, which `make test` and .ci/run run); the suite
+// is never copied into this repository.
 package jsonsuite
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 )
+
+// Module and Version name the module the suite comes in; go.sum holds its
+// checksum, so the bytes are the ones pinned.
+const (
+	Module  = "github.com/google/jsonschema-go"
+	Version = "v0.4.3"
+)
+
+// SuiteCommit is the JSON-Schema-Test-Suite commit Module@Version copied
+// its draft 2020-12 files from
+// (https://github.com/json-schema-org/JSON-Schema-Test-Suite/tree/83e866b46c9f9e7082fd51e83a61c5f2145a1ab7/tests/draft2020-12).
+const SuiteCommit = "83e866b46c9f9e7082fd51e83a61c5f2145a1ab7"
 
 // Group is one schema of a suite file with its cases.
 type Group struct {
@@ -30,20 +52,60 @@ type File struct {
 	Groups []Group
 }
 
-// Dir is the suite's draft 2020-12 folder.
-func Dir() string {
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(self), "..", "..") // the module's root
-	return filepath.Join(root, "..", "shared", "testdata", "json-schema-test-suite", "draft2020-12")
+var located struct {
+	once sync.Once
+	dir  string
+	err  error
 }
 
-// Files reads every file of the suite, in name order; tb fails when there
-// is none or one cannot be read.
+// Dir is the suite's draft 2020-12 folder in the module cache: the go
+// command downloads Module@Version there when it is missing (once per
+// process) and says where it is.
+func Dir() (string, error) {
+	located.once.Do(func() {
+		located.dir, located.err = download()
+	})
+	return located.dir, located.err
+}
+
+func download() (string, error) {
+	gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gocmd); err != nil {
+		gocmd = "go"
+	}
+	cmd := exec.Command(gocmd, "mod", "download", "-json", Module+"@"+Version)
+	cmd.Dir = moduleRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var mod struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &mod); jerr == nil && mod.Error != "" {
+		err = fmt.Errorf("%s", mod.Error)
+	}
+	if err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("cannot fetch the JSON Schema suite (go mod download %s@%s: %v %s); it comes from the Go module proxy, so the first run needs the network or GOPROXY",
+			Module, Version, err, strings.TrimSpace(stderr.String()))
+	}
+	return filepath.Join(mod.Dir, "jsonschema", "testdata", "draft2020-12"), nil
+}
+
+// moduleRoot is the folder of this repository's go.mod.
+func moduleRoot() string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", "..")
+}
+
+// Files reads every file of the suite, in name order; tb fails when the
+// suite cannot be fetched, holds no file or one cannot be read.
 func Files(tb testing.TB) []File {
 	tb.Helper()
-	names, err := filepath.Glob(filepath.Join(Dir(), "*.json"))
+	dir, err := Dir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(names) == 0 {
-		tb.Fatalf("no suite files under %s (../shared/testdata/json-schema-test-suite must be beside the project): %v", Dir(), err)
+		tb.Fatalf("no suite files under %s: %v", dir, err)
 	}
 	files := make([]File, len(names))
 	for i, name := range names {

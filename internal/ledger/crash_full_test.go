@@ -93,17 +93,10 @@ func crashFullChild() {
 // no lost write and no unreadable file — plus one: while the child runs,
 // every write it reports unknown (saved or not) already counts as an entry
 // in this process and in its own. MCPX_LEDGER_CRASH_KILLS/4 sets the
-// number of kills (default 100; 20 with -short); MCPX_LEDGER_FAULT=fsize
+// number of kills (100 in a full run, make test-full; else 20); MCPX_LEDGER_FAULT=fsize
 // picks the fallback fault even where a tmpfs can be mounted.
 func TestCrashKillDiskFull(t *testing.T) {
-	kills := 100
-	if testing.Short() {
-		kills = 20
-	}
-	if s := os.Getenv("MCPX_LEDGER_CRASH_KILLS"); s != "" {
-		n, _ := strconv.Atoi(s)
-		kills = max(n/4, 1)
-	}
+	kills := crashtest.Kills("MCPX_LEDGER_CRASH_KILLS", 400, 80) / 4
 	var f fault
 	if os.Getenv("MCPX_LEDGER_FAULT") == "fsize" {
 		f = &fsizeFault{d: filepath.Join(t.TempDir(), "state")}

@@ -104,7 +104,7 @@ const childDSN = "MCPX_LEDGER_TEST_DSN"
 // with SIGKILL at a random moment, and checks after each kill that the file
 // parses and that every write the child reported as being sent is either
 // settled or an unknown-outcome entry. MCPX_LEDGER_CRASH_KILLS sets the
-// number of kills (default 400; 20 with -short).
+// number of kills (400 in a full run, make test-full; else 40).
 func TestCrashKill(t *testing.T) {
 	root := t.TempDir()
 	var dir string
@@ -152,7 +152,7 @@ func TestCrashKillPostgres(t *testing.T) {
 // store the parent checks with and the child's environment; afterKill and
 // afterRecover (optional) check what is particular to the store.
 func crashKill(t *testing.T, store func(k int) (ledger.Store, []string), afterKill, afterRecover func(k int)) {
-	kills := crashtest.Kills("MCPX_LEDGER_CRASH_KILLS", 400, 20)
+	kills := crashtest.Kills("MCPX_LEDGER_CRASH_KILLS", 400, 40)
 	start := time.Now()
 	var stats struct {
 		roundCounts

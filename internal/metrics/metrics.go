@@ -1,8 +1,9 @@
 // Package metrics is what `serve` and `proxy --listen` expose on /metrics,
-// in the Prometheus text format (docs/service.md#metrics): decisions by
-// outcome, code and shadow, decision latency, evaluation errors, config reloads and
-// the revision in use, unknown-outcome entries pending per server,
-// approvals pending, and the proxy's upstream calls.
+// in the Prometheus text format or OpenMetrics (docs/service.md#metrics):
+// decisions by outcome, code and shadow, decision latency, evaluation
+// errors, config reloads and the revision in use, unknown-outcome entries
+// pending per server, approvals pending, the proxy's upstream calls and
+// the running build.
 //
 // Every Metrics has its own registry: nothing is registered in the
 // client library's global default registry, so two in one process (tests,
@@ -15,12 +16,17 @@ package metrics
 import (
 	"net/http"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/mcpx/mcpx-policy/internal/buildinfo"
 )
 
 // Namespace prefixes every metric name.
@@ -58,12 +64,15 @@ type Options struct {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	decisions [2][3][]prometheus.Counter // [shadow][outcome severity][code index]
-	latency   prometheus.Histogram
-	evalErrs  prometheus.Counter
-	reloads   [2]prometheus.Counter // ok, failed
-	lastOK    prometheus.Gauge
-	lastOKAt  prometheus.Gauge
+	decisions   [2][3][]atomic.Value // [shadow][outcome severity][code index]: a prometheus.Counter, unset until created
+	decisionVec *prometheus.CounterVec
+	codes       []string   // the code label of each code index
+	mu          sync.Mutex // guards creating a series of decisions
+	latency     prometheus.Histogram
+	evalErrs    prometheus.Counter
+	reloads     [2]prometheus.Counter // ok, failed
+	lastOK      prometheus.Gauge
+	lastOKAt    prometheus.Gauge
 
 	upstream [3]prometheus.Observer // result, error, lost
 	inflight prometheus.Gauge
@@ -98,14 +107,21 @@ func New(opts Options) *Metrics {
 		codes = append(codes, string(c.Code))
 	}
 	codes = append(codes, "other")
+	m.decisionVec = dec
+	m.codes = codes
 	for s, shadow := range []string{"false", "true"} {
 		for i, o := range outcomes {
 			if s == 1 && o == decision.Allow {
 				continue // shadow mode only lets through what the policy refused
 			}
-			m.decisions[s][i] = make([]prometheus.Counter, len(codes))
+			m.decisions[s][i] = make([]atomic.Value, len(codes))
+			if s == 1 {
+				continue // created when counted: Decided
+			}
 			for j, c := range codes {
-				m.decisions[s][i][j] = dec.WithLabelValues(string(o), c, shadow)
+				if possible(o, decision.Code(c)) {
+					m.decisions[s][i][j].Store(dec.WithLabelValues(string(o), c, shadow))
+				}
 			}
 		}
 	}
@@ -154,7 +170,14 @@ func New(opts Options) *Metrics {
 		Help: "1 when the last decision log line was written (or none was tried, or there is no decision log), 0 when it failed: decisions are refused until a line is written again.",
 	})
 	m.logWritable.Set(1)
-	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable)
+	bi := buildinfo.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "build_info",
+		Help:        "The running build, as labels: the module version, the version-control revision it was built from and the Go toolchain (mcpx-policy version); the value is always 1.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go},
+	})
+	build.Set(1)
+	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable, build)
 	if opts.Revision != nil {
 		m.reg.MustRegister(revisionCollector{desc: prometheus.NewDesc(Namespace+"_config_revision_info",
 			"The config revision in use (a hex SHA-256 of the compiled policy), as a label; the value is always 1.",
@@ -186,9 +209,34 @@ func New(opts Options) *Metrics {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves m's registry in the Prometheus exposition format (text,
-// or OpenMetrics when the scraper asks for it).
+// or OpenMetrics 1.0 when the scraper asks for it: Accept:
+// application/openmetrics-text). The Go collector's gauge
+// go_memstats_alloc_bytes is left out: in OpenMetrics its name is the
+// family of the counter go_memstats_alloc_bytes_total, and a parser
+// rejects the two (a known clash of the client library); the same value
+// is go_memstats_heap_alloc_bytes.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	return promhttp.HandlerFor(without{m.reg, clashing}, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// clashing is the family Handler leaves out.
+const clashing = "go_memstats_alloc_bytes"
+
+// without is a Gatherer that leaves one family out.
+type without struct {
+	g    prometheus.Gatherer
+	name string
+}
+
+func (w without) Gather() ([]*dto.MetricFamily, error) {
+	fams, err := w.g.Gather()
+	out := fams[:0]
+	for _, f := range fams {
+		if f.GetName() != w.name {
+			out = append(out, f)
+		}
+	}
+	return out, err
 }
 
 // Decided counts one decision: the policy's outcome, its deciding code
@@ -206,11 +254,53 @@ func (m *Metrics) Decided(outcome decision.Outcome, code decision.Code, shadow b
 	if shadow && outcome != decision.Allow {
 		s = 1
 	}
-	m.decisions[s][outcome.Severity()][col].Inc()
+	m.series(s, outcome, col).Inc()
 	m.latency.Observe(elapsed.Seconds())
 	if err != nil {
 		m.evalErrs.Inc()
 	}
+}
+
+// series is the decisions counter of shadow index s, outcome and code
+// column col, created on first use when New did not (shadow mode's
+// series, a code outside the closed set).
+func (m *Metrics) series(s int, outcome decision.Outcome, col int) prometheus.Counter {
+	slot := &m.decisions[s][outcome.Severity()][col]
+	if c, ok := slot.Load().(prometheus.Counter); ok {
+		return c
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := slot.Load().(prometheus.Counter); ok {
+		return c
+	}
+	c := m.decisionVec.WithLabelValues(string(outcome), m.codes[col], []string{"false", "true"}[s])
+	slot.Store(c)
+	return c
+}
+
+// possible reports whether the engine can decide outcome with code as its
+// deciding reason: an allow has none; an ask comes from the codes that ask
+// (and from a changed tool definition under pinTools: ask); a deny from
+// the codes that deny, but for the two a surface adds after an ask
+// (ConfirmationUnavailable, ConfirmationDeclined), which are never the
+// engine's. New creates the series of these pairs (not in shadow mode) so
+// that they read 0 before the first such decision, and no other: a series
+// such as outcome="allow", code="ArgumentRuleViolation" can never count.
+func possible(outcome decision.Outcome, code decision.Code) bool {
+	if code == NoCode {
+		return outcome == decision.Allow
+	}
+	if !code.Known() || code == decision.ConfirmationUnavailable || code == decision.ConfirmationDeclined {
+		return false
+	}
+	switch outcome {
+	case decision.Ask:
+		return code.Info().Outcome == decision.Ask || code == decision.ToolDefinitionChanged
+	case decision.Deny:
+		return code.Info().Outcome == decision.Deny
+	}
+	return false
 }
 
 // Reloaded counts one config reload; err nil means the new policy is in

@@ -69,7 +69,7 @@ func crashChild() {
 // pin and acceptance the child reported: a kill mid-write leaves the old
 // file or the new one, never a torn one, and the temp file it may leave is
 // removed by the next write. MCPX_PINS_CRASH_KILLS sets the number of kills
-// (default 100; 20 with -short).
+// (100 in a full run, make test-full; else 20).
 func TestCrashKill(t *testing.T) {
 	kills := crashtest.Kills("MCPX_PINS_CRASH_KILLS", 100, 20)
 	dir := filepath.Join(t.TempDir(), "state")

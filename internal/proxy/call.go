@@ -88,6 +88,16 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return *shown
 	}
+	if s.opts.DecisionLog != nil && listed {
+		if err := s.opts.DecisionLog(call, show()); err != nil {
+			s.log.Error("decision log", "tool", params.Name, "err", err)
+			if done() {
+				s.replyRefusal(m.ID, call, decision.Denied(d.Call, decision.PolicyError,
+					"the decision could not be written to the decision log, so the call was not sent; it can be sent again once the log can be written"))
+			}
+			return
+		}
+	}
 	if s.opts.OnDecision != nil && listed {
 		s.opts.OnDecision(call, show())
 	}

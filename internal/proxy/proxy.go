@@ -78,6 +78,10 @@ type Options struct {
 	// server lists (a hidden one too) and the policy's decision, redacted,
 	// before an ask is put to the person (proxy --record).
 	OnDecision func(decision.Call, mcpxpolicy.Redacted)
+	// DecisionLog, when set, is given the same calls and decisions as
+	// OnDecision, first (proxy --decision-log). An error refuses the call,
+	// unsent: a decision that must be logged is not acted on unlogged.
+	DecisionLog func(decision.Call, mcpxpolicy.Redacted) error
 }
 
 // ErrServerGone is returned by Run when the server's connection ended

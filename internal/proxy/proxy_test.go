@@ -90,7 +90,12 @@ func newRigAt(t *testing.T, version, config string, opts proxy.Options, server *
 	back := proxy.NewStreamConn(proxyBack, proxyBack)
 	opts.Engine, opts.Server = eng, "s"
 	opts.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() { r.done <- proxy.Run(ctx, opts, front, back) }()
+	var running sync.WaitGroup
+	running.Add(1)
+	go func() { defer running.Done(); r.done <- proxy.Run(ctx, opts, front, back) }()
+	// the proxy's last writes (a write's settling) end before the state
+	// dir is removed
+	t.Cleanup(func() { cancel(); running.Wait() })
 	var co *mcp.ClientOptions
 	if len(clientOpts) > 0 {
 		co = clientOpts[0]
@@ -193,7 +198,7 @@ func TestWriteTimeoutIsUnknown(t *testing.T) {
 	if !strings.Contains(resultText(res), "(`"+clear+"`)") {
 		t.Errorf("the answer does not name %q: %s", clear, resultText(res))
 	}
-	r.log.waitFor(t, `clear="mcpx-policy writes clear s --id `+id+` --state-dir '/var/lib/state dir'"`)
+	r.log.waitFor(t, `clear="mcpx-policy writes clear s --id `+id+` --state-dir '/var/lib/state dir' --reason '<what you found on the server>'"`)
 	select {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):

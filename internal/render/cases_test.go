@@ -138,11 +138,11 @@ func goldenCases(t *testing.T) []goldenCase {
 
 	w := fsWrite(map[string]any{"path": "/workspace/report.md", "content": "# Q3 report\n"})
 	pending := reason(decision.UnknownOutcomePending,
-		"fs.write_file: 1 earlier write to fs has an unknown outcome (write_file at 2026-11-29T09:14:03Z, args sha256 9c1d52e1…); clear it with `mcpx-policy writes clear fs` once checked")
+		"fs.write_file: 1 earlier write to fs has an unknown outcome (write_file at 2026-11-29T09:14:03Z, args sha256 9c1d52e1…); clear it with `mcpx-policy writes clear fs --reason '<what you found on the server>'` once checked")
 	pending.Details = map[string]any{
 		"entries": []any{map[string]any{"id": "01JDX3K8Q2W7RZ5M0N4B6C9V1T", "tool": "write_file",
 			"time": "2026-11-29T09:14:03Z", "args_sha256": "9c1d52e1a7c04f3b8e2d6f10b5a9c3e7d4f8a2b6c0e1d3f5a7b9c2e4f6a8b0d1", "surface": "mcp"}},
-		"clear": "mcpx-policy writes clear fs",
+		"clear": "mcpx-policy writes clear fs --reason '<what you found on the server>'",
 	}
 	add("UnknownOutcomePending", w, deny(t, w, true, pending))
 

@@ -63,7 +63,7 @@ var riderCases = []struct{ suffix, result, outputSchema string }{
 func TestGoldenUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	r := render.UnknownOutcome("fs", "write_file", "3f9c2a1b7d4e8f60", "no answer within 10m0s",
-		"mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --state-dir '/var/lib/mcpx policy'")
+		"mcpx-policy writes clear fs --id 3f9c2a1b7d4e8f60 --state-dir '/var/lib/mcpx policy' --reason '<what you found on the server>'")
 	golden(t, "UnknownOutcome.mcp.json", mustJSON(t, r))
 }
 

@@ -443,7 +443,7 @@ func TestRedactIsIdempotentAndDoesNotModify(t *testing.T) {
 func TestRedactKeepsTheClearCommand(t *testing.T) {
 	t.Parallel()
 	const state = "/tmp/TestPrintedClearCommandRunseval_text266577991/001"
-	const clear = "mcpx-policy writes clear fs --state-dir " + state
+	const clear = "mcpx-policy writes clear fs --state-dir " + state + " --reason '<what you found on the server>'"
 	const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}, Args: map[string]any{"path": "/w/a"}}
 	r := reason(decision.UnknownOutcomePending, "fs.write_file: "+secret+"; no further writes to fs until an operator checks what happened and clears them with: "+clear)

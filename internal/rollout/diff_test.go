@@ -93,7 +93,7 @@ servers:
 `, "", 1), "tools: [write_file]", "tools: [write_file, edit_file]", 1) + "",
 			want: []string{
 				`server fs: loosening hiddenTools pattern "move_*" removed`,
-				`server fs: tightening rule ws (NEW:17): tools ["write_file"] -> ["edit_file","write_file"]`,
+				`server fs: tightening rule ws (new.yaml:17): tools ["write_file"] -> ["edit_file","write_file"]`,
 			},
 		},
 		{
@@ -101,15 +101,15 @@ servers:
 			new:  strings.Replace(base, `"^/workspace/"`, `"^/workspace/src/"`, 1) + "    exemptArgs: [format]\n",
 			want: []string{
 				`server fs: loosening argument "format" now exempt from the unknown-arguments check`,
-				`server fs: changed rule ws (NEW:18): its schema changed`,
+				`server fs: changed rule ws (new.yaml:18): its schema changed`,
 			},
 		},
 		{
 			name: "a pool rule removed reaches every server",
 			new:  strings.Replace(base, "  argumentRules:\n    - id: no-force\n      tools: [git_push]\n      argument: force\n      schema: {const: false}\n", "", 1),
 			want: []string{
-				"server fs: loosening rule no-force (OLD:8) no longer applies",
-				"servers neither config names: loosening rule no-force (OLD:8) no longer applies",
+				"server fs: loosening rule no-force (old.yaml:8) no longer applies",
+				"servers neither config names: loosening rule no-force (old.yaml:8) no longer applies",
 			},
 		},
 		{
@@ -133,7 +133,9 @@ servers:
 			t.Parallel()
 			dir := t.TempDir()
 			d := rollout.Compare(asWritten(t, dir, "old.yaml", base), asWritten(t, dir, "new.yaml", tc.new))
-			text := strings.NewReplacer(filepath.Join(dir, "old.yaml"), "OLD", filepath.Join(dir, "new.yaml"), "NEW").Replace(d.Text("old.yaml", "new.yaml", ""))
+			// a rule's origin names its file as the policy does (its base
+			// name here), never by the temp dir's path
+			text := d.Text("old.yaml", "new.yaml", "")
 			got := changeLines(text)
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("changes:\n got: %s\nwant: %s\n\n%s", strings.Join(got, "\n      "), strings.Join(tc.want, "\n      "), text)

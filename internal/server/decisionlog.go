@@ -143,6 +143,31 @@ func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, sho
 	if l == nil {
 		return nil
 	}
+	return l.log(r.RemoteAddr, rev, call, shown, took)
+}
+
+// DecisionLogger writes the decision log of a process that is not serve's
+// handler — the proxy's --decision-log —: one LogEntry per line, as serve
+// writes them, a line cut short by a full disk cut off again. Safe for
+// concurrent use.
+type DecisionLogger struct{ l *decisionLog }
+
+// NewDecisionLogger returns a DecisionLogger writing to w; logger (nil:
+// none) hears when the log cannot be written and when it can again.
+func NewDecisionLogger(w io.Writer, logger *slog.Logger) *DecisionLogger {
+	return &DecisionLogger{l: newDecisionLog(w, time.Now, logger, nil)}
+}
+
+// Log writes the line of one decision: requestedBy says who asked (the
+// proxy names its server, "proxy:fs"), revision is the config revision the
+// decision was made with, took how long it took (0 when not measured: the
+// metrics are then left empty). An error is a *LogUnwritableError.
+func (dl *DecisionLogger) Log(requestedBy, revision string, call decision.Call, shown mcpxpolicy.Redacted, took time.Duration) error {
+	return dl.l.log(requestedBy, revision, call, shown, took)
+}
+
+// log writes the line of one decision (see write).
+func (l *decisionLog) log(requestedBy, rev string, call decision.Call, shown mcpxpolicy.Redacted, took time.Duration) error {
 	sum, err := decision.ArgsSHA256(call.Args)
 	if err != nil {
 		sum = ""
@@ -162,10 +187,13 @@ func (l *decisionLog) write(r *http.Request, rev string, call decision.Call, sho
 			Reasons: logReasons(d.Reasons), Warnings: logReasons(d.Warnings),
 		},
 		Erased:      erased,
-		RequestedBy: r.RemoteAddr,
+		RequestedBy: requestedBy,
 		Timestamp:   l.now().UTC().Format(time.RFC3339Nano),
-		Metrics:     map[string]int64{"timer_server_handler_ns": took.Nanoseconds()},
+		Metrics:     map[string]int64{},
 		Bundles:     map[string]map[string]any{"mcpx": {"revision": rev}},
+	}
+	if took > 0 {
+		e.Metrics["timer_server_handler_ns"] = took.Nanoseconds()
 	}
 	if d.Shadow != nil {
 		e.Result.Shadow = &LogShadow{Outcome: d.Shadow.Outcome, Step: d.Shadow.Step, Reasons: logReasons(d.Shadow.Reasons)}

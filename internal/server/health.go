@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpx/mcpx-policy/internal/buildinfo"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 	"github.com/mcpx/mcpx-policy/internal/metrics"
 )
@@ -18,10 +19,13 @@ type Prober interface {
 	Warnings() []string
 }
 
-// Health is the body of GET /healthz: the process is up and serving.
+// Health is the body of GET /healthz: the process is up and serving,
+// the config revision it decides with, and the build that runs
+// (`mcpx-policy version`).
 type Health struct {
-	Status   string `json:"status"`
-	Revision string `json:"revision"`
+	Status   string         `json:"status"`
+	Revision string         `json:"revision"`
+	Build    buildinfo.Info `json:"build"`
 }
 
 // Readiness is the body of GET /readyz: "ready" with 200, or "not ready"
@@ -47,12 +51,15 @@ type readiness struct {
 	check func() error
 }
 
+// build is the running build, read once.
+var build = buildinfo.Read()
+
 // healthz answers liveness: 200 while the process serves HTTP. It checks
 // nothing else, so a ledger an operator must repair never gets the
 // process restarted (that is /readyz's to say).
 func healthz(p Prober) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, Health{Status: "ok", Revision: p.Revision()})
+		writeJSON(w, http.StatusOK, Health{Status: "ok", Revision: p.Revision(), Build: build})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/buildinfo"
 )
 
 // scrape GETs /metrics and parses the text exposition.
@@ -154,13 +156,15 @@ func TestMetricsAfterAScriptedRun(t *testing.T) {
 	}
 }
 
-// TestProbes: /healthz is 200 while the process serves; /readyz is 200
-// with a readable ledger and 503, naming the ledger, when it does not
-// read.
+// TestProbes: /healthz is 200 while the process serves, with the config
+// revision and the running build; /readyz is 200 with a readable ledger
+// and 503, naming the ledger, when it does not read.
 func TestProbes(t *testing.T) {
 	f := newFixture(t, token)
 	if status, body := f.do(t, "GET", "/healthz", "", ""); status != 200 || body["status"] != "ok" || body["revision"] != f.eng.Revision() {
 		t.Errorf("GET /healthz = %d %v", status, body)
+	} else if b, _ := body["build"].(map[string]any); b["version"] != buildinfo.Read().Version || b["revision"] != buildinfo.Read().Revision || b["go"] != runtime.Version() {
+		t.Errorf("GET /healthz: build %v, want %+v", body["build"], buildinfo.Read())
 	}
 	if status, body := f.do(t, "GET", "/readyz", "", ""); status != 200 || body["status"] != "ready" {
 		t.Errorf("GET /readyz = %d %v", status, body)

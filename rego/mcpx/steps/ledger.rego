@@ -15,8 +15,9 @@ import data.mcpx.lib.req
 # clear_command is the bare command that clears this server's entries. The
 # policy names it without where the ledger is: the process that answers
 # (the SDK's Engine, a gateway) spells it with its state dir or config
-# (docs/fleet.md, "Commands in the answer").
-clear_command := sprintf("mcpx-policy writes clear %s", [req.doc.server])
+# (docs/fleet.md, "Commands in the answer"). It carries a --reason for the
+# operator to fill in, so that the ledger keeps why it was cleared.
+clear_command := sprintf("mcpx-policy writes clear %s --reason '<what you found on the server>'", [req.doc.server])
 
 # writes_command is the bare command that lists the entries and says why
 # the ledger cannot be read, spelled by the answer as clear_command is.

@@ -12,11 +12,11 @@ test_pending_entry_denies_write_and_names_clear_command if {
 	count(r) == 1
 	some reason in r
 	reason.code == "UnknownOutcomePending"
-	reason.details.clear == "mcpx-policy writes clear fs"
+	reason.details.clear == "mcpx-policy writes clear fs --reason '<what you found on the server>'"
 	reason.details.entries == [{"id": "e1", "tool": "write_file", "time": "2026-11-29T10:00:00Z", "args_sha256": "0123456789abcdef0123"}]
 	reason.details.total == 1
 	contains(reason.message, "write_file at 2026-11-29T10:00:00Z, id e1, args sha256 0123456789ab")
-	endswith(reason.message, "clears them with: mcpx-policy writes clear fs")
+	endswith(reason.message, "clears them with: mcpx-policy writes clear fs --reason '<what you found on the server>'")
 }
 
 # The deny names the bare command, whatever else input.ledger holds (an
@@ -28,15 +28,15 @@ test_clear_command_is_bare if {
 	}
 	r := ledger.deny with input as _write([_entry("e1", "fs")]) with data.mcpx.config as testdata.config
 	some reason in r
-	reason.details.clear == "mcpx-policy writes clear fs"
+	reason.details.clear == "mcpx-policy writes clear fs --reason '<what you found on the server>'"
 }
 
 _default_clear(clear) if {
 	inp := object.union(_write([_entry("e1", "fs")]), {"ledger": {"entries": [_entry("e1", "fs")], "clear": clear}})
 	r := ledger.deny with input as inp with data.mcpx.config as testdata.config
 	some reason in r
-	reason.details.clear == "mcpx-policy writes clear fs"
-	endswith(reason.message, "clears them with: mcpx-policy writes clear fs")
+	reason.details.clear == "mcpx-policy writes clear fs --reason '<what you found on the server>'"
+	endswith(reason.message, "clears them with: mcpx-policy writes clear fs --reason '<what you found on the server>'")
 }
 
 test_several_entries_counted if {
