@@ -174,6 +174,14 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		r = redact.Of(d, call.Args)
 	}
 	a.Err = err
+	if d.Outcome == decision.Ask {
+		// An ask too large to show in full is refused, never asked: a
+		// person approves only what they can read.
+		if _, err := render.Prompt(call, r); errors.Is(err, render.ErrPromptTooLarge) {
+			d = render.UnavailableFor(d, err)
+			r = redact.Of(d, call.Args)
+		}
+	}
 	asker := call
 	asker.Caller = opts.Caller
 	if opts.OutOfBand && err == nil && a.Approval == "" && d.Outcome == decision.Ask {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -167,21 +168,26 @@ func (a *Approvals) Decline(id string) (decision.ApprovalRequest, error) {
 // req.ID). Nothing is ever approved by itself: an unanswered request
 // expires after Options.ApprovalTTL.
 //
-// The request is bound to the sha256 of the unredacted canonical call
-// (server, tool, arguments) and to what else the person is shown or the
-// policy judged: the reasons to ask (codes and messages), whether the call
-// is a write and destructive, the call's principal, and the config
-// revision that asked (Revision). A call that differs in any of them, or
-// is decided by another config, does not use the approval.
-// It counts against call.Caller's quota (Options.MaxApprovalsPerCaller,
-// per principal), its surface's (half of Options.MaxApprovals) and the
+// The prompt shows every byte the request binds (secrets aside, which
+// are bound by the call's sha256 and marked as redacted), and the request
+// is bound to it: the sha256 of the unredacted canonical call (server,
+// tool, arguments) and the binding the prompt carries, which digests the
+// text the person is shown (the reasons to ask, the call as shown, whether
+// it is a write and destructive) and the call's principal — and to the
+// config revision that asked (Revision). A call that differs in any of
+// them, or is decided by another config, does not use the approval. It
+// counts against call.Caller's quota (Options.MaxApprovalsPerCaller, per
+// principal), its surface's (half of Options.MaxApprovals) and the
 // store's.
 //
-// Errors: ErrNotAsk (d is not an ask), an error when d was decided for
-// another call or the arguments are not JSON, ErrApprovalsFull (a quota
-// is reached: the text says whose), ErrApprovalTooLarge, ErrUnreadable,
-// I/O errors. On error the ask stands; a surface that cannot put it to a
-// person denies it (mcpgate.Unavailable). Safe for concurrent use.
+// Errors: ErrNotAsk (d is not an ask), mcpgate.ErrPromptTooLarge (the
+// call is too large to show in full: it is refused, never asked), an
+// error when d was decided for another call or the arguments are not
+// JSON, ErrApprovalsFull (a quota is reached: the text says whose),
+// ErrApprovalTooLarge, ErrUnreadable, I/O errors. On error the ask
+// stands; a surface that cannot put it to a person denies it
+// (mcpgate.UnavailableFor(d, err), which says why). Safe for concurrent
+// use.
 func (e *Engine) RequestApproval(call decision.Call, d decision.Decision) (decision.ApprovalRequest, error) {
 	return e.hold(call, redact.Of(d, call.Args))
 }
@@ -192,7 +198,7 @@ func (e *Engine) hold(call decision.Call, r redact.Decision) (decision.ApprovalR
 	if err != nil {
 		return decision.ApprovalRequest{}, err
 	}
-	bind, err := approvalBinding(call, prompt, e.Revision())
+	bind, err := approvalBinding(prompt, e.Revision())
 	if err != nil {
 		return decision.ApprovalRequest{}, err
 	}
@@ -227,25 +233,11 @@ func principalID(call decision.Call) string {
 	return call.Principal.ID
 }
 
-// approvalBinding digests what an approval is bound to besides the call's
-// sha256: the reasons to ask as the person was shown them (redacted), the
-// write and destructive flags, the principal, and the revision of the
-// config that asked.
-func approvalBinding(call decision.Call, p render.AskPrompt, revision string) (string, error) {
-	var principal any
-	if call.Principal != nil {
-		groups := make([]any, len(call.Principal.Groups))
-		for i, g := range call.Principal.Groups {
-			groups[i] = g
-		}
-		principal = map[string]any{"id": call.Principal.ID, "groups": groups}
-	}
-	reasons := make([]any, len(p.Reasons))
-	for i, r := range p.Reasons {
-		reasons[i] = map[string]any{"code": string(r.Code), "message": r.Message}
-	}
-	b, err := decision.Canonical(map[string]any{"reasons": reasons, "write": p.Write, "destructive": p.Destructive, "principal": principal,
-		"revision": revision})
+// approvalBinding is what an approval is bound to besides the call's
+// sha256: the prompt's binding (the text the person was shown and the
+// call's principal) and the revision of the config that asked.
+func approvalBinding(p render.AskPrompt, revision string) (string, error) {
+	b, err := decision.Canonical(map[string]any{"prompt": p.Binding, "revision": revision})
 	if err != nil {
 		return "", fmt.Errorf("mcpxpolicy: approval binding: %w", err)
 	}
@@ -305,10 +297,16 @@ func (e *Engine) useApproval(call decision.Call, d decision.Decision, r redact.D
 		return d, nil
 	}
 	prompt, err := render.Prompt(call, r)
+	if errors.Is(err, render.ErrPromptTooLarge) {
+		// Too large to show in full now, so it cannot have been shown:
+		// refused, and the approval is spent.
+		e.approvals.s.Discard(id)
+		return render.UnavailableFor(d, err), fmt.Errorf("%w: %w", approval.ErrRefused, err)
+	}
 	if err != nil {
 		return render.Unavailable(d), fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	bind, err := approvalBinding(call, prompt, e.Revision())
+	bind, err := approvalBinding(prompt, e.Revision())
 	if err != nil {
 		return render.Unavailable(d), err
 	}

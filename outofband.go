@@ -52,7 +52,7 @@ func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Dec
 	if err != nil {
 		return render.Unavailable(d), decision.ApprovalRequest{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	bind, err := approvalBinding(call, prompt, e.Revision())
+	bind, err := approvalBinding(prompt, e.Revision())
 	if err != nil {
 		return render.Unavailable(d), decision.ApprovalRequest{}, err
 	}

@@ -2,6 +2,7 @@ package mcpxpolicy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -85,11 +86,18 @@ func (r Rendering) MarshalJSON() ([]byte, error) {
 // daemon an HTTP status and JSON body, for MCP the CallToolResult (or, for
 // a hidden tool, the unknown-tool JSON-RPC error; for an ask, the
 // elicitation request), for the CLI the text. Values echoed from the
-// arguments are redacted already (Redact) and cut when long. It fails for
-// an unknown surface and when an ask's prompt cannot be built. Pure; safe
-// for concurrent use.
+// arguments are redacted already (Redact) and cut when long. An ask too
+// large to show in full (its prompt would pass render.MaxShownBytes) is
+// not asked: it renders as the ConfirmationUnavailable deny that says so
+// (mcpgate.UnavailableFor). It fails for an unknown surface and when an
+// ask's prompt cannot be built otherwise. Pure; safe for concurrent use.
 func Render(surface string, call decision.Call, r Redacted) (Rendering, error) {
 	v, err := render.Render(surface, call, r.r)
+	if errors.Is(err, render.ErrPromptTooLarge) {
+		// Answer refuses such an ask before it renders; a caller that
+		// renders one itself gets the same refusal.
+		v, err = render.Render(surface, call, redact.Of(render.UnavailableFor(r.r.Doc(), err), call.Args))
+	}
 	if err != nil {
 		return Rendering{}, err
 	}

@@ -96,6 +96,20 @@ func Declined(d decision.Decision) decision.Decision { return render.Declined(d)
 // allow. Any other decision is returned as it is.
 func Unavailable(d decision.Decision) decision.Decision { return render.Unavailable(d) }
 
+// ErrPromptTooLarge is matched (errors.Is) by the error of an ask too
+// large to show in full for confirmation (Engine.RequestApproval's): its
+// prompt would pass render's limit, and a person approves only what they
+// can read, so it is refused, never asked.
+var ErrPromptTooLarge = render.ErrPromptTooLarge
+
+// UnavailableFor is Unavailable for an ask that could not be put on hold
+// because of err: for ErrPromptTooLarge the deny says the call is too
+// large to show in full (details "refused", "bytes", "limit"); for any
+// other err it is Unavailable(d), whose message names no internal error.
+func UnavailableFor(d decision.Decision, err error) decision.Decision {
+	return render.UnavailableFor(d, err)
+}
+
 // AddShadow returns the CallToolResult result with
 // _meta["mcpx-policy/shadow"] holding the decision as it would be
 // enforced, when shadow mode let its call through

@@ -230,7 +230,7 @@ func (r replayed) text() string {
 		fmt.Fprintf(&b, "  after:  %s\n", r.After.Message)
 	}
 	if len(r.Redacted) > 0 {
-		fmt.Fprintf(&b, "  note: recorded with %s redacted; the replay judged the placeholder %q there\n", strings.Join(r.Redacted, ", "), "[REDACTED]")
+		fmt.Fprintf(&b, "  note: recorded with %s redacted; the replay judged the placeholders (%q, [REDACTED <what>, <n> chars]) there\n", strings.Join(r.Redacted, ", "), "[REDACTED]")
 	}
 	return b.String()
 }

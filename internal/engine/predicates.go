@@ -64,6 +64,8 @@ plain_text(s) if mcpx_engine.plain_text(s)
 
 plain_value(key, v) if mcpx_engine.plain_value(key, v)
 
+plain_args(args) if mcpx_engine.plain_args(args)
+
 _facts := tool.facts(input.server, input.tool.name) if {
 	is_string(input.server)
 	is_string(input.tool.name)
@@ -164,6 +166,10 @@ func (p *predicates) options() []func(*rego.Rego) {
 		rego.Function2(decl("plain_value"), func(_ rego.BuiltinContext, key, v *ast.Term) (*ast.Term, error) {
 			return ast.InternedTerm(p.secrets.plainValue(key.Value, v.Value)), nil
 		}),
+		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "plain_args", Decl: types.NewFunction(types.Args(types.A), types.B)},
+			func(_ rego.BuiltinContext, args *ast.Term) (*ast.Term, error) {
+				return ast.InternedTerm(p.secrets.plainArgs(args.Value)), nil
+			}),
 	}
 }
 
@@ -181,6 +187,7 @@ func predicateDeclarations() map[string]*ast.Builtin {
 		engineBuiltinPrefix + "vouched":           {Name: engineBuiltinPrefix + "vouched", Decl: types.NewFunction(types.Args(types.A, types.A), types.NewSet(types.S))},
 		engineBuiltinPrefix + "plain_text":        {Name: engineBuiltinPrefix + "plain_text", Decl: types.NewFunction(types.Args(types.A), types.B)},
 		engineBuiltinPrefix + "plain_value":       {Name: engineBuiltinPrefix + "plain_value", Decl: two},
+		engineBuiltinPrefix + "plain_args":        {Name: engineBuiltinPrefix + "plain_args", Decl: types.NewFunction(types.Args(types.A), types.B)},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +31,7 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/engine"
 	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 	"github.com/mcpx/mcpx-policy/internal/redact"
+	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 	"github.com/mcpx/mcpx-policy/internal/sweep"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
 )
@@ -37,7 +39,7 @@ import (
 // harness asks every engine-only predicate of lib.predicates on the input:
 // the rules as booleans, package_accepts for each of the tool's matched
 // packages and accepting_packages (their set), plain_text for every string and key of the input, plain_value
-// for every value of the arguments under its key. Evaluated on the engine
+// for every value of the arguments under its key, plain_args for the arguments. Evaluated on the engine
 // (the predicates answered in Go) and on the same policy as stock OPA
 // evaluates a bundle (the predicates in Rego).
 const harness = `package mcpx_predicates_harness
@@ -54,6 +56,7 @@ answers := {
 	"accepting_packages": {pkg | some pkg in predicates.accepting_packages},
 	"plain_text": plain_text,
 	"plain_value": plain_value,
+	"plain_args": plain_args,
 }
 
 well_formed := true if predicates.well_formed else := false
@@ -88,6 +91,11 @@ _strings contains k if {
 }
 
 plain_value := {[k, v] | some [k, v] in _values; predicates.plain_value(k, v)}
+
+plain_args := true if {
+	is_object(input)
+	predicates.plain_args(object.get(input, "args", {}))
+} else := false
 
 _values contains [_key(p), v] if {
 	is_object(input)
@@ -168,7 +176,7 @@ func (c *checker) check(t testing.TB, what string, in ast.Value, call *decision.
 	g := normal(t, goRes[0])
 	r := normal(t, regoRes[0].Expressions[0].Value)
 	yes := 0
-	for _, name := range []string{"well_formed", "no_unknown_args", "nested_keys_known", "rules_accept", "common_case"} {
+	for _, name := range []string{"well_formed", "no_unknown_args", "nested_keys_known", "rules_accept", "common_case", "plain_args"} {
 		if g[name] == true {
 			yes++
 			if r[name] != true {
@@ -497,6 +505,34 @@ servers:
     writeTools: ["/^w/"]
 `
 
+// TestPredicatesImplyRegoOnTheSecretCorpus: every secret of the corpus
+// (in a secret-named key, a name/value object, [K, V] pairs, an argument
+// vector, KEY=VALUE text, YAML, INI and .env blocks, JSON text, command
+// lines) and random nestings of it, as a call's arguments: plain_text and
+// plain_value say yes only where the policy echoes the value unchanged.
+func TestPredicatesImplyRegoOnTheSecretCorpus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "fuzz.yaml")
+	if err := os.WriteFile(cfg, []byte(fuzzConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newChecker(t, policyOf(t, cfg))
+	cases := append(secretcorpus.Cases(), secretcorpus.Shapes("pw")...)
+	cases = append(cases, secretcorpus.Shapes("hunter2")...)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := 0; i < 200; i++ {
+		cases = append(cases, secretcorpus.Nest(rng, cases[rng.IntN(len(cases))], 1+rng.IntN(4)))
+	}
+	for i, sc := range cases {
+		call := decision.Call{Server: "s", Tool: fuzzTools[i%len(fuzzTools)], Args: sc.Args}
+		c.check(t, sc.Name, nil, &call, &engine.Ledger{})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
 // fuzzTools are the tools a fuzzed call names: no schema, a plain closed
 // one with nested properties, an open one, one with patternProperties and
 // a $ref, and the names the rules and patterns single out.
@@ -530,6 +566,8 @@ func FuzzPredicates(f *testing.F) {
 		`{"server": "s", "tool": {"name": "closed", "inputSchema": {"properties": {"a": {}}}}, "args": {"a": 1, "b": 2}, "mode": "allow"}`,
 		`{"server": "s", "tool": {"name": "plain", "annotations": {"readOnlyHint": "yes"}}, "args": {}}`,
 		`{"server": 7, "tool": {"name": "plain"}, "args": {"n": 1e400}}`,
+		`{"env": [{"name": "DB_PASSWORD", "value": "pw"}], "headers": [["X-Api-Key", "k"]], "argv": ["--password", "p"]}`,
+		`{"command": "mysql", "args": ["-u", "root", "-ppw"], "body": "{\"key\": \"api_key\", \"val\": \"v\"}"}`,
 	} {
 		f.Add([]byte(seed), uint8(1), uint8(0))
 	}

@@ -237,7 +237,7 @@ func (s *session) askClient(ctx context.Context, call decision.Call, d decision.
 	req, err := eng.RequestApproval(call, d)
 	if err != nil {
 		s.log.Error("the ask could not be put on hold; refused", "tool", call.Tool.Name, "err", err)
-		return askOutcome{d: mcpgate.Unavailable(d)}
+		return askOutcome{d: mcpgate.UnavailableFor(d, err)}
 	}
 	if r.mrtr {
 		state := ownIDPrefix + rand.Text()

@@ -1,7 +1,8 @@
 // Package redact makes what every output shows of a call and its
 // decision: the one table of secret patterns (Secrets, which the policy
 // reads as data.mcpx.secrets too) and the redactor that replaces secrets
-// found by key name and by value shape, and cuts long values.
+// found by key name, by value shape and by the structure around them
+// (structure.go), and cuts long values.
 //
 // It is a policy fact, not presentation: the renderings (internal/render),
 // the decision log, the recorder and the SDK's Redact all take what this

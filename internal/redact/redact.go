@@ -113,6 +113,15 @@ type hit struct {
 // → kind, secrets seen elsewhere) and of each secret the table finds in s.
 // It returns the result and what it found in s itself (text → kind).
 func redactText(s string, known map[string]string) (string, map[string]string) {
+	return redactTextCtx(s, known, nil, true)
+}
+
+// redactTextCtx is redactText that also replaces every occurrence in s of
+// each text of extra: secrets found around s (the command line an
+// argument vector makes, the JSON text s holds), named by their hit. When
+// pathSegments is false, a random-looking segment of a path is kept (a
+// recording keeps what a replay judges a path by).
+func redactTextCtx(s string, known map[string]string, extra map[string]hit, pathSegments bool) (string, map[string]string) {
 	hits := map[string]hit{}
 	add := func(text string, h hit) {
 		if text == "" {
@@ -133,6 +142,11 @@ func redactText(s string, known map[string]string) (string, map[string]string) {
 		}
 	}
 	found := shapeSecrets(s)
+	for text, h := range extra {
+		if old, ok := found[text]; text != "" && (!ok || h.rank < old.rank) && strings.Contains(s, text) {
+			found[text] = h
+		}
+	}
 	for text, h := range found {
 		add(text, h)
 	}
@@ -142,6 +156,9 @@ func redactText(s string, known map[string]string) (string, map[string]string) {
 	for _, run := range table.run.FindAllString(masked, -1) {
 		if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
 			// A path: judge each segment on its own.
+			if !pathSegments {
+				continue
+			}
 			for _, seg := range strings.Split(run, "/") {
 				if highEntropy(seg) {
 					add(seg, hit{"high-entropy", len(table.shapes)})
@@ -246,7 +263,10 @@ func apply(s string, hits map[string]hit) string {
 		if spans[i].start != spans[j].start {
 			return spans[i].start < spans[j].start
 		}
-		return spans[i].rank < spans[j].rank
+		if spans[i].rank != spans[j].rank {
+			return spans[i].rank < spans[j].rank
+		}
+		return spans[i].kind < spans[j].kind
 	})
 	var b strings.Builder
 	last := 0
@@ -320,9 +340,18 @@ func entropy(s string) float64 {
 type redactor struct {
 	changed []string          // JSON Pointers of redacted or cut values
 	secrets map[string]string // secret text → what it was found as
+	named   map[string]bool   // JSON Pointers of values hidden whole by a name (their key's or one beside them)
+	full    bool              // nothing is cut (a prompt shows every byte)
+	depth   int               // how deep in JSON text inside strings this tree is
+	whole   string            // when set, what a value hidden by a name is replaced with, whole
+	// keepPaths keeps the random-looking segments of a path in argument
+	// strings: a recording, whose replay judges paths as they were.
+	keepPaths bool
 }
 
-func newRedactor() *redactor { return &redactor{secrets: map[string]string{}} }
+func newRedactor() *redactor {
+	return &redactor{secrets: map[string]string{}, named: map[string]bool{}}
+}
 
 func (r *redactor) note(ptr string) { r.changed = append(r.changed, ptr) }
 
@@ -342,44 +371,18 @@ func (r *redactor) learn(found map[string]string) {
 // across the cut is never half-shown.
 func (r *redactor) value(ptr, key string, v any, secretParent bool) any {
 	secret := secretParent || SecretKey(key)
+	if secret && !secretParent {
+		if out, ok := r.name(ptr, v); ok {
+			return out
+		}
+	}
 	switch t := v.(type) {
 	case string:
-		if markerRE.MatchString(t) {
-			return t
-		}
-		if secret && t != "" {
-			r.secrets[t] = "by key name"
-			r.note(ptr)
-			return redactedMarker("by key name", t)
-		}
-		out, found := redactText(t, nil)
-		r.learn(found)
-		out, cutOff := cut(out)
-		if out != t || cutOff {
-			r.note(ptr)
-		}
-		return out
+		return r.str(ptr, t, secret, nil)
 	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			kk := r.key(k)
-			m[kk] = r.value(ptr+"/"+escapePointer(kk), k, e, secret)
-		}
-		return m
+		return r.object(ptr, t, secret)
 	case []any:
-		n := len(t)
-		if n > MaxItems {
-			n = MaxItems - 1 // and one summary: cutting again changes nothing
-		}
-		out := make([]any, 0, n+1)
-		for i := 0; i < n; i++ {
-			out = append(out, r.value(ptr+"/"+strconv.Itoa(i), key, t[i], secret))
-		}
-		if len(t) > n {
-			out = append(out, fmt.Sprintf("…[cut, %d more items, %d in full]", len(t)-n, len(t)))
-			r.note(ptr)
-		}
-		return out
+		return r.array(ptr, key, t, secret, nil)
 	case []string:
 		a := make([]any, len(t))
 		for i, s := range t {
@@ -413,12 +416,47 @@ func (r *redactor) value(ptr, key string, v any, secretParent bool) any {
 	}
 }
 
+// str returns string s found at ptr as it may be shown: whole as a marker
+// when secret (by a name), else with its secret-shaped parts, the texts
+// of extra (secrets found around it) and the secrets of the JSON text it
+// holds replaced, then cut (unless r.full). Strings are redacted whole
+// before they are cut, so a secret across the cut is never half-shown.
+func (r *redactor) str(ptr, s string, secret bool, extra map[string]hit) string {
+	if markerRE.MatchString(s) {
+		return s
+	}
+	if secret && s != "" {
+		r.secrets[s] = "by key name"
+		r.note(ptr)
+		return redactedMarker("by key name", s)
+	}
+	if sub := r.jsonFinds(s); sub != nil {
+		if extra == nil {
+			extra = sub
+		} else {
+			for text, h := range sub {
+				extra[text] = h
+			}
+		}
+	}
+	out, found := redactTextCtx(s, nil, extra, !r.keepPaths)
+	r.learn(found)
+	cutOff := false
+	if !r.full {
+		out, cutOff = cut(out)
+	}
+	if out != s || cutOff {
+		r.note(ptr)
+	}
+	return out
+}
+
 // key returns an argument key as it may be echoed: its secret-shaped parts
 // redacted, then cut to MaxKeyChars.
 func (r *redactor) key(k string) string {
 	out, found := redactText(k, nil)
 	r.learn(found)
-	if utf8.RuneCountInString(out) > MaxKeyChars {
+	if !r.full && utf8.RuneCountInString(out) > MaxKeyChars {
 		n := 0
 		for pos := range out {
 			if n == MaxKeyChars {

@@ -137,7 +137,7 @@ func redactReasons(r *redactor, in []decision.Reason) []decision.Reason {
 					key = "" // the policy redacted a secret-shaped key: its value is judged by itself
 				}
 				nv.Path = r.pointer(v.Path)
-				nv.Value = r.value(nv.Path, key, v.Value, false)
+				nv.Value = r.value(nv.Path, key, v.Value, r.namedAt(nv.Path))
 				nv.Expected = r.value("", "", v.Expected, false)
 				o.Violations[j] = nv
 			}

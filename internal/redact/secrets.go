@@ -51,6 +51,29 @@ type SecretTable struct {
 	// KeyCounts are normalised names that contain a part but count tokens
 	// rather than hold one (max_tokens and its kin): never secrets.
 	KeyCounts []string `json:"keyCounts"`
+	// NameFields are normalised member names that name the value beside
+	// them: when one of them holds a string that is a secret key name
+	// ({"name": "DB_PASSWORD", "value": "…"}, {"key": "api_key", "val":
+	// "…"}, {"ParameterKey": "DbPassword", "ParameterValue": "…"}), every
+	// value field of that object (ValueFields, ValueParts) is a secret by
+	// key name.
+	NameFields []string `json:"nameFields"`
+	// ValueFields are normalised member names that hold the value a name
+	// field names; so is every name that contains one of ValueParts
+	// (value, Value, ParameterValue, SecretValue, encrypted_value). Other
+	// members beside a name field stay ({"key": "api_key", "path":
+	// "/api_key"} names an argument, it holds none).
+	ValueFields []string `json:"valueFields"`
+	ValueParts  []string `json:"valueParts"`
+	// PairKey matches an array element that names the element after it:
+	// when a string element matches it and is a secret key name, the next
+	// element is a secret by key name ([["X-Api-Key", "…"]], a flat header
+	// list, the argument vector ["--password", "…"]).
+	PairKey string `json:"pairKey"`
+	// LineWord is the longest string, in characters and without a line
+	// break, that takes part in the command line an array's strings make
+	// with the strings beside it (a word of a command, not a text).
+	LineWord int `json:"lineWord"`
 	// Schemes are HTTP auth scheme words a name=value shape must not take
 	// for the secret ("Authorization: Bearer …": the credential is its own
 	// shape).
@@ -76,7 +99,7 @@ type SecretTable struct {
 // quotedValue is the value of a name=value shape: a double-quoted string
 // (also JSON text inside a JSON string, whose quotes are escaped), a
 // single-quoted one, or a bare word.
-const quotedValue = `(\\*"(?:[^"\\\n]|\\[^"\n])*\\*"|'[^'\n]*'|[^\s,;&"'}\]]+)`
+const quotedValue = `(\\*"(?:[^"\\\n]|\\[^"\n])*\\*"|'[^'\n]*'|\{[^}\n]*\}|[^\s,;&"'}\]]+)`
 
 // glued is the value of a short flag glued to its value (-pPASS) or after
 // it: a bare word or a quoted string.
@@ -92,7 +115,17 @@ var Secrets = SecretTable{
 		"accesskey", "accountkey", "signingkey", "encryptionkey", "masterkey", "bearer",
 		"jwt", "signature", "connectionstring", "clientkey",
 	},
-	KeyExact: []string{"auth", "pwd", "pw", "pass", "otp", "totp", "sig", "dsn", "pat"},
+	KeyExact: []string{"auth", "pwd", "pw", "pass", "otp", "totp", "sig", "dsn", "pat",
+		"storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass"},
+	NameFields: []string{
+		"name", "key", "k", "header", "headername", "field", "fieldname", "variable", "var", "env", "envvar",
+		"param", "paramname", "parameter", "parametername", "parameterkey", "option", "optionname", "setting",
+		"property", "propertyname", "attribute",
+	},
+	ValueFields: []string{"val", "v", "data", "content"},
+	ValueParts:  []string{"value"},
+	PairKey:     `^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*[:=]?$`,
+	LineWord:    256,
 	KeyCounts: []string{
 		"tokens", "maxtokens", "maxnewtokens", "maxoutputtokens", "maxinputtokens",
 		"maxcompletiontokens", "numtokens", "totaltokens", "inputtokens", "outputtokens",
@@ -127,9 +160,35 @@ var Secrets = SecretTable{
 		{Kind: "password-flag", RE: `\bredis-cli\b[^\n;|&]*?\s-a\s*` + glued, Group: 1},
 		{Kind: "password-flag", RE: `\bdocker\s+login\b[^\n;|&]*?\s-p\s*` + glued, Group: 1},
 		{Kind: "password-flag", RE: `\bcurl\b[^\n;|&]*?\s(?:-u\s*|--user[\s=]+)[^\s:'"]*:` + glued, Group: 1},
+		// Clients that take a password in another flag or glued to the
+		// user: sqlcmd -P PASS, mongosh -p PASS, openssl -passin pass:PASS,
+		// smbclient -U USER%PASS, sqlplus USER/PASS@DB (and expdp, impdp,
+		// rman, sqlldr), a .netrc line.
+		{Kind: "password-flag", RE: `\b(?i:sqlcmd|bcp|osql|isql)\b[^\n;|&]*?\s-P\s*` + glued, Group: 1},
+		{Kind: "password-flag", RE: `\b(?i:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n;|&]*?\s-p\s*` + glued, Group: 1},
+		{Kind: "password-flag", RE: `(?i)-pass(?:in|out)?\s+pass:([^\s"']+)`, Group: 1},
+		{Kind: "password-flag", RE: `\bsmbclient\b[^\n;|&]*?\s-U\s*[^\s%"']+%` + glued, Group: 1},
+		{Kind: "password-flag", RE: `\b(?i:sqlplus|rman|expdp|impdp|sqlldr|dgmgrl)\s+(?:-[A-Za-z]+\s+)*(?i:userid=)?[A-Za-z0-9_$#.]+/([^\s@/"']+)`, Group: 1},
+		{Kind: "netrc", RE: `(?i)\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S+)`, Group: 1},
+		// Data source names that are not URLs: Go's MySQL driver
+		// (user:pass@tcp(host)/db), Oracle's user/pass@//host and JDBC thin.
+		{Kind: "dsn-password", RE: `\b[A-Za-z0-9_.-]*:([^\s:@/"']+)@(?:tcp6?|unix|udp|cloudsql)\(`, Group: 1},
+		{Kind: "dsn-password", RE: `(?i)\b[a-z0-9_$#.]+/([^\s@/"']+)@//`, Group: 1},
+		{Kind: "dsn-password", RE: `(?i)\bjdbc:oracle:[a-z]+:[a-z0-9_$#.]*/([^\s@/"']+)@`, Group: 1},
+		// An Authorization header of any other scheme (Token, Digest …):
+		// the credential after the scheme word.
+		{Kind: "auth-header", RE: `(?i)\bauthorization\b\\*["']?[ \t]*[:=][ \t]*\\*["']?[a-z][a-z0-9-]*[ \t]+([^\s"'\\]{6,})`, Group: 1},
 		{Kind: "query-secret", RE: `(?i)[?&]([a-z0-9_.-]+)=([^&\s#"']+)`, Group: 2, Name: 1},
 		{Kind: "assignment", RE: `(?i)([a-z0-9_.-]+)(?:\\*["'])?[ \t]*[:=][ \t]*` + quotedValue, Group: 2, Name: 1},
 		{Kind: "flag", RE: `(?i)--?([a-z0-9_-]+)\s+("[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)`, Group: 2, Name: 1},
+		// A secret name whose value is on the lines below it: the next
+		// line (YAML password:\n  value, JSON text broken over lines; not
+		// a line that opens another block), every indented line of a YAML
+		// block scalar (password: |\n  …), and a quoted value over several
+		// lines (.env).
+		{Kind: "block-value", RE: `(?im)([a-z0-9_.-]+)\\*["']?[ \t]*[:=][ \t]*\r?\n[ \t]+([^\s:|>]|[^\s][^\n]*[^\s:|>])[ \t\r]*$`, Group: 2, Name: 1},
+		{Kind: "block-value", RE: `(?i)([a-z0-9_.-]+)\\*["']?[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*\r?\n[ \t]+([^\n]*(?:\n[ \t]+[^\n]*)*)`, Group: 2, Name: 1},
+		{Kind: "block-value", RE: `(?i)([a-z0-9_.-]+)[ \t]*[:=][ \t]*("[^"\\]*(?:\\.[^"\\]*)*"|'[^']*')`, Group: 2, Name: 1},
 	},
 	Entropy: Entropy{
 		Run:         `[A-Za-z0-9+/=_-]{20,}`,
@@ -169,6 +228,9 @@ type compiled struct {
 	exact   map[string]bool
 	counts  map[string]bool
 	schemes map[string]bool
+	names   map[string]bool // NameFields
+	values  map[string]bool // ValueFields
+	pairKey *regexp.Regexp
 	shapes  []compiledShape
 	run     *regexp.Regexp
 	hex     *regexp.Regexp
@@ -196,6 +258,9 @@ func compile(t SecretTable) *compiled {
 		exact:   set(t.KeyExact),
 		counts:  set(t.KeyCounts),
 		schemes: set(t.Schemes),
+		names:   set(t.NameFields),
+		values:  set(t.ValueFields),
+		pairKey: regexp.MustCompile(t.PairKey),
 		run:     regexp.MustCompile(t.Entropy.Run),
 		hex:     regexp.MustCompile(t.Entropy.Hex),
 		uuid:    regexp.MustCompile(t.Entropy.UUID),

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,6 +18,26 @@ func Unavailable(d decision.Decision) decision.Decision {
 		"%s needs confirmation (%s) and this surface cannot ask for it; the call was not executed")
 }
 
+// UnavailableFor is Unavailable for an ask that could not be put to a
+// person because of err: when err is a *PromptTooLargeError the deny says
+// that the call is too large to show in full (details "refused", "bytes"
+// and "limit"), since a person may only approve what they can read; any
+// other err gives Unavailable(d), whose message names no internal error.
+// A decision that is not an ask is returned unchanged.
+func UnavailableFor(d decision.Decision, err error) decision.Decision {
+	var big *PromptTooLargeError
+	if d.Outcome != decision.Ask || !errors.As(err, &big) {
+		return Unavailable(d)
+	}
+	out := confirmDeny(d, decision.ConfirmationUnavailable,
+		"%s needs confirmation (%s) and is too large to show in full for confirmation (%d bytes, at most %d): a person approves only what they can read; the call was not executed",
+		big.Bytes, big.Limit)
+	out.Reasons[0].Details["refused"] = "too large to show"
+	out.Reasons[0].Details["bytes"] = big.Bytes
+	out.Reasons[0].Details["limit"] = big.Limit
+	return out
+}
+
 // Declined turns an ask whose confirmation a person declined (or
 // cancelled) into a deny with code ConfirmationDeclined, step
 // "confirmation", followed by the ask reasons. A decision that is not an ask
@@ -26,7 +47,7 @@ func Declined(d decision.Decision) decision.Decision {
 		"%s needed confirmation (%s) and it was declined; the call was not executed")
 }
 
-func confirmDeny(d decision.Decision, code decision.Code, format string) decision.Decision {
+func confirmDeny(d decision.Decision, code decision.Code, format string, more ...any) decision.Decision {
 	if d.Outcome != decision.Ask {
 		return d
 	}
@@ -44,7 +65,7 @@ func confirmDeny(d decision.Decision, code decision.Code, format string) decisio
 	out.Reasons = append([]decision.Reason{{
 		Code:    code,
 		Step:    decision.StepConfirmation,
-		Message: fmt.Sprintf(format, callName(d.Call), strings.Join(codes, ", ")),
+		Message: fmt.Sprintf(format, append([]any{callName(d.Call), strings.Join(codes, ", ")}, more...)...),
 		Details: map[string]any{"asked": codes},
 	}}, d.Reasons...)
 	return out

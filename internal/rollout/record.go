@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,7 +36,11 @@ const (
 
 // RedactSecrets, in RecorderOptions.Redact, names every argument whose key
 // is a secret's name in the secret table (token, password, api_key,
-// authorization and their kin: redact.SecretKey). It is the default.
+// authorization and their kin: redact.SecretKey) or that a name beside it
+// makes one ({"name": "DB_PASSWORD", "value": …}, ["--password", …]),
+// replaced whole, and every secret-shaped part of a string (a token in a
+// URL, a password in a command line), replaced by its marker
+// (redact.RedactReplacing). It is the default.
 const RedactSecrets = "@secrets"
 
 // RedactedValue replaces a redacted argument in a recorded call.
@@ -347,6 +352,18 @@ func (red redaction) apply(args map[string]any) (map[string]any, []string, []str
 	out, _ := walk(map[string]any(args), nil, "", true).(map[string]any)
 	if out == nil {
 		out = map[string]any{}
+	}
+	if red.secrets {
+		// By structure and by shape as every output: a value a name beside
+		// it hides ({"name": "DB_PASSWORD", "value": …}) whole, the
+		// secret-shaped parts of strings as markers.
+		var more []string
+		out, more = redact.RedactReplacing(out, RedactedValue)
+		for _, p := range more {
+			if !slices.Contains(ptrs, p) {
+				ptrs = append(ptrs, p)
+			}
+		}
 	}
 	sort.Strings(ptrs)
 	return out, ptrs, secrets

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/rollout"
+	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
 )
 
@@ -236,5 +238,76 @@ func TestRecorderRefusesAnOpenDir(t *testing.T) {
 	}
 	if _, err := rollout.OpenRecorder(rollout.RecorderOptions{Dir: dir, Redact: []string{"/a~2"}}); err == nil || !strings.Contains(err.Error(), "bad JSON Pointer") {
 		t.Errorf("a bad pointer: %v", err)
+	}
+}
+
+// TestRecorderRedactsTheCorpus records every secret of the corpus (by
+// key name, by structure, by shape: render's secretcorpus), and random
+// nestings of it, with the default redaction: no recorded file holds one,
+// and the record says where values were taken out.
+func TestRecorderRedactsTheCorpus(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := rollout.OpenRecorder(rollout.RecorderOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := append(secretcorpus.Cases(), secretcorpus.Shapes("hunter2")...)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := 0; i < 200; i++ {
+		cases = append(cases, secretcorpus.Nest(rng, cases[rng.IntN(len(cases))], 1+rng.IntN(4)))
+	}
+	for _, c := range cases {
+		b, _ := json.Marshal(c.Args)
+		if err := r.Record(testCall(c.Args), redact.Of(askDecision("fs.write_file: "+string(b)), c.Args), "rev1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, recs := records(t, dir)
+	if len(recs) != len(cases) {
+		t.Fatalf("%d records, want %d", len(recs), len(cases))
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			for _, leak := range c.Leaks {
+				if strings.Contains(string(b), leak) {
+					t.Fatalf("%s holds %q (a secret of %s):\n%s", n, leak, c.Name, b)
+				}
+			}
+		}
+	}
+	for _, rec := range recs {
+		if len(rec.Redacted) == 0 {
+			t.Errorf("a record took secrets out and says nothing: %+v", rec)
+		}
+	}
+}
+
+// TestRecorderKeepsWhatAReplayJudges: a random-looking segment of a path
+// (a temporary directory) stays in the record — a path rule judges it on
+// replay — while a secret a shape names in the same string is replaced.
+func TestRecorderKeepsWhatAReplayJudges(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := rollout.OpenRecorder(rollout.RecorderOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/tmp/TestProxyRecordsCallsForReplay3400554693/001/workspace/a.txt"
+	args := map[string]any{"path": path, "note": "key AKIAIOSFODNN7EXAMPLE in " + path}
+	if err := r.Record(testCall(args), redact.Of(askDecision("m"), args), "rev"); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := records(t, dir)
+	b, err := os.ReadFile(filepath.Join(dir, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"path": "`+path+`"`) || strings.Contains(string(b), "AKIAIOSFODNN7EXAMPLE") {
+		t.Errorf("the record changed the path a replay judges, or kept a shaped secret:\n%s", b)
 	}
 }

@@ -84,3 +84,13 @@ plain_text(s) if text.shapeless(s)
 # plain_value holds when v, found under key, is echoed as it is: redaction
 # (lib.text.value, with no other secret known) leaves it unchanged.
 plain_value(key, v) if text.value(key, v, set()) == v
+
+# plain_args holds when no structure of a call's arguments names a secret:
+# no object has a name field naming one beside another member, no array
+# element follows one that names it, and no array's command line holds a
+# secret shape (lib.text._named_roots and _ctx_finds find nothing). A
+# violation's value is then judged by itself (lib.text.show_at).
+plain_args(args) if {
+	count(text._named_roots(args)) == 0
+	count(text._ctx_finds(args)) == 0
+}

@@ -28,6 +28,119 @@ show(key, v) := _cut(v, v) if {
 	predicates.plain_value(key, v)
 } else := _cut(value(key, v, set()), v)
 
+# METADATA
+# description: |
+#   show_at is show for the value v found at JSON Pointer ptr of a call's
+#   arguments args: a value a name hides — its key's or an ancestor's, or
+#   one beside it or beside an ancestor (_names_child) — is hidden whole; a
+#   string in an array, and the strings of an array, have the secrets of
+#   the array's command line replaced. Only the ancestors of ptr are read,
+#   with its digit tokens read as array indexes and, failing that, as keys;
+#   with plain (lib.predicates.plain_args of args, asked once per call)
+#   only their names are.
+show_at(args, plain, ptr, key, v) := show(key, v) if {
+	plain
+	not contains(trim_prefix(ptr, "/"), "/") # one key: show judges it
+} else := _cut(_hide(v), v) if {
+	plain
+	_named_above(ptr)
+} else := show(key, v) if {
+	plain
+} else := _show_at(args, _readings(ptr), key, v)
+
+# _named_above holds when a key of ptr above its last names a secret.
+_named_above(ptr) if {
+	parts := split(ptr, "/")
+	count(parts) > 2
+	some t in array.slice(parts, 1, count(parts) - 1)
+	secret_key(unescape(t))
+}
+
+_show_at(args, readings, key, v) := _cut(_hide(v), v) if {
+	some t in readings
+	_named_at(args, t)
+} else := _cut(_scrub(v, set(), f), v) if {
+	is_string(v)
+	f := _line_finds_at(args, readings, 1)
+	count(f) > 0
+} else := _cut(_tree_in(key, w, set(), _named_roots(w), object.union(_ctx_finds(w), {[]: f})), v) if {
+	is_array(v)
+	f := _line_finds_at(args, readings, 0)
+	count(f) > 0
+	w := _plain(v)
+} else := show(key, v)
+
+# _readings are the paths ptr names for object.get: its digit tokens as
+# array indexes, then all its tokens as keys.
+_readings(ptr) := [[_index(t) | some t in toks], toks] if {
+	toks := [unescape(t) | some t in array.slice(split(ptr, "/"), 1, count(split(ptr, "/")))]
+}
+
+_index(t) := to_number(t) if regex.match(`^(0|[1-9][0-9]{0,8})$`, t)
+
+else := t
+
+_named_at(_, t) if {
+	some seg in t
+	is_string(seg)
+	secret_key(seg)
+}
+
+_named_at(args, t) if {
+	count(t) > 0
+	some i in numbers.range(0, count(t) - 1)
+	_names_child(object.get(args, array.slice(t, 0, i), null), t[i])
+}
+
+# _names_child holds when node names its child k a secret by structure
+# (_named_roots): a name field of the object beside it, the element before
+# it in the array.
+_names_child(o, k) if {
+	is_object(o)
+	_value_field(k)
+	_names_secret(o)
+}
+
+_names_child(a, i) if {
+	is_array(a)
+	is_number(i)
+	i > 0
+	_pair_key(a[i - 1])
+}
+
+# _line_finds_at is what the shapes find on the command line of the array
+# `up` levels above the path (of readings) in args (text._ctx_finds), or [].
+_line_finds_at(args, readings, up) := f if {
+	some t in readings
+	count(t) >= up
+	at := array.slice(t, 0, count(t) - up)
+	a := object.get(args, at, null)
+	is_array(a)
+	f := _line_finds(_line(_holder(args, at), a))
+} else := []
+
+# _line_finds is what the shapes find in a command line; a line with no
+# secret-shaped part to look for (lib.predicates.plain_text, answered in
+# Go by the embedded engine) is not searched.
+_line_finds(line) := [] if predicates.plain_text(line)
+
+else := _shape_finds(line)
+
+# _holder is the object that holds the node at path t, or {}.
+_holder(args, t) := o if {
+	count(t) > 0
+	is_string(t[count(t) - 1])
+	o := object.get(args, array.slice(t, 0, count(t) - 1), null)
+	is_object(o)
+} else := {}
+
+# _hide is v hidden whole, as under a secret key name.
+_hide(v) := _by_name(v) if {
+	_scalar(v)
+} else := v if {
+	not type_name(v) in {"object", "array", "set"}
+} else := _tree_in("", _plain(v), set(), {[]}, {})
+
 # echo is value(key, v, set()): v as it may be echoed when no other secret
 # is known (lib.predicates.plain_value spares the walk when v is plain).
 echo(key, v) := v if {
@@ -52,10 +165,12 @@ _cut(r, v) := r if {
 # description: |
 #   value returns v, found under key, as it may be echoed: a string or
 #   number under a secret key name (secret_key) is replaced whole, and so is
-#   every string and number inside an object or array under one (or under a
-#   secret-named key inside it); every other string has its secret-shaped
-#   parts and every text of known replaced (scrub), and so has every key of
-#   an object. Booleans and null stay. Nothing is cut.
+#   every string and number inside an object or array under one, under a
+#   secret-named key inside it, or named a secret by structure (a name
+#   field beside it, the element before it: _named_roots); every other
+#   string has its secret-shaped parts, every text of known and what the
+#   command line of its array holds (_ctx_finds) replaced (scrub), and so
+#   has every key of an object. Booleans and null stay. Nothing is cut.
 value(key, v, known) := _by_name(v) if {
 	_scalar(v)
 	secret_key(key)
@@ -94,12 +209,14 @@ _marker(kind, s) := sprintf("[REDACTED %s, %d chars]", [kind, count(trim(s, _tab
 # _tree replaces the strings and numbers of a composite one by one, then
 # renames its secret-shaped keys, the deepest first (two keys redacted
 # alike become one: the last moved wins).
-_tree(key, v, known) := json.patch(v, array.concat(
+_tree(key, v, known) := _tree_in(key, v, known, _named_roots(v), _ctx_finds(v))
+
+_tree_in(key, v, known, roots, ctx) := json.patch(v, array.concat(
 	[{"op": "replace", "path": p, "value": r} |
 		walk(v, [p, x])
 		count(p) > 0
 		_scalar(x)
-		r := _leaf(key, p, x, known)
+		r := _leaf(key, p, x, known, roots, ctx)
 		r != x
 	],
 	[{"op": "move", "from": m[1], "path": m[2]} | some m in sort([[0 - count(p), p, array.concat(array.slice(p, 0, count(p) - 1), [rk])] |
@@ -113,21 +230,136 @@ _tree(key, v, known) := json.patch(v, array.concat(
 	])],
 ))
 
-_leaf(key, p, x, known) := _by_name(x) if {
-	_named_path(key, p)
-} else := scrub(x, known) if {
+_leaf(key, p, x, known, roots, ctx) := _by_name(x) if {
+	_named_path(key, p, roots)
+} else := _scrub(x, known, _ctx_at(ctx, p)) if {
 	is_string(x)
 } else := x if {
 	is_number(x)
 }
 
-_named_path(key, _) if secret_key(key)
+_named_path(key, _, _) if secret_key(key)
 
-_named_path(_, p) if {
+_named_path(_, p, _) if {
 	some seg in p
 	is_string(seg)
 	secret_key(seg)
 }
+
+_named_path(_, p, roots) if {
+	count(roots) > 0
+	some i in numbers.range(0, count(p))
+	array.slice(p, 0, i) in roots
+}
+
+# METADATA
+# description: |
+#   _named_roots are the paths in v of the values a name beside them
+#   hides (Go: render's redact_structure.go): every value field (the
+#   table's valueFields, and names containing one of its valueParts) of an
+#   object whose name field (nameFields: name, key, header, …) holds a
+#   secret key name ({"name": "DB_PASSWORD", "value": …}); and an array
+#   element after a string that matches the table's pairKey and is a
+#   secret key name ([["X-Api-Key", …]], ["--password", …]).
+_named_roots(v) := {array.concat(p, [k]) |
+	walk(v, [p, o])
+	is_object(o)
+	_names_secret(o)
+	some k, _ in o
+	_value_field(k)
+} | {array.concat(p, [i]) |
+	walk(v, [p, a])
+	is_array(a)
+	some i, _ in a
+	i > 0
+	_pair_key(a[i - 1])
+}
+
+_name_fields := {x | some x in _table.nameFields}
+
+_value_fields := {x | some x in _table.valueFields}
+
+_value_field(k) if {
+	is_string(k)
+	regex.replace(lower(k), `[^a-z0-9]`, "") in _value_fields
+}
+
+_value_field(k) if {
+	is_string(k)
+	n := regex.replace(lower(k), `[^a-z0-9]`, "")
+	some part in _table.valueParts
+	contains(n, part)
+}
+
+_name_field(k) if {
+	is_string(k)
+	regex.replace(lower(k), `[^a-z0-9]`, "") in _name_fields
+}
+
+_names_secret(o) if {
+	some k, x in o
+	_name_field(k)
+	is_string(x)
+	secret_key(x)
+}
+
+_pair_key(s) if {
+	is_string(s)
+	regex.match(_table.pairKey, s)
+	secret_key(s)
+}
+
+# METADATA
+# description: |
+#   _ctx_finds maps the path of each array in v to what the table's
+#   shapes find in the command line its strings make: the string members
+#   of the object that holds it (in key order), then its own strings, each a
+#   word (_word: short, one line), joined by single spaces, when it has a
+#   word and at least two take part (["mysql", "-pPASS"],
+#   {"command": "mysql", "args": ["-pPASS"]}). Those secrets are replaced
+#   in the array's strings.
+_ctx_finds(v) := object.union_n([
+	{array.concat(p, [k]): f |
+		walk(v, [p, o])
+		is_object(o)
+		some k, a in o
+		is_array(a)
+		f := _line_finds(_line(o, a))
+		count(f) > 0
+	},
+	{array.concat(p, [i]): f |
+		walk(v, [p, o])
+		is_array(o)
+		some i, a in o
+		is_array(a)
+		f := _line_finds(_line({}, a))
+		count(f) > 0
+	},
+	{[]: f |
+		is_array(v)
+		f := _line_finds(_line({}, v))
+		count(f) > 0
+	},
+])
+
+_line(o, a) := concat(" ", parts) if {
+	own := [x | some x in a; _word(x)]
+	count(own) > 0
+	parts := array.concat([o[k] | some k in sort([k | some k, x in o; _word(x)])], own)
+	count(parts) > 1
+} else := ""
+
+# _word is a string that takes part in a command line: at most lineWord
+# characters and no line break.
+_word(x) if {
+	is_string(x)
+	count(x) <= _table.lineWord
+	not contains(x, "\n")
+}
+
+_ctx_at(ctx, p) := f if {
+	f := ctx[array.slice(p, 0, count(p) - 1)]
+} else := []
 
 # redact_key returns an argument key as it may be echoed: its
 # secret-shaped parts redacted.
@@ -177,7 +409,12 @@ shapeless(s) if {
 	_have_table
 	count(s) <= _table.maxScan
 	not regex.match(_any, s)
+	not regex.match(_json_start, s)
 }
+
+# _json_start matches a string that may hold JSON text, which is read as
+# JSON too (_json_finds).
+_json_start := `^[ \t\n\r]*[\[{"]`
 
 # secret_key is true when a key names a secret: its normalised form (lower
 # case, letters and digits only) is one of the exact names or contains one
@@ -215,31 +452,90 @@ redact(s) := scrub(s, set())
 # scrub is redact that also replaces every text of known (secrets seen
 # elsewhere, such as the call's secret-named arguments), raw or escaped as
 # in JSON text.
-scrub(s, known) := s if {
+scrub(s, known) := _scrub(s, known, [])
+
+# _scrub is scrub that also replaces every text of extra, finds
+# [rank, kind, text] made around s (the command line of its array).
+_scrub(s, known, extra) := s if {
 	_have_table
 	count(known) == 0
+	count(extra) == 0
 	not _suspect(s)
 } else := _marker("no secret table", s) if {
 	not _have_table
 } else := _marker("long value", s) if {
 	# a string longer than maxScan is not searched: it is shown as its size
 	count(s) > _table.maxScan
-} else := _apply(s, _hits(s, known)) if {
+} else := _apply(s, _hits(s, known, extra)) if {
 	count(s) <= _table.maxScan
 }
 
 # _hits is every secret text found in s → [rank, kind]: the lowest-ranked
-# finder names it (known secrets -1, shapes by their place in the table,
-# runs last).
-_hits(s, known) := _merge(array.flatten([k, f, r])) if {
+# finder names it (known secrets and what JSON text in s hides -1, shapes
+# and the finds of extra by their place in the table, runs last).
+_hits(s, known, extra) := _merge(array.flatten([k, f, r])) if {
 	k := [[-1, "by key name", t] |
 		some sec in known
 		count(sec) >= _table.minScrub
 		some t in _escapings(sec)
 		contains(s, t)
 	]
-	f := _shape_finds(s)
+	f := array.flatten([_shape_finds(s), _json_finds(s), [x | some x in extra; x[2] != ""; contains(s, x[2])]])
 	r := _run_finds(_apply(s, _merge(array.concat(k, f))))
+}
+
+# METADATA
+# description: |
+#   _json_finds is what JSON text in s hides, where it stands in s (raw or
+#   escaped as in JSON text): the values a name hides (by their key,
+#   beside them), the secrets of its command lines, and what JSON text in
+#   its own strings hides (two levels of JSON text in all; Go's
+#   render.MaxJSONDepth).
+_json_finds(s) := _finds_in(s, _hidden_json(json.unmarshal(s))) if _json_text(s)
+
+else := []
+
+_json_text(s) if {
+	regex.match(_json_start, s)
+	json.is_valid(s)
+}
+
+_finds_in(s, hidden) := [[-1, kind, e] |
+	some [kind, t] in hidden
+	some e in _escapings(t)
+	e != ""
+	contains(s, e)
+]
+
+_hidden_json(v) := _hidden_here(v) | {[kind, e] |
+	walk(v, [_, x])
+	is_string(x)
+	_json_text(x)
+	some [_, kind, e] in _finds_in(x, _hidden_here(json.unmarshal(x)))
+}
+
+# _hidden_here is every [kind, text] hidden in v by a name (its key's,
+# one beside it), found by a shape in its strings and keys, or found on a
+# command line of its arrays.
+_hidden_here(v) := ({["by key name", _text(x)] |
+	roots := _named_roots(v)
+	walk(v, [p, x])
+	count(p) > 0
+	_scalar(x)
+	_named_path("", p, roots)
+} | {[kind, t] |
+	ctx := _ctx_finds(v)
+	walk(v, [p, x])
+	is_string(x)
+	count(p) > 0
+	some [_, kind, t] in _ctx_at(ctx, p)
+	t != ""
+	contains(x, t)
+}) | {[kind, t] |
+	walk(v, [p, x])
+	some s in array.concat([x | is_string(x)], [k | count(p) > 0; k := p[count(p) - 1]; is_string(k)])
+	count(s) <= _table.maxScan
+	some [_, kind, t] in _shape_finds(s)
 }
 
 # _merge keeps, for each text, its lowest-ranked find: sorted by text then
@@ -256,7 +552,7 @@ _first_of(sorted, i) if sorted[i - 1][0] != sorted[i][0]
 
 _escapings(sec) := {sec, substring(j, 1, count(j) - 2)} if j := json.marshal(sec)
 
-_shape_finds(s) := [] if not regex.match(concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes]), s)
+_shape_finds(s) := [] if not regex.match(_shapes_any, s)
 
 _shape_finds(s) := [[rank, sh.kind, val] |
 	some rank, sh in _table.shapes
@@ -266,7 +562,10 @@ _shape_finds(s) := [[rank, sh.kind, val] |
 	val != ""
 	_named_ok(sh, m, val)
 	not startswith(val, "[REDACTED")
-] if regex.match(concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes]), s)
+] if regex.match(_shapes_any, s)
+
+# _shapes_any matches wherever some shape could.
+_shapes_any := concat("|", [sprintf("(?:%s)", [sh.re]) | some sh in _table.shapes])
 
 _named_ok(sh, _, _) if sh.name == 0
 
@@ -378,20 +677,23 @@ _span_marker(s, spans, a, b) := _marker(min({h | some [a2, _, h] in spans; a2 ==
 # secrets_in returns the secrets of a call's arguments that free text may
 # echo: every string and number under a secret key name, and every secret
 # the table finds in the other strings and in the keys.
-secrets_in(args) := ({t |
+secrets_in(args) := _secrets_in(args, _named_roots(args), _ctx_finds(args))
+
+_secrets_in(args, roots, ctx) := ({t |
 	walk(args, [p, x])
 	count(p) > 0
-	_named_path("", p)
+	_named_path("", p, roots)
 	_scalar(x)
 	t := _text(x)
 } | {t |
 	walk(args, [p, x])
 	count(p) > 0
-	not _named_path("", p)
+	not _named_path("", p, roots)
 	is_string(x)
 	count(x) <= _table.maxScan
-	_suspect(x)
-	some t, _ in _hits(x, set())
+	extra := _ctx_at(ctx, p)
+	_suspect_or(x, extra)
+	some t, _ in _hits(x, set(), extra)
 }) | {t |
 	walk(args, [p, _])
 	count(p) > 0
@@ -399,8 +701,12 @@ secrets_in(args) := ({t |
 	is_string(k)
 	count(k) <= _table.maxScan
 	_suspect(k)
-	some t, _ in _hits(k, set())
+	some t, _ in _hits(k, set(), [])
 }
+
+_suspect_or(x, _) if _suspect(x)
+
+_suspect_or(_, extra) if count(extra) > 0
 
 _text(x) := x if is_string(x)
 

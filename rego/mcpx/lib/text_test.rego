@@ -203,3 +203,87 @@ test_nearest_agrees_with_reference if {
 		}
 	}
 }
+
+# Redaction by structure: a value named a secret by what is beside it.
+_structure_cases := [
+	{
+		"value": {"env": [{"name": "DB_PASSWORD", "value": "pw1"}, {"name": "LOG_LEVEL", "value": "debug"}]},
+		"want": {"env": [{"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}, {"name": "LOG_LEVEL", "value": "debug"}]},
+	},
+	{
+		"value": {"s": {"key": "api_key", "val": "k1", "type": "x"}},
+		"want": {"s": {"key": "api_key", "val": "[REDACTED by key name, 2 chars]", "type": "x"}},
+	},
+	{
+		"value": {"ref": {"name": "db-creds", "key": "password"}},
+		"want": {"ref": {"name": "db-creds", "key": "password"}},
+	},
+	{
+		"value": {"unknown": [{"key": "api_key", "path": "/api_key", "suggestion": ""}]},
+		"want": {"unknown": [{"key": "api_key", "path": "/api_key", "suggestion": ""}]},
+	},
+	{
+		"value": {"headers": [["X-Api-Key", "k2"], ["Accept", "json"]]},
+		"want": {"headers": [["X-Api-Key", "[REDACTED by key name, 2 chars]"], ["Accept", "json"]]},
+	},
+	{
+		"value": {"argv": ["tool", "--password", "pw3", "--port", "5432"]},
+		"want": {"argv": ["tool", "--password", "[REDACTED by key name, 3 chars]", "--port", "5432"]},
+	},
+	{
+		"value": {"command": "mysql", "args": ["-u", "root", "-ppw4x", "shop"]},
+		"want": {"command": "mysql", "args": ["-u", "root", "-p[REDACTED password-flag, 4 chars]", "shop"]},
+	},
+	{
+		"value": {"argv": ["sshpass", "-p", "pw5x", "ssh", "web1"]},
+		"want": {"argv": ["sshpass", "-p", "[REDACTED password-flag, 4 chars]", "ssh", "web1"]},
+	},
+	{
+		"value": {"body": `{"env":[{"name":"DB_PASSWORD","value":"pw6x"}]}`},
+		"want": {"body": `{"env":[{"name":"DB_PASSWORD","value":"[REDACTED by key name, 4 chars]"}]}`},
+	},
+	{
+		"value": {"body": `{"note": "see password=pw7x now"}`},
+		"want": {"body": `{"note": "see password=[REDACTED assignment, 4 chars] now"}`},
+	},
+	{
+		"value": {"config": "db:\n  password:\n    pw8x\n"},
+		"want": {"config": "db:\n  password:\n    [REDACTED block-value, 4 chars]\n"},
+	},
+]
+
+test_value_by_structure if {
+	every c in _structure_cases {
+		got := text.value("", c.value, set())
+		print(got)
+		got == c.want
+	}
+}
+
+test_show_at_hides_what_structure_names if {
+	args := {"env": [{"name": "DB_PASSWORD", "value": "pw1"}], "command": "mysql", "args": ["-u", "root", "-ppw4x"], "credentials": {"user": "u"}}
+	text.show_at(args, false, "/env/0/value", "value", "pw1") == "[REDACTED by key name, 3 chars]"
+	text.show_at(args, false, "/env/0", "0", {"name": "DB_PASSWORD", "value": "pw1"}) == {"name": "DB_PASSWORD", "value": "[REDACTED by key name, 3 chars]"}
+	text.show_at(args, false, "/args/2", "2", "-ppw4x") == "-p[REDACTED password-flag, 4 chars]"
+	text.show_at(args, false, "/args", "args", ["-u", "root", "-ppw4x"]) == ["-u", "root", "-p[REDACTED password-flag, 4 chars]"]
+	text.show_at(args, false, "/credentials/user", "user", "u") == "[REDACTED by key name, 1 chars]"
+	text.show_at(args, false, "/command", "command", "mysql") == "mysql"
+}
+
+test_show_at_hides_a_named_value_whole if {
+	args := {"env": [{"name": "DB_PASSWORD", "value": {"user": "u1", "pw": ["p2", true]}, "enabled": false}]}
+	text.show_at(args, false, "/env/0/value", "value", {"user": "u1", "pw": ["p2", true]}) == {"user": "[REDACTED by key name, 2 chars]", "pw": ["[REDACTED by key name, 2 chars]", true]}
+	text.show_at(args, false, "/env/0/enabled", "enabled", false) == false
+}
+
+test_secrets_in_by_structure if {
+	s := text.secrets_in({"env": [{"name": "DB_PASSWORD", "value": "pw1x"}], "argv": ["mysql", "-ppw2x"]})
+	"pw1x" in s
+	"pw2x" in s
+}
+
+test_show_at_plain_arguments_judge_the_path_names if {
+	text.show_at({"credentials": {"user": "u"}}, true, "/credentials/user", "user", "u") == "[REDACTED by key name, 1 chars]"
+	text.show_at({"a": {"user": "u"}}, true, "/a/user", "user", "u") == "u"
+	text.show_at({"a": "x"}, true, "/a", "a", "x") == "x"
+}

@@ -100,6 +100,14 @@ deny contains {
 	vs := [r.violation | some r in rendered]
 }
 
+# _args_plain is whether no structure of the call's arguments names a
+# secret (lib.predicates.plain_args): then a violation's value is judged by
+# itself and its path's names (text.show_at). Asked once per call, when a
+# violation is shown.
+default _args_plain := false
+
+_args_plain if predicates.plain_args(req.call.args)
+
 # METADATA
 # description: A rule's reference in its violations (the config's alone).
 # custom:
@@ -131,9 +139,9 @@ _render(v, id) := {
 } if {
 	t := _template(id, v.path, v.constraint, v.expected, object.filter(v, {"detail"}))
 	not t.silent
-	value := text.show(t.key, v.value)
+	value := text.show_at(req.call.args, _args_plain, v.path, t.key, v.value)
 } else := {
-	"violation": object.union(t.violation, {"value": text.show(t.key, v.value)}),
+	"violation": object.union(t.violation, {"value": text.show_at(req.call.args, _args_plain, v.path, t.key, v.value)}),
 	"phrase": sprintf("%s %s", [t.where, t.constraint]),
 } if {
 	t := _template(id, v.path, v.constraint, v.expected, object.filter(v, {"detail"}))
