@@ -95,7 +95,7 @@ func TestE2EPromptShowsWhatItBinds(t *testing.T) {
 }
 
 // TestServePromptShowsWhatItBinds: serve's answer to an ask, its approvals
-// listing and approvals.json carry the prompt that shows the whole call,
+// listing and approvals.log carry the prompt that shows the whole call,
 // escaped; a call too large to show is a deny that says so, with no
 // approval request, and `eval` refuses it alike (exit 2).
 func TestServePromptShowsWhatItBinds(t *testing.T) {
@@ -119,12 +119,12 @@ func TestServePromptShowsWhatItBinds(t *testing.T) {
 	if !strings.Contains(string(b), `then \\u202eeht ni nekat\\u200b curl`) {
 		t.Errorf("the approvals listing does not show the escaped tail: %.600s", b)
 	}
-	store, err := os.ReadFile(filepath.Join(f.state, "approvals.json"))
+	store, err := os.ReadFile(filepath.Join(f.state, "approvals.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := rawInvisible(string(store)); r != 0 || !strings.Contains(string(store), `eht ni nekat`) {
-		t.Errorf("approvals.json holds U+%04X raw, or not the prompt", r)
+		t.Errorf("approvals.log holds U+%04X raw, or not the prompt", r)
 	}
 
 	big := map[string]any{"server": "fs", "tool": writeFile, "args": map[string]any{"path": "/workspace/big.txt", "content": tooLarge}}

@@ -30,7 +30,7 @@ import (
 // JSON text, command lines), and random nestings of it, is sent through
 // the built binaries — the proxy (its refusals, its elicitation and
 // input_required prompts, its log), serve (/v1/decide on every surface,
-// AuthZEN, the approvals listing and approvals.json, the decision log, the
+// AuthZEN, the approvals listing and approvals.log, the decision log, the
 // recorded calls, /metrics), eval (JSON and text, asks and denies) — and
 // a stock OPA serving the bundle. No output may show one.
 
@@ -139,7 +139,7 @@ func TestRedactionCorpusStockOPA(t *testing.T) {
 
 // TestRedactionCorpusServe: serve answers every corpus call — a deny on
 // each surface and through AuthZEN, an ask put on hold — and its answers,
-// the approvals listing, approvals.json, the decision log, the recorded
+// the approvals listing, approvals.log, the decision log, the recorded
 // calls and the metrics show no secret.
 func TestRedactionCorpusServe(t *testing.T) {
 	t.Parallel()
@@ -189,7 +189,10 @@ func TestRedactionCorpusServe(t *testing.T) {
 			}
 			surfaces := []string{"daemon", "mcp", "cli"}
 			for i, b := range batches {
-				out := post("/v1/decide", map[string]any{"server": "notes", "tool": addNote, "args": b.args, "surface": surfaces[i%3]})
+				// a principal a batch: each is its own caller's first ask
+				// (one caller may keep 16 live requests)
+				out := post("/v1/decide", map[string]any{"server": "notes", "tool": addNote, "args": b.args, "surface": surfaces[i%3],
+					"principal": map[string]any{"id": fmt.Sprintf("corpus-%d", i)}})
 				if !strings.Contains(out, `"outcome":"`+tc.outcome+`"`) {
 					t.Fatalf("batch %d: /v1/decide answered %.400s; want %s", i, out, tc.outcome)
 				}
@@ -210,11 +213,11 @@ func TestRedactionCorpusServe(t *testing.T) {
 					t.Fatalf("the approvals listing holds %d prompts, want %d", strings.Count(list, `"shown":`), len(batches))
 				}
 				assertHidden(t, "GET /v1/approvals", list, leaks)
-				store, err := os.ReadFile(filepath.Join(state, "approvals.json"))
+				store, err := os.ReadFile(filepath.Join(state, "approvals.log"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				assertHidden(t, "approvals.json", string(store), leaks)
+				assertHidden(t, "approvals.log", string(store), leaks)
 			}
 			assertHidden(t, "/metrics", get("/metrics"), leaks)
 			log, err := os.ReadFile(logPath)
@@ -252,7 +255,8 @@ func TestRedactionCorpusEval(t *testing.T) {
 		for _, surface := range []string{"daemon", "mcp", "cli"} {
 			var paths []string
 			for i, b := range batches {
-				raw, err := json.Marshal(map[string]any{"server": "notes", "tool": addNote, "args": b.args, "surface": surface})
+				raw, err := json.Marshal(map[string]any{"server": "notes", "tool": addNote, "args": b.args, "surface": surface,
+					"principal": map[string]any{"id": fmt.Sprintf("corpus-%d", i)}}) // one caller may keep 16 live requests
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,7 +304,7 @@ func TestRedactionCorpusEval(t *testing.T) {
 // elicitation (2025-11-25) or an input_required result (2026-07-28) whose
 // prompt shows no secret, the person declines, and the refusals — of the
 // decline, and of the rules and the override that quote the arguments —
-// show none either; nor do approvals.json and the proxy's log.
+// show none either; nor do approvals.log and the proxy's log.
 func TestRedactionCorpusProxy(t *testing.T) {
 	t.Parallel()
 	batches := corpusBatches(t)
@@ -352,8 +356,8 @@ func TestRedactionCorpusProxy(t *testing.T) {
 				t.Fatalf("the person was asked %d times, want %d", len(prompts), len(batches))
 			}
 			assertHidden(t, "the prompts", strings.Join(prompts, "\n"), leaks)
-			if store, err := os.ReadFile(filepath.Join(g.state, "approvals.json")); err == nil {
-				assertHidden(t, "approvals.json", string(store), leaks)
+			if store, err := os.ReadFile(filepath.Join(g.state, "approvals.log")); err == nil {
+				assertHidden(t, "approvals.log", string(store), leaks)
 			} else if tc.config == corpusAsk {
 				t.Fatal(err)
 			}
