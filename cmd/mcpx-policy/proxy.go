@@ -177,18 +177,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	var token string
-	if *tokenFile != "" {
-		var exposed string
-		var err error
-		if token, exposed, err = server.ReadToken(*tokenFile); err != nil {
-			var te *server.TokenError
-			errors.As(err, &te)
-			return fail(stderr, err, te.Hint)
-		}
-		if exposed != "" {
-			fmt.Fprintf(stderr, "mcpx-policy: warning: token file %s\n", exposed)
-		}
+	token, hint, err := readTokenFile(*tokenFile, stderr)
+	if err != nil {
+		return fail(stderr, err, hint)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -118,18 +118,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, serveUsage, errApprovalTTL)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	var token string
-	if *tokenFile != "" {
-		var exposed string
-		var err error
-		if token, exposed, err = server.ReadToken(*tokenFile); err != nil {
-			var te *server.TokenError
-			errors.As(err, &te)
-			return fail(stderr, err, te.Hint)
-		}
-		if exposed != "" {
-			fmt.Fprintf(stderr, "mcpx-policy: warning: token file %s\n", exposed)
-		}
+	token, hint, err := readTokenFile(*tokenFile, stderr)
+	if err != nil {
+		return fail(stderr, err, hint)
 	}
 	var logw io.Writer
 	switch *decisionLog {

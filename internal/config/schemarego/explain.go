@@ -458,28 +458,7 @@ func isInt(v ast.Value) bool {
 // multipleOfPart: v·b/a is an integer, on exact integers (gen.multipleOf
 // and the helper _mult).
 func multipleOfPart(s *jsonschema.Schema, raw map[string]any) part {
-	a := new(big.Int).Set(s.MultipleOf.Num())
-	b := new(big.Int).Set(s.MultipleOf.Denom())
-	r := new(big.Int).Set(a)
-	kmax := 0
-	for _, n := range []*big.Int{a, b} {
-		for _, f := range []int64{2, 5} {
-			m := new(big.Int).Set(n)
-			c := 0
-			bf := big.NewInt(f)
-			for new(big.Int).Mod(m, bf).Sign() == 0 && m.Sign() != 0 {
-				m.Div(m, bf)
-				c++
-			}
-			kmax = max(kmax, c)
-		}
-	}
-	for _, f := range []int64{2, 5} {
-		bf := big.NewInt(f)
-		for new(big.Int).Mod(r, bf).Sign() == 0 && r.Sign() != 0 {
-			r.Div(r, bf)
-		}
-	}
+	a, r, b, kmax := multipleOfTerms(s)
 	k := big.NewInt(int64(kmax))
 	pow := func(e int64) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(e), nil) }
 	mult := func(n ast.Number) bool {

@@ -192,13 +192,13 @@ func (g *gen) multipleOf(s *jsonschema.Schema, raw map[string]any) string {
 		"is_number(v)", fmt.Sprintf("not _mult(v, %s)", g.multArgs(s)))
 }
 
-// multArgs returns the arguments a, r, b, k, pows of _mult for multipleOf
-// a/b (see the helper).
-func (g *gen) multArgs(s *jsonschema.Schema) string {
-	a := new(big.Int).Set(s.MultipleOf.Num())
-	b := new(big.Int).Set(s.MultipleOf.Denom())
-	r := new(big.Int).Set(a)
-	kmax := 0
+// multipleOfTerms are the numbers _mult (and the Explainer's
+// multipleOfPart) test multipleOf a/b with: a, r (a without its factors 2
+// and 5), b, and kmax, the most factors 2 or 5 of a or b.
+func multipleOfTerms(s *jsonschema.Schema) (a, r, b *big.Int, kmax int) {
+	a = new(big.Int).Set(s.MultipleOf.Num())
+	b = new(big.Int).Set(s.MultipleOf.Denom())
+	r = new(big.Int).Set(a)
 	for _, n := range []*big.Int{a, b} {
 		for _, f := range []int64{2, 5} {
 			m := new(big.Int).Set(n)
@@ -217,6 +217,13 @@ func (g *gen) multArgs(s *jsonschema.Schema) string {
 			r.Div(r, bf)
 		}
 	}
+	return a, r, b, kmax
+}
+
+// multArgs returns the arguments a, r, b, k, pows of _mult for multipleOf
+// a/b (see the helper).
+func (g *gen) multArgs(s *jsonschema.Schema) string {
+	a, r, b, kmax := multipleOfTerms(s)
 	pows := make([]*ast.Term, kmax+1)
 	p := big.NewInt(1)
 	for i := range pows {
