@@ -115,12 +115,17 @@ func TestE2ETasksEverything(t *testing.T) {
 			t.Fatal("the proxy did not exit after its server went away")
 		}
 		l := readLedger(t, g.state)
+		// The proxy may have seen the task complete (a status notification)
+		// a moment before the kill the client had not yet seen it past:
+		// the write settled then, rightly. Its stderr is whole once it
+		// exited.
+		settled := strings.Contains(g.stderr.String(), "task completed; the write settles")
 		switch {
 		case len(l.InFlight) != 0:
 			t.Fatalf("a write left in flight: %+v", l)
-		case completed && len(l.Entries) != 0:
+		case (completed || settled) && len(l.Entries) != 0:
 			t.Fatalf("the task completed, yet the ledger holds %+v", l.Entries)
-		case !completed && (len(l.Entries) != 1 || l.Entries[0].Tool != researchTool):
+		case !completed && !settled && (len(l.Entries) != 1 || l.Entries[0].Tool != researchTool):
 			t.Fatalf("the server was killed before the task completed, and the ledger holds %+v: the write was lost", l.Entries)
 		}
 		t.Logf("completed %v, unknown outcomes %d", completed, len(l.Entries))
