@@ -307,11 +307,19 @@ func TestRemoteLostAnswersAreUnknown(t *testing.T) {
 			c.fault(r.front)
 			r.front.mu.Unlock()
 			res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"what": "x"}})
-			if err != nil {
+			switch {
+			case err != nil && c.gone:
+				// The session ends with the server's: the answer may lose
+				// the race with the end of the client's connection (a
+				// lost answer too); the ledger below is what must hold.
+				t.Logf("write: %v (the session ended first)", err)
+				res = &mcp.CallToolResult{}
+			case err != nil:
 				t.Fatalf("write: %v", err)
-			}
-			if code := reasonCode(res); code != "UnknownOutcome" {
-				t.Fatalf("write after the fault = %q (%s); want UnknownOutcome", code, resultText(res))
+			default:
+				if code := reasonCode(res); code != "UnknownOutcome" {
+					t.Fatalf("write after the fault = %q (%s); want UnknownOutcome", code, resultText(res))
+				}
 			}
 			ws := remoteUnknown(t, r.eng)
 			if len(ws) != 1 || ws[0].Tool != "write" || !strings.Contains(ws[0].Cause, c.wantErr) {
