@@ -3,6 +3,7 @@ package confine
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // The Rego form of Check: helper functions a generated rule package
@@ -35,38 +36,7 @@ func Rego() (helpers map[string]string, deps map[string][]string) {
 	return helpers, deps
 }
 
-var regoHelpers = map[string]string{
-	"_path_ok": `_path_ok(v, r) if {
-	is_string(v)
-	_path_why(v, r) == ""
-}
-
-_path_ok(v, r) if {
-	is_array(v)
-	count([x | some x in v; not _path_item_ok(x, r)]) == 0
-}
-
-_path_item_ok(x, r) if {
-	is_string(x)
-	_path_why(x, r) == ""
-}`,
-
-	"_path_viols": `_path_viols(v, p, r, e) := [{"path": p, "value": v, "constraint": "pathWithin", "expected": e, "detail": why} |
-	why := _path_why(v, r)
-	why != ""
-] if {
-	is_string(v)
-} else := [{"path": concat("/", [p, format_int(i, 10)]), "value": x, "constraint": "pathWithin", "expected": e, "detail": why} |
-	some i, x in v
-	why := _path_item_why(x, r)
-	why != ""
-] if {
-	is_array(v)
-} else := [{"path": p, "value": v, "constraint": "pathWithin", "expected": e, "detail": "is not a path (a string) or a list of paths"}]
-
-_path_item_why(x, r) := _path_why(x, r) if {
-	is_string(x)
-} else := "is not a path (a string)"`,
+var regoHelpers = withListHelpers(map[string]string{
 
 	"_path_why": `_path_why(s, r) := "has a control character" if {
 	regex.match("[\\x00-\\x1f\\x7f-\\x{9f}]", s)
@@ -144,38 +114,6 @@ _resolve(segs) := [x |
 _step(x) := -1 if x == ".."
 
 else := 1`,
-
-	"_url_ok": `_url_ok(v, r) if {
-	is_string(v)
-	_url_why(v, r) == ""
-}
-
-_url_ok(v, r) if {
-	is_array(v)
-	count([x | some x in v; not _url_item_ok(x, r)]) == 0
-}
-
-_url_item_ok(x, r) if {
-	is_string(x)
-	_url_why(x, r) == ""
-}`,
-
-	"_url_viols": `_url_viols(v, p, r, e) := [{"path": p, "value": v, "constraint": "urlWithin", "expected": e, "detail": why} |
-	why := _url_why(v, r)
-	why != ""
-] if {
-	is_string(v)
-} else := [{"path": concat("/", [p, format_int(i, 10)]), "value": x, "constraint": "urlWithin", "expected": e, "detail": why} |
-	some i, x in v
-	why := _url_item_why(x, r)
-	why != ""
-] if {
-	is_array(v)
-} else := [{"path": p, "value": v, "constraint": "urlWithin", "expected": e, "detail": "is not a URL (a string) or a list of URLs"}]
-
-_url_item_why(x, r) := _url_why(x, r) if {
-	is_string(x)
-} else := "is not a URL (a string)"`,
 
 	"_url_why": `_url_why(s, r) := "has a control character or a space" if {
 	regex.match("[\\x00-\\x20\\x7f-\\x{9f}]", s)
@@ -259,7 +197,7 @@ _url_numeric(host) if {
 _url_bad_label(l) if count(l) > 63
 
 _url_bad_label(l) if not regex.match("^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", l)`,
-}
+})
 
 var regoDeps = map[string][]string{
 	"_path_ok":    {"_path_why"},
@@ -267,3 +205,52 @@ var regoDeps = map[string][]string{
 	"_url_ok":     {"_url_why"},
 	"_url_viols":  {"_url_why"},
 }
+
+// withListHelpers adds to helpers the two Rego helpers each keyword has
+// over a string or a list of them, alike but for the keyword's names:
+// _K_ok (the value passes) and _K_viols (its violations), both built on
+// _K_why.
+func withListHelpers(helpers map[string]string) map[string]string {
+	for _, k := range []struct{ kind, keyword, noun, nouns string }{
+		{"path", "pathWithin", "a path", "paths"},
+		{"url", "urlWithin", "a URL", "URLs"},
+	} {
+		r := strings.NewReplacer("_K_", "_"+k.kind+"_", "KEYWORD", k.keyword, "NOUNS", k.nouns, "NOUN", k.noun)
+		helpers["_"+k.kind+"_ok"] = r.Replace(listOK)
+		helpers["_"+k.kind+"_viols"] = r.Replace(listViols)
+	}
+	return helpers
+}
+
+// listOK and listViols are withListHelpers' templates.
+const listOK = `_K_ok(v, r) if {
+	is_string(v)
+	_K_why(v, r) == ""
+}
+
+_K_ok(v, r) if {
+	is_array(v)
+	count([x | some x in v; not _K_item_ok(x, r)]) == 0
+}
+
+_K_item_ok(x, r) if {
+	is_string(x)
+	_K_why(x, r) == ""
+}`
+
+const listViols = `_K_viols(v, p, r, e) := [{"path": p, "value": v, "constraint": "KEYWORD", "expected": e, "detail": why} |
+	why := _K_why(v, r)
+	why != ""
+] if {
+	is_string(v)
+} else := [{"path": concat("/", [p, format_int(i, 10)]), "value": x, "constraint": "KEYWORD", "expected": e, "detail": why} |
+	some i, x in v
+	why := _K_item_why(x, r)
+	why != ""
+] if {
+	is_array(v)
+} else := [{"path": p, "value": v, "constraint": "KEYWORD", "expected": e, "detail": "is not NOUN (a string) or a list of NOUNS"}]
+
+_K_item_why(x, r) := _K_why(x, r) if {
+	is_string(x)
+} else := "is not NOUN (a string)"`

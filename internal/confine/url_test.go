@@ -283,12 +283,13 @@ func TestURLsAgainstNetURLAndRego(t *testing.T) {
 // TestURLsAgainstWHATWG holds every accepted URL, of the cases and of
 // generated ones, to the WHATWG URL parser (Node's URL, the parser of
 // browsers and of most JavaScript MCP servers): it reads the same scheme,
-// host and port, and no user name or password. Skipped without node.
+// host and port, and no user name or password. It needs node, a
+// prerequisite of the end-to-end tests.
 func TestURLsAgainstWHATWG(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		t.Fatal("node is not installed: apt-get install nodejs npm (README.md#prerequisites)")
 	}
 	u := urls(t, allow)
 	var in []string
