@@ -172,7 +172,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	capped := netcap.New(ln, maxConns)
 	srv := &http.Server{
-		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody, DecideTimeout: *decideTimeout,
+		Handler: server.New(eng, server.Options{Token: token, DecisionLog: logw, Logger: logger, MaxBody: *maxBody,
 			Metrics: met, OnDecision: onDecision, ApprovalsPage: page}),
 		ConnState:         capped.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,

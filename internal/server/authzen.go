@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -236,9 +235,8 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) (EvaluationResponse, error) {
 	start := time.Now()
 	doc, err := h.azDocument(ev)
-	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
-	defer cancel()
-	ans := h.eng.Answer(ctx, doc, mcpxpolicy.AnswerOptions{Surface: mcpxpolicy.SurfaceDaemon,
+	// Bounded by the engine's DecideTimeout (see decide).
+	ans := h.eng.Answer(r.Context(), doc, mcpxpolicy.AnswerOptions{Surface: mcpxpolicy.SurfaceDaemon,
 		ToolHint: "start serve with --catalog, or send the tool's annotations and inputSchema in resource.properties", Unread: err})
 	if ans.Err != nil && ans.Unread == nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", ans.Call.Server, "tool", ans.Call.Tool.Name, "err", ans.Err)

@@ -10,7 +10,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -33,9 +32,8 @@ import (
 
 // Defaults for Options' zero values.
 const (
-	DefaultMaxBody       = 1 << 20 // bytes of a request body
-	DefaultDecideTimeout = mcpxpolicy.DefaultDecideTimeout
-	DefaultMaxInFlight   = 64 // requests being served at once
+	DefaultMaxBody     = 1 << 20 // bytes of a request body
+	DefaultMaxInFlight = 64      // requests being served at once
 )
 
 // Options configure a Handler.
@@ -56,9 +54,6 @@ type Options struct {
 	// aside), so that their bodies hold at most MaxInFlight × MaxBody
 	// bytes; 0 means DefaultMaxInFlight. A request past it is a 503.
 	MaxInFlight int
-	// DecideTimeout bounds one evaluation; 0 means DefaultDecideTimeout. An
-	// evaluation that runs out of time is a PolicyError deny.
-	DecideTimeout time.Duration
 	// Now is the clock of the decision log; nil means time.Now.
 	Now func() time.Time
 	// Metrics, when set, is served on GET /metrics (health.go); the
@@ -89,9 +84,6 @@ type Handler struct {
 func New(eng *mcpxpolicy.Engine, opts Options) *Handler {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.DecideTimeout <= 0 {
-		opts.DecideTimeout = DefaultDecideTimeout
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
@@ -224,9 +216,10 @@ func only(method string, next http.HandlerFunc) http.HandlerFunc {
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, err := io.ReadAll(r.Body)
-	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
-	defer cancel()
-	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Caller: callerOf(r),
+	// The engine bounds the decision by its own DecideTimeout (serve's
+	// --decide-timeout) and names that limit in a stopped decision's
+	// message; a deadline set here would be named by what was left of it.
+	ans := h.eng.Answer(r.Context(), body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Caller: callerOf(r),
 		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
 	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
 		logUnwritable(w, err)
