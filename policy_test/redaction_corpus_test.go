@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 )
 
 // The secret corpus on every output: every secret of the corpus (cloud
@@ -243,32 +245,52 @@ func TestRedactionCorpusServe(t *testing.T) {
 
 // TestRedactionCorpusEval: eval of every corpus call, as JSON and as
 // text, on every surface: denies with their violations and the
-// override's echo, and asks with their prompts and approval requests.
+// override's echo, and asks with their prompts and approval requests. A
+// quick run sends each call on one surface (call i on the (i mod 3)th),
+// so that every surface and both formats see a third of the corpus each
+// and every call is seen in both formats; make test-full sends every
+// call on every surface.
 func TestRedactionCorpusEval(t *testing.T) {
 	t.Parallel()
 	batches := corpusBatches(t)
+	surfaces := []string{"daemon", "mcp", "cli"}
+	// runs[r][i] is the surface batch i is sent on in eval run r.
+	var runs [][]string
+	if sweep.Full() {
+		for _, s := range surfaces {
+			runs = append(runs, slices.Repeat([]string{s}, len(batches)))
+		}
+	} else {
+		mixed := make([]string, len(batches))
+		for i := range mixed {
+			mixed[i] = surfaces[i%len(surfaces)]
+		}
+		runs = [][]string{mixed}
+	}
 	for _, tc := range []struct {
 		config string
 		exit   int
 	}{{corpusDeny, 2}, {corpusAsk, 3}} {
 		dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": tc.config, "overrides/echo.rego": corpusEcho})
-		for _, surface := range []string{"daemon", "mcp", "cli"} {
+		for r, run := range runs {
 			var paths []string
 			for i, b := range batches {
-				raw, err := json.Marshal(map[string]any{"server": "notes", "tool": addNote, "args": b.args, "surface": surface,
+				raw, err := json.Marshal(map[string]any{"server": "notes", "tool": addNote, "args": b.args, "surface": run[i],
 					"principal": map[string]any{"id": fmt.Sprintf("corpus-%d", i)}}) // one caller may keep 16 live requests
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := filepath.Join(dir, fmt.Sprintf("call-%s-%03d.json", surface, i))
+				p := filepath.Join(dir, fmt.Sprintf("call-%d-%03d.json", r, i))
 				if err := os.WriteFile(p, raw, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				paths = append(paths, p)
 			}
 			for _, format := range []string{"json", "text"} {
+				where := fmt.Sprintf("eval run %d (surfaces %s…) --format %s", r, strings.Join(run[:3], ", "), format)
 				// A state dir each: every ask is put on hold, under the cap.
-				args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", filepath.Join(dir, "state-"+surface+"-"+format),
+				state := filepath.Join(dir, fmt.Sprintf("state-%d-%s", r, format))
+				args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", state,
 					"--format", format}, paths...)
 				cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
 				cmd.Env = cleanEnv()
@@ -277,16 +299,16 @@ func TestRedactionCorpusEval(t *testing.T) {
 				err := cmd.Run()
 				var ee *exec.ExitError
 				if !errors.As(err, &ee) || ee.ExitCode() != tc.exit {
-					t.Fatalf("eval --surface %s --format %s: %v; want exit %d\n%.2000s", surface, format, err, tc.exit, stderr.String())
+					t.Fatalf("%s: %v; want exit %d\n%.2000s", where, err, tc.exit, stderr.String())
 				}
-				assertHidden(t, fmt.Sprintf("eval --surface %s --format %s (exit %d)", surface, format, tc.exit), stdout.String()+stderr.String(), allLeaks(batches))
+				assertHidden(t, fmt.Sprintf("%s (exit %d)", where, tc.exit), stdout.String()+stderr.String(), allLeaks(batches))
 				if tc.exit != 3 {
 					continue
 				}
 				// The asks eval put on hold, as `mcpx-policy approvals`
 				// lists them to a person at a terminal.
 				for _, list := range []string{"json", "text"} {
-					cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "approvals", "--state-dir", filepath.Join(dir, "state-"+surface+"-"+format), "--format", list)
+					cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "approvals", "--state-dir", state, "--format", list)
 					cmd.Env = cleanEnv()
 					out, err := cmd.CombinedOutput()
 					if err != nil || strings.Count(string(out), "Confirm this call") < len(batches) {

@@ -165,31 +165,53 @@ func callFile(t *testing.T, dir string, i int, c leakCase, surface string) strin
 	return p
 }
 
-// TestRedactionEval runs each call through the built binary's eval, as
-// JSON (the decision document and "rendered") and as text, on every
-// surface.
+// TestRedactionEval runs the calls through the built binary's eval, as
+// JSON (the decision document and "rendered", a line per call) and as
+// text, on every surface: one eval per surface and format, every call in
+// it, as an operator replays a batch.
 func TestRedactionEval(t *testing.T) {
 	t.Parallel()
 	dir := leakGate(t)
+	var all []string
+	for _, c := range leakCases {
+		all = append(all, c.leaks...)
+	}
 	for _, surface := range []string{"daemon", "mcp", "cli"} {
+		var paths []string
 		for i, c := range leakCases {
-			path := callFile(t, dir, i, c, surface)
-			for _, format := range []string{"json", "text"} {
-				cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), "eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"),
-					"--state-dir", filepath.Join(dir, "state"), "--format", format, path)
-				cmd.Env = cleanEnv()
-				var stdout, stderr bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				err := cmd.Run()
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-					t.Fatalf("%s (%s, %s): eval exited %v, want 2 (deny)\n%s", c.name, surface, format, err, stderr.String())
+			paths = append(paths, callFile(t, dir, i, c, surface))
+		}
+		for _, format := range []string{"json", "text"} {
+			args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"),
+				"--state-dir", filepath.Join(dir, "state"), "--format", format}, paths...)
+			cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
+			cmd.Env = cleanEnv()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("(%s, %s): eval exited %v, want 2 (deny)\n%s", surface, format, err, stderr.String())
+			}
+			out := stdout.String() + stderr.String()
+			assertHidden(t, fmt.Sprintf("eval --surface %s --format %s", surface, format), out, all)
+			if format == "json" {
+				// A line per call, in the order given: each names its code.
+				lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+				if len(lines) != len(leakCases) {
+					t.Fatalf("(%s, json): %d lines for %d calls:\n%s", surface, len(lines), len(leakCases), out)
 				}
-				out := stdout.String() + stderr.String()
+				for i, c := range leakCases {
+					if !strings.Contains(lines[i], string(c.code)) {
+						t.Errorf("%s (%s, json): the decision does not name %s:\n%s", c.name, surface, c.code, lines[i])
+					}
+				}
+				continue
+			}
+			for _, c := range leakCases {
 				if !strings.Contains(out, string(c.code)) {
-					t.Errorf("%s (%s, %s): the output does not name %s:\n%s", c.name, surface, format, c.code, out)
+					t.Errorf("%s (%s, text): the output does not name %s:\n%s", c.name, surface, c.code, out)
 				}
-				assertHidden(t, fmt.Sprintf("eval --surface %s --format %s (%s)", surface, format, c.name), out, c.leaks)
 			}
 		}
 	}
