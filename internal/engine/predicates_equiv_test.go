@@ -347,11 +347,14 @@ func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
 	c := newChecker(t, policyOf(t, cfg))
 	yes := 0
 	t0 := true
-	for _, sc := range cases {
+	for i, sc := range cases {
+		if !sweep.Take(i) {
+			continue
+		}
 		call := decision.Call{Server: "s", Tool: decision.Tool{Name: sc.tool, Annotations: &decision.Annotations{ReadOnlyHint: &t0}}, Args: map[string]any{"v": sc.data}}
 		yes += c.check(t, sc.name, nil, &call, &engine.Ledger{})
 	}
-	t.Logf("%d suite cases, %d yes answers of the engine, each held in Rego", len(cases), yes)
+	t.Logf("suite: %s, %d yes answers of the engine, each held in Rego", sweep.Describe(len(cases)), yes)
 	// 1,005 of the pinned suite's 1,099 cases (schemarego's TestSuite
 	// has the count per file)
 	if len(cases) < 1005 {
