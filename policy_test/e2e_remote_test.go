@@ -82,6 +82,19 @@ func (g *tokenGate) reached() []string {
 // and the server process.
 func everythingOverHTTP(t *testing.T) (*tokenGate, string, *exec.Cmd) {
 	t.Helper()
+	port, server := everythingHTTP(t)
+	target, _ := url.Parse("http://127.0.0.1:" + port)
+	gate := &tokenGate{next: httputil.NewSingleHostReverseProxy(target)}
+	front := httptest.NewServer(gate)
+	t.Cleanup(front.Close)
+	return gate, front.URL + "/mcp", server
+}
+
+// everythingHTTP starts @modelcontextprotocol/server-everything in its
+// Streamable HTTP mode (at http://127.0.0.1:PORT/mcp) and returns its
+// port once it listens, and the process (killed at the test's end).
+func everythingHTTP(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
 	bin := npmServer(t, "mcp-server-everything")
 	addr := freeLoopbackAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
@@ -100,21 +113,8 @@ func everythingOverHTTP(t *testing.T) (*tokenGate, string, *exec.Cmd) {
 		}
 	})
 	// It listens on every interface at PORT: wait until it answers.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.Dial("tcp", "127.0.0.1:"+port)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything never listened on %s:\n%s", port, out)
-		}
-	}
-	target, _ := url.Parse("http://127.0.0.1:" + port)
-	gate := &tokenGate{next: httputil.NewSingleHostReverseProxy(target)}
-	front := httptest.NewServer(gate)
-	t.Cleanup(front.Close)
-	return gate, front.URL + "/mcp", server
+	waitListening(t, "127.0.0.1:"+port)
+	return port, server
 }
 
 // TestE2ERemoteEverything: the proxy fronts server-everything over
