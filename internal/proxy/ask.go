@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -151,10 +152,7 @@ func (s *session) readRetry(c *toolCall) (retry, error) {
 		if strings.HasPrefix(state, ownIDPrefix) {
 			r.ours = true
 			delete(c.members, "requestState")
-			s.mu.Lock()
-			r.held = s.held[state]
-			delete(s.held, state)
-			s.mu.Unlock()
+			r.held = s.held.take(state)
 			if r.held != nil {
 				// The retry of the server's own round that this ask
 				// interrupted goes on with that round's state.
@@ -303,19 +301,43 @@ func (s *session) answered(ctx context.Context, call decision.Call, id, sha256 s
 }
 
 // hold keeps an ask waiting for its retry under state.
-func (s *session) hold(state string, h *heldAsk) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.held) >= maxHeld {
+func (s *session) hold(state string, h *heldAsk) { s.held.put(state, h) }
+
+// heldAsks are the asks waiting for their retry, by requestState: a
+// session's own, or, for the stateless requests of one HTTP handler (each
+// a session of one request, whose retry comes as a request of its own),
+// the handler's. At most maxHeld; past it the oldest is forgotten. Safe
+// for concurrent use.
+type heldAsks struct {
+	mu sync.Mutex
+	m  map[string]*heldAsk
+}
+
+func newHeldAsks() *heldAsks { return &heldAsks{m: map[string]*heldAsk{}} }
+
+func (a *heldAsks) put(state string, h *heldAsk) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.m) >= maxHeld {
 		var oldest string
-		for k, v := range s.held {
-			if oldest == "" || v.created.Before(s.held[oldest].created) {
+		for k, v := range a.m {
+			if oldest == "" || v.created.Before(a.m[oldest].created) {
 				oldest = k
 			}
 		}
-		delete(s.held, oldest)
+		delete(a.m, oldest)
 	}
-	s.held[state] = h
+	a.m[state] = h
+}
+
+// take returns the ask held under state and forgets it (used once); nil
+// when none is.
+func (a *heldAsks) take(state string) *heldAsk {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := a.m[state]
+	delete(a.m, state)
+	return h
 }
 
 // mustParams is {key: raw} as params.
