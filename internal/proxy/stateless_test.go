@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpx/mcpx-policy/internal/proxy"
 )
 
 // statelessMeta is the _meta of an MCP 2026-07-28 request whose client
@@ -142,4 +144,50 @@ func TestHTTPStatelessAsk(t *testing.T) {
 	if !strings.Contains(string(a.Result["_meta"]), "ConfirmationUnavailable") {
 		t.Fatalf("a forged requestState: %d %+v %v; want ConfirmationUnavailable", a.status, a.Error, a.Result)
 	}
+}
+
+// TestHTTPStatelessBounded: stateless requests count against the session
+// cap with the sessions: at the cap one is answered 503 and starts no
+// server; once a session ends, it is served.
+func TestHTTPStatelessBounded(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.MaxSessions(1))
+	id := r.initialize(t)
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + statelessMeta + `}}`
+	if a := r.tryStateless(t, list); a.status != http.StatusServiceUnavailable {
+		t.Fatalf("a stateless request at the cap: %d; want 503", a.status)
+	}
+	select {
+	case <-r.ended:
+		t.Fatal("a server was started and stopped for the refused request")
+	default:
+	}
+	req, _ := http.NewRequest("DELETE", r.url, nil)
+	req.Header.Set("Mcp-Session-Id", id)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	r.waitEnded(t, 10*time.Second, "a deleted session")
+	if a := r.tryStateless(t, list); a.status != http.StatusOK {
+		t.Fatalf("a stateless request below the cap: %d; want it served", a.status)
+	}
+}
+
+// tryStateless posts a stateless request and returns its status (and the
+// answer, when it is JSON-RPC).
+func (r *httpRig) tryStateless(t *testing.T, body string) rpcAnswer {
+	t.Helper()
+	req, _ := http.NewRequest("POST", r.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := rpcAnswer{status: resp.StatusCode}
+	json.Unmarshal(b, &a)
+	return a
 }
