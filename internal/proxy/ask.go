@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -123,9 +124,20 @@ func (s *session) readRetry(c *toolCall) (retry, error) {
 		}
 	}
 	if raw, ok := c.members["inputResponses"]; ok {
+		// Each input response is the result of the request it answers
+		// (elicitation, sampling, roots): an object. Anything else is a
+		// malformed retry, refused before it reaches either side's state.
 		var responses map[string]json.RawMessage
 		if err := strictjson.Unmarshal(raw, &responses); err != nil {
 			return r, fmt.Errorf("inputResponses: %w", err)
+		}
+		if responses == nil {
+			return r, errors.New("inputResponses: not an object")
+		}
+		for k, v := range responses {
+			if !isObject(bytes.TrimSpace(v)) {
+				return r, fmt.Errorf("inputResponses[%q]: not an object", k)
+			}
 		}
 		if mine, ok := responses[mcpgate.ConfirmInputKey]; ok {
 			var a elicitResult
