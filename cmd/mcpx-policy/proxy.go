@@ -276,7 +276,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, err, "")
 		}
-		return serveProxyHTTP(ctx, ln, opts, start, []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}, server.Probes(eng, met), page, logger, stderr)
+		hopts := []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}
+		if *remoteURL != "" {
+			// A stateless discovery costs a connection, not a process:
+			// the remote server answers it.
+			hopts = append(hopts, proxy.DiscoverUpstream())
+		}
+		return serveProxyHTTP(ctx, ln, opts, start, hopts, server.Probes(eng, met), page, logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {

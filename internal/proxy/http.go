@@ -48,6 +48,7 @@ type HTTPHandler struct {
 	initWait                      time.Duration
 	bodies                        *budget
 	shared                        *statelessShared // what its stateless requests share
+	discover                      bool             // stateless server/discover goes to the server (DiscoverUpstream)
 
 	mu        sync.Mutex
 	sessions  map[string]*httpSession

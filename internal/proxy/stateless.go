@@ -40,6 +40,14 @@ type statelessShared struct {
 	caller string
 }
 
+// DiscoverUpstream has a stateless server/discover answered by the
+// server, as every other stateless request is. Without it the proxy
+// declines it (method not found), so that the client initializes: right
+// for a server that is a command, which each stateless request starts.
+func DiscoverUpstream() HTTPOption {
+	return func(h *HTTPHandler) { h.discover = true }
+}
+
 // protocolVersionHeader is the HTTP header that repeats the request's
 // protocol version.
 const protocolVersionHeader = "Mcp-Protocol-Version"
@@ -117,6 +125,14 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, req
 	if e := checkStateless(r, req); e != nil {
 		h.log.Warn("refused a stateless request", "method", req.Method, "err", e.Message)
 		writeRPC(w, http.StatusBadRequest, &jsonrpc.Response{ID: req.ID, Error: e})
+		return
+	}
+	if req.Method == "server/discover" && !h.discover {
+		// Each stateless request to a command starts a process: a client
+		// that probes is told to initialize, and gets a session that
+		// keeps its server.
+		writeRPC(w, http.StatusOK, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
 		return
 	}
 	if why := h.reserveStateless(); why != "" {

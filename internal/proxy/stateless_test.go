@@ -83,6 +83,19 @@ func TestHTTPStatelessRequests(t *testing.T) {
 		t.Fatalf("stateless call of an unknown tool: %d %+v", a.status, a.Error)
 	}
 
+	// A discovery is declined (the server is a process each stateless
+	// request would start): the client initializes.
+	a = r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{`+statelessMeta+`}}`)
+	if a.status != 200 || a.Error == nil || a.Error.Code != -32601 {
+		t.Fatalf("stateless server/discover: %d %+v; want method not found", a.status, a.Error)
+	}
+	// With DiscoverUpstream (a remote server) the server answers it.
+	up := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.DiscoverUpstream())
+	a = up.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{`+statelessMeta+`}}`)
+	if a.status != 200 || a.Error != nil || !strings.Contains(string(a.Result["supportedVersions"]), "2026-07-28") {
+		t.Fatalf("stateless server/discover, DiscoverUpstream: %d %+v %v; want the server's answer", a.status, a.Error, a.Result)
+	}
+
 	for _, tc := range []struct {
 		name, header, params string
 		code                 int64
