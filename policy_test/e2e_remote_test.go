@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -82,6 +83,19 @@ func (g *tokenGate) reached() []string {
 // and the server process.
 func everythingOverHTTP(t *testing.T) (*tokenGate, string, *exec.Cmd) {
 	t.Helper()
+	port, server := everythingHTTP(t)
+	target, _ := url.Parse("http://127.0.0.1:" + port)
+	gate := &tokenGate{next: httputil.NewSingleHostReverseProxy(target)}
+	front := httptest.NewServer(gate)
+	t.Cleanup(front.Close)
+	return gate, front.URL + "/mcp", server
+}
+
+// everythingHTTP starts @modelcontextprotocol/server-everything in its
+// Streamable HTTP mode (at http://127.0.0.1:PORT/mcp) and returns its
+// port once it listens, and the process (killed at the test's end).
+func everythingHTTP(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
 	bin := npmServer(t, "mcp-server-everything")
 	addr := freeLoopbackAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
@@ -100,21 +114,8 @@ func everythingOverHTTP(t *testing.T) (*tokenGate, string, *exec.Cmd) {
 		}
 	})
 	// It listens on every interface at PORT: wait until it answers.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.Dial("tcp", "127.0.0.1:"+port)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything never listened on %s:\n%s", port, out)
-		}
-	}
-	target, _ := url.Parse("http://127.0.0.1:" + port)
-	gate := &tokenGate{next: httputil.NewSingleHostReverseProxy(target)}
-	front := httptest.NewServer(gate)
-	t.Cleanup(front.Close)
-	return gate, front.URL + "/mcp", server
+	waitListening(t, "127.0.0.1:"+port)
+	return port, server
 }
 
 // TestE2ERemoteEverything: the proxy fronts server-everything over
@@ -317,5 +318,61 @@ func TestE2ERemoteBehindListen(t *testing.T) {
 	cmd.Wait()
 	if strings.Contains(g.stderr.String(), e2eToken) {
 		t.Errorf("the token shows on stderr:\n%s", g.stderr)
+	}
+}
+
+// TestE2ERemoteOAuth: `proxy --url` with OAuth client credentials — the
+// built proxy gets its bearer token from a token endpoint (the client id
+// and the secret from a file, in HTTP Basic authentication, once), the
+// server-everything behind the token gate runs the calls, and neither
+// the secret nor the token shows in any output.
+func TestE2ERemoteOAuth(t *testing.T) {
+	t.Parallel()
+	const secret = "e2e-client-secret-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	var mu sync.Mutex
+	grants := 0
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, sec, ok := r.BasicAuth()
+		r.ParseForm()
+		if !ok || id != "mcpx-e2e" || sec != secret || r.Form.Get("grant_type") != "client_credentials" || r.Form.Get("scope") != "mcp" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		grants++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"access_token": e2eToken, "token_type": "Bearer", "expires_in": 3600})
+	}))
+	t.Cleanup(tokens.Close)
+	gate, endpoint, _ := everythingOverHTTP(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t, "everything", remoteEverythingConfig, "--url", endpoint, "--oauth-token-url", tokens.URL+"/token",
+		"--oauth-client-id", "mcpx-e2e", "--oauth-client-secret-file", secretFile, "--oauth-scope", "mcp", "--log-level", "debug")
+	cs := connect(t, ctx, g.command(t), nil)
+	for _, n := range []float64{2, 3} {
+		res := call(t, ctx, cs, "get-sum", map[string]any{"a": n, "b": 3})
+		if res.IsError || !strings.Contains(text(res), fmt.Sprint(n+3)) {
+			t.Fatalf("get-sum = %q (error %v)", text(res), res.IsError)
+		}
+	}
+	if got := strings.Join(gate.reached(), ","); got != "get-sum,get-sum" {
+		t.Errorf("calls that reached the server: %s; want get-sum twice", got)
+	}
+	mu.Lock()
+	if grants != 1 {
+		t.Errorf("the token endpoint granted %d tokens; want 1 (kept until it expires)", grants)
+	}
+	mu.Unlock()
+	cs.Close()
+	for _, s := range []string{secret, e2eToken} {
+		if strings.Contains(g.stderr.String(), s) {
+			t.Errorf("the proxy's stderr shows a secret:\n%s", g.stderr)
+		}
 	}
 }

@@ -39,7 +39,10 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set P
                          [--log-level info] [--decision-log PATH]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]]
-                         (-- CMD ARGS… | --url URL [--bearer-token-file F | --bearer-token-env VAR])
+                         (-- CMD ARGS… | --url URL [--bearer-token-file F | --bearer-token-env VAR |
+                          --oauth-token-url URL --oauth-client-id ID
+                          (--oauth-client-secret-file F | --oauth-client-secret-env VAR)
+                          [--oauth-scope "S …"]])
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
@@ -50,7 +53,8 @@ SSL_CERT_FILE names other roots), judged exactly as a command's: a write
 whose HTTP answer is lost, or whose session the server drops, is an
 unknown outcome. --bearer-token-file F (a file only you may write) or
 --bearer-token-env VAR gives it a bearer token, sent to that origin only
-and never shown.
+and never shown; or --oauth-token-url with a client id and secret gets
+one with the OAuth client credentials grant, renewed when it expires.
 Every message passes through, except: tools/list drops hidden tools, and
 tools whose definition changed since it was pinned (pinTools) until
 'mcpx-policy pins accept'; with --publish-rules it adds the argument rules
@@ -128,6 +132,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	remoteURL := fs.String("url", "", "front the MCP server at this Streamable HTTP URL instead of a command")
 	bearerFile := fs.String("bearer-token-file", "", "with --url: a file holding the bearer token to send")
 	bearerEnv := fs.String("bearer-token-env", "", "with --url: an environment variable holding the bearer token to send")
+	oauthURL := fs.String("oauth-token-url", "", "with --url: the OAuth token endpoint to get the bearer token from (client credentials grant)")
+	oauthID := fs.String("oauth-client-id", "", "with --oauth-token-url: the OAuth client id")
+	oauthSecretFile := fs.String("oauth-client-secret-file", "", "with --oauth-token-url: a file holding the OAuth client secret")
+	oauthSecretEnv := fs.String("oauth-client-secret-env", "", "with --oauth-token-url: an environment variable holding the OAuth client secret")
+	oauthScope := fs.String("oauth-scope", "", "with --oauth-token-url: the scopes to ask for, separated by spaces")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -147,6 +156,16 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--bearer-token-file and --bearer-token-env go with --url"))
 	case *bearerFile != "" && *bearerEnv != "":
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("give one of --bearer-token-file and --bearer-token-env"))
+	case *remoteURL == "" && (*oauthURL != "" || *oauthID != "" || *oauthSecretFile != "" || *oauthSecretEnv != "" || *oauthScope != ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("the --oauth-* flags go with --url"))
+	case (*bearerFile != "" || *bearerEnv != "") && (*oauthURL != "" || *oauthID != "" || *oauthSecretFile != "" || *oauthSecretEnv != "" || *oauthScope != ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("give a bearer token or OAuth client credentials, not both"))
+	case *oauthURL == "" && (*oauthURL != "" || *oauthID != "" || *oauthSecretFile != "" || *oauthSecretEnv != "" || *oauthScope != ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("the --oauth-* flags need --oauth-token-url"))
+	case *oauthURL != "" && *oauthID == "":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--oauth-token-url needs --oauth-client-id"))
+	case *oauthURL != "" && (*oauthSecretFile == "") == (*oauthSecretEnv == ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--oauth-token-url needs one of --oauth-client-secret-file and --oauth-client-secret-env"))
 	case *decideTimeout <= 0:
 		return usageError(stdout, stderr, proxyUsage, errDecideTimeout)
 	case *approvalTTL <= 0:
@@ -174,6 +193,16 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		upstreamName = "the MCP server at " + shown
 		if remote.Token, err = bearerToken(*bearerFile, *bearerEnv, stderr); err != nil {
 			return fail(stderr, err, "")
+		}
+		if *oauthURL != "" {
+			if _, err := proxy.CheckRemoteURL(*oauthURL); err != nil {
+				return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--oauth-token-url: %w", err))
+			}
+			secret, err := readSecret("--oauth-client-secret", "OAuth client secret", *oauthSecretFile, *oauthSecretEnv, stderr)
+			if err != nil {
+				return fail(stderr, err, "")
+			}
+			remote.OAuth = &proxy.ClientCredentials{TokenURL: *oauthURL, ClientID: *oauthID, ClientSecret: secret, Scopes: strings.Fields(*oauthScope)}
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
@@ -276,7 +305,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, err, "")
 		}
-		return serveProxyHTTP(ctx, ln, opts, start, []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}, server.Probes(eng, met), page, logger, stderr)
+		hopts := []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}
+		if *remoteURL != "" {
+			// A stateless discovery costs a connection, not a process:
+			// the remote server answers it.
+			hopts = append(hopts, proxy.DiscoverUpstream())
+		}
+		return serveProxyHTTP(ctx, ln, opts, start, hopts, server.Probes(eng, met), page, logger, stderr)
 	}
 	serverConn, err := start(ctx)
 	if err != nil {
@@ -306,6 +341,13 @@ const maxTokenFile = 64 << 10
 // empty token, or one with a control character, is an error. The error
 // never holds the token.
 func bearerToken(file, env string, stderr io.Writer) (string, error) {
+	return readSecret("--bearer-token", "bearer token", file, env, stderr)
+}
+
+// readSecret reads a secret from the file of flag+"-file" or the
+// environment variable of flag+"-env", as bearerToken does; what names it
+// in messages. The error never holds the secret.
+func readSecret(flag, what, file, env string, stderr io.Writer) (string, error) {
 	var token string
 	switch {
 	case file != "":
@@ -313,28 +355,28 @@ func bearerToken(file, env string, stderr io.Writer) (string, error) {
 		if err != nil {
 			var te *trust.Error
 			if errors.As(err, &te) && te.Hint != "" {
-				return "", fmt.Errorf("--bearer-token-file: %w (%s)", err, te.Hint)
+				return "", fmt.Errorf("%s-file: %w (%s)", flag, err, te.Hint)
 			}
-			return "", fmt.Errorf("--bearer-token-file: %w", err)
+			return "", fmt.Errorf("%s-file: %w", flag, err)
 		}
 		if exposed != "" {
-			fmt.Fprintf(stderr, "mcpx-policy: warning: bearer token file %s\n", exposed)
+			fmt.Fprintf(stderr, "mcpx-policy: warning: %s file %s\n", what, exposed)
 		}
 		token = strings.TrimSpace(string(b))
 		if token == "" {
-			return "", fmt.Errorf("--bearer-token-file %s is empty", file)
+			return "", fmt.Errorf("%s-file %s is empty", flag, file)
 		}
 	case env != "":
 		token = strings.TrimSpace(os.Getenv(env))
 		if token == "" {
-			return "", fmt.Errorf("--bearer-token-env: $%s is empty or unset", env)
+			return "", fmt.Errorf("%s-env: $%s is empty or unset", flag, env)
 		}
 	default:
 		return "", nil
 	}
 	for _, r := range token {
 		if r < 0x21 || r == 0x7f {
-			return "", errors.New("the bearer token holds a space or a control character")
+			return "", fmt.Errorf("the %s holds a space or a control character", what)
 		}
 	}
 	return token, nil

@@ -30,6 +30,15 @@ func TestProxyURLUsage(t *testing.T) {
 		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-file", empty}, "is empty"},
 		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-file", spaced}, "a space or a control character"},
 		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-file", spaced, "--bearer-token-env", "X"}, "give one of"},
+		// OAuth client credentials.
+		{[]string{"--oauth-token-url", "https://auth.example.com/token", "--", "server"}, "go with --url"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-env", "X", "--oauth-token-url", "https://auth.example.com/token"}, "not both"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--oauth-client-id", "c"}, "need --oauth-token-url"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--oauth-token-url", "https://auth.example.com/token", "--oauth-client-secret-env", "X"}, "needs --oauth-client-id"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--oauth-token-url", "https://auth.example.com/token", "--oauth-client-id", "c"}, "needs one of --oauth-client-secret-file"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--oauth-token-url", "http://auth.example.com/token", "--oauth-client-id", "c", "--oauth-client-secret-file", spaced}, "plain http beyond loopback"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--oauth-token-url", "https://auth.example.com/token", "--oauth-client-id", "c", "--oauth-client-secret-file", spaced}, "OAuth client secret holds a space"},
+		{[]string{"--url", "https://mcp.example.com/mcp", "--oauth-token-url", "https://auth.example.com/token", "--oauth-client-id", "c", "--oauth-client-secret-file", empty}, "--oauth-client-secret-file " + empty + " is empty"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -122,9 +124,20 @@ func (s *session) readRetry(c *toolCall) (retry, error) {
 		}
 	}
 	if raw, ok := c.members["inputResponses"]; ok {
+		// Each input response is the result of the request it answers
+		// (elicitation, sampling, roots): an object. Anything else is a
+		// malformed retry, refused before it reaches either side's state.
 		var responses map[string]json.RawMessage
 		if err := strictjson.Unmarshal(raw, &responses); err != nil {
 			return r, fmt.Errorf("inputResponses: %w", err)
+		}
+		if responses == nil {
+			return r, errors.New("inputResponses: not an object")
+		}
+		for k, v := range responses {
+			if !isObject(bytes.TrimSpace(v)) {
+				return r, fmt.Errorf("inputResponses[%q]: not an object", k)
+			}
 		}
 		if mine, ok := responses[mcpgate.ConfirmInputKey]; ok {
 			var a elicitResult
@@ -151,10 +164,7 @@ func (s *session) readRetry(c *toolCall) (retry, error) {
 		if strings.HasPrefix(state, ownIDPrefix) {
 			r.ours = true
 			delete(c.members, "requestState")
-			s.mu.Lock()
-			r.held = s.held[state]
-			delete(s.held, state)
-			s.mu.Unlock()
+			r.held = s.held.take(state)
 			if r.held != nil {
 				// The retry of the server's own round that this ask
 				// interrupted goes on with that round's state.
@@ -303,19 +313,43 @@ func (s *session) answered(ctx context.Context, call decision.Call, id, sha256 s
 }
 
 // hold keeps an ask waiting for its retry under state.
-func (s *session) hold(state string, h *heldAsk) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.held) >= maxHeld {
+func (s *session) hold(state string, h *heldAsk) { s.held.put(state, h) }
+
+// heldAsks are the asks waiting for their retry, by requestState: a
+// session's own, or, for the stateless requests of one HTTP handler (each
+// a session of one request, whose retry comes as a request of its own),
+// the handler's. At most maxHeld; past it the oldest is forgotten. Safe
+// for concurrent use.
+type heldAsks struct {
+	mu sync.Mutex
+	m  map[string]*heldAsk
+}
+
+func newHeldAsks() *heldAsks { return &heldAsks{m: map[string]*heldAsk{}} }
+
+func (a *heldAsks) put(state string, h *heldAsk) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.m) >= maxHeld {
 		var oldest string
-		for k, v := range s.held {
-			if oldest == "" || v.created.Before(s.held[oldest].created) {
+		for k, v := range a.m {
+			if oldest == "" || v.created.Before(a.m[oldest].created) {
 				oldest = k
 			}
 		}
-		delete(s.held, oldest)
+		delete(a.m, oldest)
 	}
-	s.held[state] = h
+	a.m[state] = h
+}
+
+// take returns the ask held under state and forgets it (used once); nil
+// when none is.
+func (a *heldAsks) take(state string) *heldAsk {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := a.m[state]
+	delete(a.m, state)
+	return h
 }
 
 // mustParams is {key: raw} as params.

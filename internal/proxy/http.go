@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 )
 
@@ -46,11 +47,14 @@ type HTTPHandler struct {
 	maxSessions, maxUninitialized int
 	initWait                      time.Duration
 	bodies                        *budget
+	shared                        *statelessShared // what its stateless requests share
+	discover                      bool             // stateless server/discover goes to the server (DiscoverUpstream)
 
-	mu       sync.Mutex
-	sessions map[string]*httpSession
-	starting int // sessions whose server is being started
-	wg       sync.WaitGroup
+	mu        sync.Mutex
+	sessions  map[string]*httpSession
+	starting  int // sessions whose server is being started
+	stateless int // stateless requests being served (each holds a server)
+	wg        sync.WaitGroup
 }
 
 type httpSession struct {
@@ -91,7 +95,8 @@ func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc, options 
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}, idle: DefaultIdleTimeout,
-		maxSessions: DefaultMaxSessions, maxUninitialized: DefaultMaxUninitialized, initWait: DefaultInitTimeout, bodies: &budget{max: DefaultBodyBudget}}
+		maxSessions: DefaultMaxSessions, maxUninitialized: DefaultMaxUninitialized, initWait: DefaultInitTimeout, bodies: &budget{max: DefaultBodyBudget},
+		shared: &statelessShared{held: newHeldAsks(), caller: mcpxpolicy.SurfaceMCP + ":stateless-" + rand.Text()[:13]}}
 	for _, o := range options {
 		o(h)
 	}
@@ -198,6 +203,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		req, ok := msg.(*jsonrpc.Request)
 		switch {
+		case ok && statelessRequest(r, req):
+			h.serveStateless(w, r, req)
 		case !ok:
 			http.Error(w, "a session starts with an initialize request", http.StatusBadRequest)
 		case req.Method == "initialize":

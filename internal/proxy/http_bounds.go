@@ -59,7 +59,7 @@ func BodyBudget(n int64) HTTPOption {
 func (h *HTTPHandler) reserve() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	open := len(h.sessions) + h.starting
+	open := len(h.sessions) + h.starting + h.stateless
 	uninit := h.starting
 	for _, s := range h.sessions {
 		if !s.isInitialized() {
@@ -74,6 +74,25 @@ func (h *HTTPHandler) reserve() string {
 	}
 	h.starting++
 	return ""
+}
+
+// reserveStateless counts a stateless request in (a session of one
+// request: it holds a server while it is served); it says why when the
+// session cap is reached.
+func (h *HTTPHandler) reserveStateless() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if open := len(h.sessions) + h.starting + h.stateless; open >= h.maxSessions {
+		return fmt.Sprintf("%d sessions are open, the most this proxy serves at once", open)
+	}
+	h.stateless++
+	return ""
+}
+
+func (h *HTTPHandler) unreserveStateless() {
+	h.mu.Lock()
+	h.stateless--
+	h.mu.Unlock()
 }
 
 func (h *HTTPHandler) unreserve() {

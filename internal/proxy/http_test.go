@@ -28,9 +28,15 @@ type httpRig struct {
 
 func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
 	t.Helper()
+	return newHTTPRigConfig(t, idle, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n")
+}
+
+// newHTTPRigConfig is newHTTPRig with the config given.
+func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...proxy.HTTPOption) *httpRig {
+	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "c.yaml")
-	if err := os.WriteFile(conf, []byte("version: 1\npolicy: {write: allow}\nservers: {s: {}}\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,6 +49,7 @@ func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 		srv.AddTool(textTool("echo", true, func(context.Context) string { return "echo" }))
+		srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
 		srv.AddTool(textTool("hang", false, func(ctx context.Context) string {
 			<-ctx.Done()
 			return "too late"
@@ -58,7 +65,7 @@ func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
 		}()
 		return proxy.NewStreamConn(proxyEnd, proxyEnd), nil
 	}
-	h := proxy.NewHTTPHandler(ctx, proxy.Options{Engine: eng, Server: "s"}, start, proxy.IdleTimeout(idle))
+	h := proxy.NewHTTPHandler(ctx, proxy.Options{Engine: eng, Server: "s"}, start, append([]proxy.HTTPOption{proxy.IdleTimeout(idle)}, opts...)...)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()

@@ -89,6 +89,10 @@ type Options struct {
 	// OnDecision, first (proxy --decision-log). An error refuses the call,
 	// unsent: a decision that must be logged is not acted on unlogged.
 	DecisionLog func(decision.Call, mcpxpolicy.Redacted) error
+
+	// shared is what the stateless requests of one HTTP handler share
+	// (stateless.go); nil for every other session.
+	shared *statelessShared
 }
 
 // ErrServerGone is returned by Run when the server's connection ended
@@ -112,7 +116,6 @@ type session struct {
 	pending   map[jsonrpc.ID]*pending           // client requests at the server
 	deciding  map[jsonrpc.ID]context.CancelFunc // tools/call being decided
 	own       map[jsonrpc.ID]*ownRequest        // the proxy's own requests
-	held      map[string]*heldAsk               // asks answered with input_required, by requestState
 	tasks     map[string]*sessionTask           // tasks this session's requests created, by task id
 	meta      map[string]json.RawMessage        // the client's MCP 2026-07-28 request metadata, for the proxy's own requests
 	elicit    bool                              // the client declared form elicitation
@@ -124,6 +127,10 @@ type session struct {
 	serverErr              error // set once the server's connection ended
 
 	cat catalog
+
+	// held are the asks answered with input_required, waiting for their
+	// retry (Options.shared, else the session's own).
+	held *heldAsks
 
 	// calls are the tools/call being decided, and ledgerOps the ledger
 	// writes running off the readers' goroutines; Run waits for both
@@ -175,8 +182,13 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		pending:  map[jsonrpc.ID]*pending{},
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
-		held:     map[string]*heldAsk{},
 		tasks:    map[string]*sessionTask{},
+	}
+	s.held = newHeldAsks()
+	if opts.shared != nil {
+		// A stateless request: its asks' retries come as requests of
+		// their own, and its asks count against one caller's quota.
+		s.held, s.caller = opts.shared.held, opts.shared.caller
 	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- s.serverLoop() }()
@@ -678,13 +690,34 @@ func (s *session) reply(m *jsonrpc.Response) {
 	}
 }
 
+// replyResult answers id with a result of the proxy's own (a refusal, an
+// unknown outcome, an input_required ask). To a client that speaks MCP
+// 2026-07-28, where every result says its kind, a result without a
+// resultType is "complete".
 func (s *session) replyResult(id jsonrpc.ID, result any) {
 	raw, err := json.Marshal(result)
+	if err == nil && s.ownMeta() != nil {
+		raw, err = completeResult(raw)
+	}
 	if err != nil {
 		s.replyError(id, jsonrpc.CodeInternalError, "mcpx-policy: encoding the answer failed")
 		return
 	}
 	s.reply(&jsonrpc.Response{ID: id, Result: raw})
+}
+
+// completeResult adds "resultType": "complete" to a result object that
+// has no resultType.
+func completeResult(raw json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if _, ok := m["resultType"]; ok {
+		return raw, nil
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	return json.Marshal(m)
 }
 
 func (s *session) replyError(id jsonrpc.ID, code int64, msg string) {

@@ -19,6 +19,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,10 +34,27 @@ type RemoteOptions struct {
 	// another, never after a redirect, which is not followed); "" sends
 	// none. It appears in no error, log line or decision.
 	Token string
+	// OAuth, when set, obtains the bearer token with the OAuth 2.0 client
+	// credentials grant instead of Token (which must then be "").
+	OAuth *ClientCredentials
 	// RootCAs verify the server's certificate; nil means the system's
 	// roots (SSL_CERT_FILE and SSL_CERT_DIR are honoured). Verification
 	// cannot be turned off.
 	RootCAs *x509.CertPool
+}
+
+// ClientCredentials obtain a remote upstream's bearer token with the
+// OAuth 2.0 client credentials grant (RFC 6749, section 4.4): a POST to
+// TokenURL (https, or http to loopback; TLS verified, no redirect
+// followed, 30 s) with ClientID and ClientSecret in HTTP Basic
+// authentication and the Scopes, if any. The token is kept until it
+// expires and then asked for again. The secret and the tokens appear in
+// no error, log line or decision.
+type ClientCredentials struct {
+	TokenURL     string
+	ClientID     string
+	ClientSecret string
+	Scopes       []string
 }
 
 // Timeouts of a remote upstream's connections. No answer has a deadline
@@ -103,6 +123,14 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	if strings.ContainsAny(opts.Token, "\r\n\x00") {
 		return nil, errors.New("the bearer token holds a line break or a NUL")
 	}
+	if opts.OAuth != nil {
+		if opts.Token != "" {
+			return nil, errors.New("give a bearer token or OAuth client credentials, not both")
+		}
+		if _, err := CheckRemoteURL(opts.OAuth.TokenURL); err != nil {
+			return nil, fmt.Errorf("the OAuth token URL: %w", err)
+		}
+	}
 	u, _ := url.Parse(endpoint)
 	marker := make([]byte, 16)
 	rand.Read(marker)
@@ -112,6 +140,9 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	}
 	if opts.Token != "" {
 		pairs = append(pairs, opts.Token, "[token]")
+	}
+	if opts.OAuth != nil && opts.OAuth.ClientSecret != "" {
+		pairs = append(pairs, opts.OAuth.ClientSecret, "[secret]")
 	}
 	c := &remoteConn{
 		shown:  shown,
@@ -142,6 +173,13 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	}}
 	c.client, c.endpoint = client, endpoint
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if o := opts.OAuth; o != nil {
+		tokenClient := &http.Client{Transport: base, Timeout: RemoteNoticeTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("the OAuth token endpoint redirected: give the URL it redirects to (redirects are not followed, so that the secret goes nowhere else)")
+		}}
+		cc := &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL, Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader}
+		c.wire.tokens = cc.TokenSource(context.WithValue(c.ctx, oauth2.HTTPClient, tokenClient))
+	}
 	t := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}
 	c.sdk, err = t.Connect(c.ctx)
 	if err != nil {

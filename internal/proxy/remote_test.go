@@ -95,6 +95,12 @@ type remoteRig struct {
 // requires remoteToken, and joins the proxy to it with that token.
 func newRemoteRig(t *testing.T, config string, srv *mcp.Server, handler http.Handler, clientOpts *mcp.ClientOptions) *remoteRig {
 	t.Helper()
+	return newRemoteRigWith(t, config, srv, handler, clientOpts, proxy.RemoteOptions{Token: remoteToken})
+}
+
+// newRemoteRigWith is newRemoteRig with the proxy's RemoteOptions given.
+func newRemoteRigWith(t *testing.T, config string, srv *mcp.Server, handler http.Handler, clientOpts *mcp.ClientOptions, ropts proxy.RemoteOptions) *remoteRig {
+	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mcpx-policy.yaml")
 	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
@@ -113,7 +119,7 @@ func newRemoteRig(t *testing.T, config string, srv *mcp.Server, handler http.Han
 	hs := httptest.NewServer(f)
 	t.Cleanup(hs.Close)
 	r := &remoteRig{eng: eng, log: &logBuffer{}, done: make(chan error, 1), front: f, http: hs, decided: &bytes.Buffer{}}
-	back, err := proxy.ConnectRemote(ctx, hs.URL+"/mcp?key=query-secret", proxy.RemoteOptions{Token: remoteToken})
+	back, err := proxy.ConnectRemote(ctx, hs.URL+"/mcp?key=query-secret", ropts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/oauth2"
 )
 
 // wire is the HTTP round tripper under the SDK's Streamable HTTP client
@@ -28,6 +30,7 @@ type wire struct {
 	scheme  string // the endpoint's: the token goes there only
 	host    string
 	token   string
+	tokens  oauth2.TokenSource // instead of token: OAuth client credentials
 	marker  string
 	version atomic.Pointer[string] // the negotiated protocol version
 	fail    func(error)            // ends the connection (remoteConn.fail)
@@ -54,8 +57,17 @@ var errTooManyRefused = errors.New("the server sent too many frames that were re
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Del("Authorization")
-	if w.token != "" && req.URL.Scheme == w.scheme && req.URL.Host == w.host {
-		req.Header.Set("Authorization", "Bearer "+w.token)
+	if req.URL.Scheme == w.scheme && req.URL.Host == w.host {
+		switch {
+		case w.tokens != nil:
+			tok, err := w.tokens.Token()
+			if err != nil {
+				return nil, fmt.Errorf("getting a token from the OAuth token endpoint: %w", err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		case w.token != "":
+			req.Header.Set("Authorization", "Bearer "+w.token)
+		}
 	}
 	if v := w.version.Load(); v != nil && req.Header.Get("Mcp-Protocol-Version") == "" {
 		req.Header.Set("Mcp-Protocol-Version", *v)

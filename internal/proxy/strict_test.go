@@ -57,7 +57,7 @@ func (r *rawRig) executed() []string {
 // TestCallParamsDecodedStrictly: a tools/call whose frame or params the
 // server could read otherwise than the proxy — a case variant of "name" or
 // "arguments", a duplicate key anywhere, an odd id, a batch, a call
-// without an id — is refused with -32602 where it can be answered, and the
+// without an id, input responses that are not objects — is refused with -32602 where it can be answered, and the
 // server never sees it.
 func TestCallParamsDecodedStrictly(t *testing.T) {
 	t.Parallel()
@@ -78,6 +78,11 @@ func TestCallParamsDecodedStrictly(t *testing.T) {
 		"13": `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":"write_file"}`,
 		"14": `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"arguments":{"path":"/ws/ok"}}}`,
 		"15": `{"jsonrpc":"2.0","id":"mcpx-policy/1","method":"tools/call","params":{"name":"read_file","arguments":{}}}`,
+		// A retry's input responses are results: objects, in an object.
+		"16": `{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/ws/a"},"inputResponses":null}}`,
+		"17": `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/ws/a"},"inputResponses":{"user_name":12345}}}`,
+		"18": `{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/ws/a"},"inputResponses":[{"action":"accept"}]}}`,
+		"19": `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/ws/a"},"inputResponses":{"a":{"action":"accept"},"b":null}}}`,
 	}
 	for _, f := range answered {
 		r.client.send(f)

@@ -1,0 +1,206 @@
+package proxy_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpx/mcpx-policy/internal/proxy"
+)
+
+// statelessMeta is the _meta of an MCP 2026-07-28 request whose client
+// shows forms.
+const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+
+type rpcAnswer struct {
+	status int
+	ID     json.RawMessage `json:"id"`
+	Result map[string]json.RawMessage
+	Error  *struct {
+		Code    int64
+		Message string
+		Data    json.RawMessage
+	}
+}
+
+// postStateless sends one request without a session, with header the
+// MCP-Protocol-Version ("" for none), and reads its answer: a JSON body,
+// or the last event of a stream.
+func (r *httpRig) postStateless(t *testing.T, header, body string) rpcAnswer {
+	t.Helper()
+	req, _ := http.NewRequest("POST", r.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if header != "" {
+		req.Header.Set("MCP-Protocol-Version", header)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("a stateless request got a session: %s", resp.Header.Get("Mcp-Session-Id"))
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		events := strings.Split(strings.TrimSpace(string(b)), "\n\n")
+		last := events[len(events)-1]
+		b = []byte(last[strings.Index(last, "data: ")+len("data: "):])
+	}
+	a := rpcAnswer{status: resp.StatusCode}
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatalf("POST %s: %s, body %q: %v", body, resp.Status, b, err)
+	}
+	return a
+}
+
+// TestHTTPStatelessRequests: an MCP 2026-07-28 request without a session
+// (its protocol in _meta and in the MCP-Protocol-Version header) is served
+// on its POST alone — listed, decided, run — and one whose metadata is
+// missing, contradicts its header or names a revision the proxy does not
+// serve is refused with a 400 whose body is the JSON-RPC error with the
+// request's id.
+func TestHTTPStatelessRequests(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRig(t, time.Minute)
+
+	a := r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{`+statelessMeta+`}}`)
+	if a.status != 200 || a.Error != nil || !strings.Contains(string(a.Result["tools"]), `"echo"`) {
+		t.Fatalf("stateless tools/list: %d %+v %s", a.status, a.Error, a.Result["tools"])
+	}
+	a = r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo","arguments":{},`+statelessMeta+`}}`)
+	if a.status != 200 || a.Error != nil || !strings.Contains(string(a.Result["content"]), `"echo"`) || string(a.ID) != `"c"` {
+		t.Fatalf("stateless tools/call: %d %s %+v %v", a.status, a.ID, a.Error, a.Result)
+	}
+	// The proxy's refusal of an unknown tool is the JSON-RPC error, as for
+	// every client.
+	a = r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope","arguments":{},`+statelessMeta+`}}`)
+	if a.Error == nil || a.Error.Code != -32602 {
+		t.Fatalf("stateless call of an unknown tool: %d %+v", a.status, a.Error)
+	}
+
+	// A discovery is declined (the server is a process each stateless
+	// request would start): the client initializes.
+	a = r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{`+statelessMeta+`}}`)
+	if a.status != 200 || a.Error == nil || a.Error.Code != -32601 {
+		t.Fatalf("stateless server/discover: %d %+v; want method not found", a.status, a.Error)
+	}
+	// With DiscoverUpstream (a remote server) the server answers it.
+	up := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.DiscoverUpstream())
+	a = up.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{`+statelessMeta+`}}`)
+	if a.status != 200 || a.Error != nil || !strings.Contains(string(a.Result["supportedVersions"]), "2026-07-28") {
+		t.Fatalf("stateless server/discover, DiscoverUpstream: %d %+v %v; want the server's answer", a.status, a.Error, a.Result)
+	}
+
+	for _, tc := range []struct {
+		name, header, params string
+		code                 int64
+	}{
+		{"no _meta", "2026-07-28", `{}`, -32602},
+		{"no protocolVersion", "2026-07-28", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`, -32602},
+		{"no clientCapabilities", "2026-07-28", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, -32602},
+		{"no header", "", `{` + statelessMeta + `}`, -32020},
+		{"header differs", "2026-07-28", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999","io.modelcontextprotocol/clientCapabilities":{}}}`, -32020},
+		{"unsupported", "v999", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999","io.modelcontextprotocol/clientCapabilities":{}}}`, -32022},
+	} {
+		a := r.postStateless(t, tc.header, `{"jsonrpc":"2.0","id":301,"method":"server/discover","params":`+tc.params+`}`)
+		if a.status != 400 || a.Error == nil || a.Error.Code != tc.code || string(a.ID) != "301" {
+			t.Errorf("%s: %d id %s %+v; want 400 with error %d and id 301", tc.name, a.status, a.ID, a.Error, tc.code)
+		}
+		if tc.code == -32022 && !strings.Contains(string(a.Error.Data), `"supported":["2026-07-28"]`) {
+			t.Errorf("%s: error data %s; want the supported versions", tc.name, a.Error.Data)
+		}
+	}
+}
+
+// TestHTTPStatelessAsk: the proxy's own ask to a stateless client is an
+// input_required result whose retry — a request of its own, served by
+// another session of one request — is decided with the client's answer
+// and runs once; the same retry again finds no held ask and is refused.
+func TestHTTPStatelessAsk(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: ask}\nservers: {s: {}}\n")
+	var state string
+	ask := func() {
+		t.Helper()
+		a := r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","arguments":{},`+statelessMeta+`}}`)
+		if string(a.Result["resultType"]) != `"input_required"` || json.Unmarshal(a.Result["requestState"], &state) != nil || !strings.HasPrefix(state, "mcpx-policy/") {
+			t.Fatalf("a write asked of a stateless client: %d %+v %v; want input_required with the proxy's requestState", a.status, a.Error, a.Result)
+		}
+	}
+	retry := func(id, action string) rpcAnswer {
+		return r.postStateless(t, "2026-07-28", `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"write","arguments":{},"requestState":"`+state+`",`+
+			`"inputResponses":{"mcpx-policy/confirm":{"action":"`+action+`","content":{"approve":`+map[string]string{"accept": "true", "decline": "false"}[action]+`}}},`+statelessMeta+`}}`)
+	}
+	ask()
+	a := retry("2", "accept")
+	if a.Error != nil || !strings.Contains(string(a.Result["content"]), "written") {
+		t.Fatalf("an approved retry: %d %+v %v; want the write run", a.status, a.Error, a.Result)
+	}
+	// A declined retry is refused, and the ask is used up.
+	ask()
+	a = retry("2", "decline")
+	if !strings.Contains(string(a.Result["_meta"]), "ConfirmationDeclined") || string(a.Result["resultType"]) != `"complete"` {
+		t.Fatalf("a declined retry: %d %+v %v; want the ConfirmationDeclined refusal, resultType complete", a.status, a.Error, a.Result)
+	}
+	a = retry("3", "accept")
+	if !strings.Contains(string(a.Result["_meta"]), "ConfirmationUnavailable") {
+		t.Fatalf("the retry of a used ask: %d %+v %v; want ConfirmationUnavailable", a.status, a.Error, a.Result)
+	}
+	// A forged requestState finds nothing either.
+	state = "mcpx-policy/forged"
+	a = retry("4", "accept")
+	if !strings.Contains(string(a.Result["_meta"]), "ConfirmationUnavailable") {
+		t.Fatalf("a forged requestState: %d %+v %v; want ConfirmationUnavailable", a.status, a.Error, a.Result)
+	}
+}
+
+// TestHTTPStatelessBounded: stateless requests count against the session
+// cap with the sessions: at the cap one is answered 503 and starts no
+// server; once a session ends, it is served.
+func TestHTTPStatelessBounded(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.MaxSessions(1))
+	id := r.initialize(t)
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + statelessMeta + `}}`
+	if a := r.tryStateless(t, list); a.status != http.StatusServiceUnavailable {
+		t.Fatalf("a stateless request at the cap: %d; want 503", a.status)
+	}
+	select {
+	case <-r.ended:
+		t.Fatal("a server was started and stopped for the refused request")
+	default:
+	}
+	req, _ := http.NewRequest("DELETE", r.url, nil)
+	req.Header.Set("Mcp-Session-Id", id)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	r.waitEnded(t, 10*time.Second, "a deleted session")
+	if a := r.tryStateless(t, list); a.status != http.StatusOK {
+		t.Fatalf("a stateless request below the cap: %d; want it served", a.status)
+	}
+}
+
+// tryStateless posts a stateless request and returns its status (and the
+// answer, when it is JSON-RPC).
+func (r *httpRig) tryStateless(t *testing.T, body string) rpcAnswer {
+	t.Helper()
+	req, _ := http.NewRequest("POST", r.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := rpcAnswer{status: resp.StatusCode}
+	json.Unmarshal(b, &a)
+	return a
+}
