@@ -226,7 +226,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.DecideTimeout)
 	defer cancel()
-	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Caller: callerOf(r),
+	ans := h.eng.Answer(ctx, body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Dispatch: true, Caller: callerOf(r),
 		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
 	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
 		logUnwritable(w, err)
