@@ -184,6 +184,7 @@ type Refusal struct {
 	Err      error
 }
 
+// Error is the cause's text, else the deny's first message.
 func (r *Refusal) Error() string {
 	if r.Err != nil {
 		return r.Err.Error()

@@ -32,7 +32,7 @@ _counts_class("destructive") if call.destructive
 deny contains {
 	"code": c.code,
 	"step": c.step,
-	"message": sprintf("%s: write budget %s allows %d %s per %s%s, and %d were dispatched in the window; this write is refused until %s (retry then)", [
+	"message": sprintf("%s: write budget %q allows %d %s per %s%s, and %d were dispatched in the window; this write is refused until %s (retry then)", [
 		call.label, id, b.max, _what(b.writes), b.window, _per(b.per), n.count, n.retry_at,
 	]),
 	"details": {
@@ -53,7 +53,7 @@ deny contains {
 deny contains {
 	"code": c.code,
 	"step": c.step,
-	"message": sprintf("%s: write budget %s counts this write but the gateway gave no usable count for it, so the write is refused (fail closed)", [call.label, id]),
+	"message": sprintf("%s: write budget %q counts this write but the gateway gave no usable count for it, so the write is refused (fail closed)", [call.label, id]),
 	"details": {"budget": id},
 } if {
 	some id in applicable

@@ -39,7 +39,7 @@ test_count_at_max_denies_with_retry_time if {
 	reason.code == "WriteBudgetExceeded"
 	reason.step == "budget"
 	reason.details == {"budget": "fs-writes", "max": 3, "window": "1h", "writes": "all", "per": "principal", "count": 3, "retry_at": "2026-12-01T23:00:00Z"}
-	reason.message == "fs.write_file: write budget fs-writes allows 3 writes per 1h per principal, and 3 were dispatched in the window; this write is refused until 2026-12-01T23:00:00Z (retry then)"
+	reason.message == "fs.write_file: write budget \"fs-writes\" allows 3 writes per 1h per principal, and 3 were dispatched in the window; this write is refused until 2026-12-01T23:00:00Z (retry then)"
 }
 
 # A destructive-only budget does not count a non-destructive write; it
