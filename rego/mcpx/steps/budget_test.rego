@@ -73,7 +73,10 @@ test_missing_or_malformed_count_denies if {
 # the write mode's (an ask beyond the budget is a deny), and the call is
 # never decided by its plan.
 test_decision_denies_at_budget_step if {
-	d := mcpx.decision with input as _call(_tool("write_file", false), {"fs-writes": _n(3)}) with data.mcpx.config as object.union(_config, {"write": "ask", "servers": {"fs": object.union(_config.servers.fs, {"write": "ask"})}})
+	d := mcpx.decision with input as _call(_tool("write_file", false), {"fs-writes": _n(3)})
+		with data.mcpx.config as object.union(_config, {"write": "ask", "servers": {"fs": object.union(_config.servers.fs, {"write": "ask"})}})
+		with data.mcpx.overrides.deny as set()
+		with data.mcpx.overrides.ask as set()
 	d.outcome == "deny"
 	d.step == "budget"
 	[r.code | some r in d.reasons] == ["WriteBudgetExceeded", "WriteNeedsConfirmation"]
@@ -81,12 +84,16 @@ test_decision_denies_at_budget_step if {
 
 test_decision_allows_below_budget if {
 	d := mcpx.decision with input as _call(_tool("write_file", false), {"fs-writes": _n(1)}) with data.mcpx.config as _config
+		with data.mcpx.overrides.deny as set()
+		with data.mcpx.overrides.ask as set()
 	d.outcome == "allow"
 }
 
 test_decision_without_counts_denies if {
 	inp := testdata.call("fs", _tool("write_file", false), {"path": "/workspace/a"})
 	d := mcpx.decision with input as inp with data.mcpx.config as _config
+		with data.mcpx.overrides.deny as set()
+		with data.mcpx.overrides.ask as set()
 	d.outcome == "deny"
 	d.step == "budget"
 }
