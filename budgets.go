@@ -28,8 +28,9 @@ func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledge
 		return nil, ledger.Counted{}
 	}
 	write, destructive := classify(c, call)
+	sum, _ := decision.CallSHA256(call.Server, call.Tool.Name, call.Args) // "" when none: InvalidInput anyway
 	rec := ledger.Counted{Server: call.Server, Tool: call.Tool.Name, Destructive: destructive,
-		Principal: principalOf(call), Session: sessionOf(call)}
+		Principal: principalOf(call), Session: sessionOf(call), Call: sum}
 	var out []ledger.Limit
 	for _, b := range c.Budgets {
 		if !b.Matches(call.Server, call.Tool.Name, write, destructive) {
@@ -44,6 +45,8 @@ func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledge
 				return r.Principal == rec.Principal
 			case config.BudgetPerSession:
 				return r.Session == rec.Session
+			case config.BudgetPerCall:
+				return r.Call == rec.Call
 			}
 			return true
 		}})
@@ -128,18 +131,27 @@ func (e *Engine) counting(call decision.Call) *ledger.Counting {
 
 // budgetRefusal is the deny for call once the store found a budget spent
 // at dispatch: the policy's own decision on the counts now (a
-// WriteBudgetExceeded deny), else one built from the store's tallies.
+// WriteBudgetExceeded or RepeatedCall deny), else one built from the
+// store's tallies.
 func (e *Engine) budgetRefusal(call decision.Call, spent *ledger.BudgetError) decision.Decision {
 	d, err := e.decide(context.Background(), call)
 	if err == nil && d.Outcome == decision.Deny {
 		for _, r := range d.Reasons {
-			if r.Code == decision.WriteBudgetExceeded {
+			if r.Code == decision.WriteBudgetExceeded || r.Code == decision.RepeatedCall {
 				return d
 			}
 		}
 	}
+	code := decision.WriteBudgetExceeded
+	for _, t := range spent.Tallies {
+		for _, b := range e.cur.Load().compiled.Budgets {
+			if t.Spent() && b.ID == t.ID && b.Per == config.BudgetPerCall {
+				code = decision.RepeatedCall
+			}
+		}
+	}
 	sum, _ := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
-	out := decision.Denied(decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}, decision.WriteBudgetExceeded,
+	out := decision.Denied(decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}, code,
 		call.Server+"."+call.Tool.Name+": "+spent.Error()+"; the write was not sent")
 	out.Write = true
 	return out

@@ -24,6 +24,7 @@ const (
 	ToolDefinitionChanged        Code = "ToolDefinitionChanged"
 	ConfigLoosened               Code = "ConfigLoosened"
 	WriteBudgetExceeded          Code = "WriteBudgetExceeded"
+	RepeatedCall                 Code = "RepeatedCall"
 )
 
 // CodeInfo is the one place a code's title, step, effect and doc page are
@@ -43,6 +44,7 @@ var Codes = []CodeInfo{
 	{UnknownOutcomePending, "An earlier write's outcome is unknown", StepLedger, Deny, ""},
 	{LedgerUnreadable, "The ledger cannot be read", StepLedger, Deny, ""},
 	{WriteBudgetExceeded, "A write budget is spent for now", StepBudget, Deny, ""},
+	{RepeatedCall, "The same call was repeated too often", StepBudget, Deny, ""},
 	{UnknownArguments, "The call has arguments the tool does not declare", StepUnknownArgs, Deny, ""},
 	{IgnoredArguments, "Arguments the tool does not declare were passed on", StepUnknownArgs, "", ""},
 	{ArgumentRuleViolation, "An argument rule rejects the arguments", StepArgumentRules, Deny, ""},

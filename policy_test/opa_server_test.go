@@ -275,7 +275,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 			decision.HiddenTool, decision.UnknownOutcomePending, decision.LedgerUnreadable, decision.UnknownArguments,
 			decision.IgnoredArguments, decision.ArgumentRuleViolation, decision.WriteDenied, decision.WriteNeedsConfirmation,
 			decision.DestructiveNeedsConfirmation, decision.OverrideDeny, decision.OverrideAsk, decision.InvalidInput,
-			decision.PolicyError, decision.ToolDefinitionChanged, decision.WriteBudgetExceeded,
+			decision.PolicyError, decision.ToolDefinitionChanged, decision.WriteBudgetExceeded, decision.RepeatedCall,
 		} {
 			if !seen[info] {
 				t.Errorf("the corpus never produced %s: add a call that does", info)

@@ -23,6 +23,9 @@ const (
 	BudgetPerServer    = "server"
 	BudgetPerPrincipal = "principal"
 	BudgetPerSession   = "session"
+	// BudgetPerCall is a loop breaker's scope: one count per exact call
+	// (the SHA-256 of its canonical form), whoever makes it.
+	BudgetPerCall = "call"
 )
 
 // The bounds of a budget's settings: a window between one second and a
@@ -34,8 +37,11 @@ const (
 	MaxBudgetMax    = 1_000_000
 )
 
-// budgetKeys are the keys of one budget.
-var budgetKeys = []string{"id", "description", "tools", "writes", "max", "window", "per"}
+// budgetKeys are the keys of one budget; loopKeys of one loop breaker.
+var (
+	budgetKeys = []string{"id", "description", "tools", "writes", "max", "window", "per"}
+	loopKeys   = []string{"id", "description", "tools", "max", "window"}
+)
 
 // budgetDef is one budget as a layer wrote it. The list of them declares
 // the direction (a tightening each); its fields are part of it.
@@ -91,8 +97,13 @@ func (b Budget) Matches(server, tool string, write, destructive bool) bool {
 	return false
 }
 
-// budgets reads a scope's budgets list.
-func (p *fileParser) budgets(n *yaml.Node, path string) []*budgetDef {
+// budgets reads a scope's budgets list (loop: its loopBreakers list,
+// budgets per call).
+func (p *fileParser) budgets(n *yaml.Node, path string, loop bool) []*budgetDef {
+	keys := budgetKeys
+	if loop {
+		keys = loopKeys
+	}
 	if isNull(n) {
 		return nil
 	}
@@ -109,6 +120,9 @@ func (p *fileParser) budgets(n *yaml.Node, path string) []*budgetDef {
 			continue
 		}
 		b := &budgetDef{per: BudgetPerServer, at: p.at(c, ip)}
+		if loop {
+			b.per = BudgetPerCall
+		}
 		ok := true
 		bad := func(n *yaml.Node, kp, format string, args ...any) {
 			p.errAt(n, kp, format, args...)
@@ -117,6 +131,11 @@ func (p *fileParser) budgets(n *yaml.Node, path string) []*budgetDef {
 		for _, e := range p.entries(c, ip) {
 			kp := join(ip, e.key)
 			v := deref(e.value)
+			if !slices.Contains(keys, e.key) {
+				p.unknownKey(e, ip, keys)
+				ok = false
+				continue
+			}
 			switch e.key {
 			case "id":
 				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
@@ -163,9 +182,6 @@ func (p *fileParser) budgets(n *yaml.Node, path string) []*budgetDef {
 					continue
 				}
 				b.per = v.Value
-			default:
-				p.unknownKey(e, ip, budgetKeys)
-				ok = false
 			}
 		}
 		for _, k := range []string{"id", "max", "window"} {
@@ -208,11 +224,11 @@ func (out *Compiled) compileBudgets(sum *layer, c *collector) map[string]any {
 		out.Budgets = append(out.Budgets, Budget{ID: b.id, Server: server, Tools: pats, Destructive: b.destructive,
 			Max: b.max, Window: b.window, Per: b.per, Origin: origin})
 	}
-	for _, b := range sum.pool.budgets {
+	for _, b := range append(slices.Clone(sum.pool.budgets), sum.pool.loops...) {
 		add("", b)
 	}
 	for _, s := range sum.servers {
-		for _, b := range s.budgets {
+		for _, b := range append(slices.Clone(s.budgets), s.loops...) {
 			add(s.name, b)
 		}
 	}
@@ -221,10 +237,10 @@ func (out *Compiled) compileBudgets(sum *layer, c *collector) map[string]any {
 }
 
 // budgetPatterns is a scope's pattern set from tool patterns to budget
-// ids: a budget without tools is the pattern "*".
+// and loop breaker ids: a budget without tools is the pattern "*".
 func budgetPatterns(s *scope) *patternSet {
 	ps := newPatternSet()
-	for _, b := range s.budgets {
+	for _, b := range append(slices.Clone(s.budgets), s.loops...) {
 		if len(b.tools) == 0 {
 			all, _ := ParsePattern("*")
 			ps.add(all, b.id)

@@ -99,3 +99,34 @@ func TestBudgetErrors(t *testing.T) {
 		t.Errorf("duplicate id across layers: %v", err)
 	}
 }
+
+// TestLoopBreakersCompile: loop breakers are budgets per exact call,
+// with their own keys (no writes, no per) and ids shared with budgets.
+func TestLoopBreakersCompile(t *testing.T) {
+	t.Parallel()
+	c, err, _ := load(t, map[string]string{"main.yaml": `version: 1
+servers:
+  fs:
+    loopBreakers:
+      - {id: fs-loops, max: 3, window: 10m}
+`}, config.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonOf(t, get(t, configData(t, c), "budgets", "fs-loops")); got != `{"description":"","max":3,"origin":"main.yaml:5","per":"call","window":"10m","window_seconds":600,"writes":"all"}` {
+		t.Errorf("loop breaker data %s", got)
+	}
+	if len(c.Budgets) != 1 || c.Budgets[0].Per != config.BudgetPerCall {
+		t.Errorf("Compiled.Budgets %+v", c.Budgets)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"loopBreakers: [{id: a, max: 3, window: 1h, per: principal}]", `servers.fs.loopBreakers[0].per: unknown key "per"`},
+		{"loopBreakers: [{id: a, max: 3, window: 1h, writes: all}]", `servers.fs.loopBreakers[0].writes: unknown key "writes"`},
+		{"loopBreakers: [{id: a, max: 3, window: 1h}]\n    budgets: [{id: a, max: 3, window: 1h}]", `duplicate budget id "a"`},
+	} {
+		_, err, _ := load(t, map[string]string{"main.yaml": "version: 1\nservers:\n  fs:\n    " + tc.body + "\n"}, config.LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}

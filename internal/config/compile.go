@@ -211,7 +211,7 @@ func scopeData(s *scope) map[string]any {
 		"rules":            rules.data(),
 		"unknownArgsTools": ua,
 	}
-	if len(s.budgets) > 0 {
+	if len(s.budgets)+len(s.loops) > 0 {
 		out["budgets"] = budgetPatterns(s).data()
 	}
 	return out

@@ -29,6 +29,9 @@ type Counted struct {
 	Destructive bool   `json:"destructive,omitempty"`
 	Principal   string `json:"principal,omitempty"`
 	Session     string `json:"session,omitempty"`
+	// Call is the SHA-256 of the call's canonical form, for loop
+	// breakers (one count per exact call).
+	Call string `json:"call,omitempty"`
 	// Time is when the store recorded it (RFC 3339 with nanoseconds, UTC).
 	Time string `json:"time"`
 }

@@ -137,6 +137,10 @@ func goldenCases(t *testing.T) []goldenCase {
 	spent.Details = map[string]any{"budget": "fs-writes", "max": 20, "window": "1h", "writes": "all", "per": "principal",
 		"count": 20, "retry_at": "2026-12-01T23:00:00Z"}
 	add("WriteBudgetExceeded", spentCall, deny(t, spentCall, true, spent))
+	loop := reason(decision.RepeatedCall,
+		"fs.write_file: this exact call was dispatched 3 times in the last 10m, the most loop breaker \"fs-loops\" allows; it looks like a loop, so it is refused until 2026-12-01T23:00:00Z")
+	loop.Details = map[string]any{"loop_breaker": "fs-loops", "max": 3, "window": "10m", "count": 3, "retry_at": "2026-12-01T23:00:00Z"}
+	add("RepeatedCall", spentCall, deny(t, spentCall, true, loop))
 
 	hidden := decision.Call{Surface: "mcp", Server: "fs", Tool: decision.Tool{Name: "delete_file"},
 		Args: map[string]any{"path": "/workspace/notes.md"}}

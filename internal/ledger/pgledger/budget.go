@@ -3,7 +3,6 @@ package pgledger
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,28 +31,20 @@ CREATE TABLE IF NOT EXISTS mcpx_ledger_dispatched (
 	destructive boolean NOT NULL,
 	principal text NOT NULL,
 	session text NOT NULL,
+	call text NOT NULL,
 	time timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS mcpx_ledger_dispatched_server ON mcpx_ledger_dispatched (server, time);
 `
 
-// budgetSchema creates the budget table once (tables of older builds
+// budgetTable creates the budget table once (tables of older builds
 // have none).
-type budgetSchema struct {
-	mu sync.Mutex
-	ok bool
-}
-
-var budgetSchemas sync.Map // *Store → *budgetSchema
-
 func (s *Store) budgetTable(ctx context.Context) error {
 	if err := s.schema(ctx); err != nil {
 		return err
 	}
-	v, _ := budgetSchemas.LoadOrStore(s, &budgetSchema{})
-	b := v.(*budgetSchema)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ok {
+	s.budgetMu.Lock()
+	defer s.budgetMu.Unlock()
+	if s.budgetOK {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -66,7 +57,7 @@ func (s *Store) budgetTable(ctx context.Context) error {
 	if err != nil {
 		return s.unreadable(fmt.Errorf("the budget table: %w", err))
 	}
-	b.ok = true
+	s.budgetOK = true
 	return nil
 }
 
@@ -79,7 +70,7 @@ func records(ctx context.Context, q interface {
 	if err := q.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
 		return nil, now, err
 	}
-	rows, err := q.Query(ctx, "SELECT id, server, tool, destructive, principal, session, time FROM mcpx_ledger_dispatched WHERE server = $1", server)
+	rows, err := q.Query(ctx, "SELECT id, server, tool, destructive, principal, session, call, time FROM mcpx_ledger_dispatched WHERE server = $1", server)
 	if err != nil {
 		return nil, now, err
 	}
@@ -87,7 +78,7 @@ func records(ctx context.Context, q interface {
 	for rows.Next() {
 		var r ledger.Counted
 		var at time.Time
-		if err := rows.Scan(&r.ID, &r.Server, &r.Tool, &r.Destructive, &r.Principal, &r.Session, &at); err != nil {
+		if err := rows.Scan(&r.ID, &r.Server, &r.Tool, &r.Destructive, &r.Principal, &r.Session, &r.Call, &at); err != nil {
 			rows.Close()
 			return nil, now, err
 		}
@@ -155,9 +146,9 @@ func (s *Store) BeginCounted(server, tool string, args map[string]any, surface s
 			}
 		}
 		r := c.Record
-		_, err = tx.Exec(ctx, `INSERT INTO mcpx_ledger_dispatched (id, server, tool, destructive, principal, session, time)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-			id, server, tool, r.Destructive, r.Principal, r.Session, now)
+		_, err = tx.Exec(ctx, `INSERT INTO mcpx_ledger_dispatched (id, server, tool, destructive, principal, session, call, time)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+			id, server, tool, r.Destructive, r.Principal, r.Session, r.Call, now)
 		return err
 	})
 	if refused != nil {

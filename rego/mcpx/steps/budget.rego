@@ -1,6 +1,8 @@
 # METADATA
-# title: Step 2b — write budgets
+# title: Step 2b — write budgets and loop breakers
 # description: |
+#   Loop breakers are budgets per exact call (per "call": the SHA-256 of
+#   its canonical form) and deny with RepeatedCall.
 #   A write that a budget counts is denied while the budget's window
 #   already holds its max of dispatched writes (docs/configuration.md,
 #   budgets). The counts come with the input (input.ledger.budgets: for
@@ -42,9 +44,29 @@ deny contains {
 } if {
 	some id in applicable
 	b := data.mcpx.config.budgets[id]
+	b.per != "call"
 	n := _count(id)
 	n.count >= b.max
 	c := codes.WriteBudgetExceeded
+}
+
+# METADATA
+# custom:
+#   code: RepeatedCall
+deny contains {
+	"code": c.code,
+	"step": c.step,
+	"message": sprintf("%s: this exact call was dispatched %d times in the last %s, the most loop breaker %q allows; it looks like a loop, so it is refused until %s", [
+		call.label, n.count, b.window, id, n.retry_at,
+	]),
+	"details": {"loop_breaker": id, "max": b.max, "window": b.window, "count": n.count, "retry_at": n.retry_at},
+} if {
+	some id in applicable
+	b := data.mcpx.config.budgets[id]
+	b.per == "call"
+	n := _count(id)
+	n.count >= b.max
+	c := codes.RepeatedCall
 }
 
 # METADATA
@@ -57,8 +79,24 @@ deny contains {
 	"details": {"budget": id},
 } if {
 	some id in applicable
+	data.mcpx.config.budgets[id].per != "call"
 	not _count(id)
 	c := codes.WriteBudgetExceeded
+}
+
+# METADATA
+# custom:
+#   code: RepeatedCall
+deny contains {
+	"code": c.code,
+	"step": c.step,
+	"message": sprintf("%s: loop breaker %q counts this write but the gateway gave no usable count for it, so the write is refused (fail closed)", [call.label, id]),
+	"details": {"loop_breaker": id},
+} if {
+	some id in applicable
+	data.mcpx.config.budgets[id].per == "call"
+	not _count(id)
+	c := codes.RepeatedCall
 }
 
 # _count is the input's count for budget id when it is well formed: a

@@ -97,3 +97,30 @@ test_decision_without_counts_denies if {
 	d.outcome == "deny"
 	d.step == "budget"
 }
+
+_loop_config := object.union(_config, {
+	"servers": {"fs": object.union(_config.servers.fs, {"budgets": {
+		"exact": {"write_file": ["fs-loop"]},
+		"regex": [],
+	}})},
+	"budgets": {"fs-loop": {"max": 2, "window": "10m", "window_seconds": 600, "writes": "all", "per": "call", "origin": "mcpx-policy.yaml:40", "description": ""}},
+})
+
+test_loop_breaker_denies_the_repeated_call if {
+	r := budget.deny with input as _call(_tool("write_file", false), {"fs-loop": _n(2)}) with data.mcpx.config as _loop_config
+	count(r) == 1
+	some reason in r
+	reason.code == "RepeatedCall"
+	reason.step == "budget"
+	reason.details == {"loop_breaker": "fs-loop", "max": 2, "window": "10m", "count": 2, "retry_at": "2026-12-01T23:00:00Z"}
+	reason.message == "fs.write_file: this exact call was dispatched 2 times in the last 10m, the most loop breaker \"fs-loop\" allows; it looks like a loop, so it is refused until 2026-12-01T23:00:00Z"
+	count(budget.deny) == 0 with input as _call(_tool("write_file", false), {"fs-loop": _n(1)}) with data.mcpx.config as _loop_config
+}
+
+test_loop_breaker_without_count_denies if {
+	r := budget.deny with input as _call(_tool("write_file", false), {}) with data.mcpx.config as _loop_config
+	some reason in r
+	reason.code == "RepeatedCall"
+	reason.details == {"loop_breaker": "fs-loop"}
+	contains(reason.message, "loop breaker \"fs-loop\" counts this write")
+}
