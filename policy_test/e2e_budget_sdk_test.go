@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,34 @@ func TestBudgetFleetSharesThePostgresCount(t *testing.T) {
 			!strings.Contains(d.First().Message, "and 3 were dispatched") {
 			t.Errorf("%s: the next write: %+v", name, d)
 		}
+	}
+}
+
+// TestBudgetStoreUnreadableDeniesWrites: a ledger whose counted writes do
+// not read (a record without a time) is unreadable: a write a budget
+// counts is denied (LedgerUnreadable, and the budget's own fail-closed
+// deny), a read still passes, and Begin records nothing.
+func TestBudgetStoreUnreadableDeniesWrites(t *testing.T) {
+	t.Parallel()
+	eng, dir := newEngine(t, budgetSDKConfig)
+	defer eng.Close()
+	if err := dispatch(t, eng, fsBudgetCall("s1", "/a")); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"version": 1, "entries": [], "cleared": [], "in_flight": [], "dispatched": [{"id": "x", "server": "fs", "tool": "write_file", "time": "yesterday"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "state", "ledger.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := decide(t, eng, fsBudgetCall("s1", "/b"))
+	if d.Outcome != decision.Deny || !slices.Equal(codes(d.Reasons), []decision.Code{decision.LedgerUnreadable, decision.WriteBudgetExceeded}) {
+		t.Fatalf("a write while the counts do not read: %+v", d)
+	}
+	read := fsBudgetCall("s1", "/b")
+	read.Tool.Annotations.ReadOnlyHint = ptr(true)
+	if d := decide(t, eng, read); d.Outcome != decision.Allow {
+		t.Errorf("a read: %+v", d)
+	}
+	if err := dispatch(t, eng, fsBudgetCall("s1", "/b")); err == nil {
+		t.Errorf("Begin recorded a write while the ledger does not read")
 	}
 }
