@@ -226,10 +226,15 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		}
 	}
 	if opts.Dispatch && a.Err == nil && d.Outcome == decision.Allow {
-		if d, err = e.dispatchAllowed(call, d); err != nil {
+		counted, err := e.dispatchAllowed(call, d)
+		if err != nil {
 			a.Err = err
 		}
-		r = redact.Of(d, call.Args)
+		if counted.Outcome != decision.Allow {
+			// a budget found spent meanwhile: its deny, redacted once
+			d = counted
+			r = redact.Of(d, call.Args)
+		}
 	}
 	a.Decision = Redacted{r: r}
 	a.Rendering, err = renderAnswer(call, a.Decision, a.Held, a.hold)
