@@ -101,42 +101,33 @@ type Counting struct {
 // written now: it is in every window, and leaves it no earlier than its
 // own time plus the window.
 func TallyOf(records []Counted, limits []Limit, now time.Time) []Tally {
+	// each record's time parsed once, whatever the number of limits
+	times := make([]time.Time, len(records))
+	for i, r := range records {
+		times[i], _ = time.Parse(time.RFC3339Nano, r.Time) // the zero time for a bad one: in no window
+	}
 	out := make([]Tally, len(limits))
+	var in []time.Time
 	for i, l := range limits {
 		t := Tally{ID: l.ID, Max: l.Max}
 		since := now.Add(-l.Window)
-		for _, r := range records {
-			at, err := time.Parse(time.RFC3339Nano, r.Time)
-			if err == nil && at.After(since) && l.Counts(r) {
-				t.Count++
+		in = in[:0]
+		for k, r := range records {
+			if times[k].After(since) && l.Counts(r) {
+				in = append(in, times[k])
 			}
 		}
+		t.Count = len(in)
 		if t.Count > 0 {
-			// the window holds Max again once enough of the oldest leave;
-			// the oldest's leaving is the earliest a retry can pass
-			t.RetryAt = retryAt(records, l, since, t.Count)
+			// the window holds Max-1 again once the (Count-Max+1) oldest
+			// have left it: the earliest a retry can pass
+			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
+			k := min(max(t.Count-l.Max, 0), t.Count-1)
+			t.RetryAt = in[k].Add(l.Window).UTC()
 		}
 		out[i] = t
 	}
 	return out
-}
-
-// retryAt is when the window of l holds fewer than l.Max writes again:
-// when the (count-Max+1)th oldest counted record leaves it.
-func retryAt(records []Counted, l Limit, since time.Time, count int) time.Time {
-	var times []time.Time
-	for _, r := range records {
-		at, err := time.Parse(time.RFC3339Nano, r.Time)
-		if err == nil && at.After(since) && l.Counts(r) {
-			times = append(times, at)
-		}
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	k := max(count-l.Max, 0)
-	if k >= len(times) {
-		k = len(times) - 1
-	}
-	return times[k].Add(l.Window).UTC()
 }
 
 // storeClock is the file store's clock: the wall clock as it was at the
