@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -227,5 +228,36 @@ func TestBudgetStoreUnreadableDeniesWrites(t *testing.T) {
 	}
 	if err := dispatch(t, eng, fsBudgetCall("s1", "/b")); err == nil {
 		t.Errorf("Begin recorded a write while the ledger does not read")
+	}
+}
+
+// TestBudgetShadow: a server in shadow mode counts its writes but a spent
+// budget refuses nothing: the decision is an allow whose shadow says the
+// policy would have denied with WriteBudgetExceeded, and Begin counts the
+// write instead of refusing it.
+func TestBudgetShadow(t *testing.T) {
+	t.Parallel()
+	eng, _ := newEngine(t, `version: 1
+policy:
+  write: allow
+servers:
+  fs:
+    enforce: shadow
+    budgets:
+      - {id: fs-writes, max: 1, window: 1h}
+`)
+	defer eng.Close()
+	for i := range 3 {
+		c := fsBudgetCall("", fmt.Sprint("/", i))
+		d := decide(t, eng, c)
+		if d.Outcome != decision.Allow {
+			t.Fatalf("write %d in shadow mode: %+v", i+1, d)
+		}
+		if i > 0 && (!d.Relaxed() || d.Enforced().First().Code != decision.WriteBudgetExceeded) {
+			t.Errorf("write %d: the shadow decision %+v; want the budget's deny", i+1, d.Enforced())
+		}
+		if err := dispatch(t, eng, c); err != nil {
+			t.Fatalf("dispatch %d in shadow mode: %v", i+1, err)
+		}
 	}
 }
