@@ -25,6 +25,7 @@ type callDocument struct {
 	Principal *decision.Principal `json:"principal,omitempty"`
 	Mode      string              `json:"mode,omitempty"`
 	Approval  string              `json:"approval,omitempty"`
+	Session   string              `json:"session,omitempty"`
 	// What a recording adds (serve and proxy --record): deciding the call
 	// ignores them.
 	Time     string             `json:"time,omitempty"`
@@ -63,6 +64,11 @@ type AnswerOptions struct {
 	// and that the same call sent again afterwards runs once. A document
 	// that names an approval is decided with it, as without OutOfBand.
 	OutOfBand bool
+	// Dispatch says the caller runs an allowed call as it is answered
+	// (serve): an allowed write that write budgets count is counted then
+	// (docs/configuration.md#budgets), and when a budget is found spent
+	// meanwhile the answer is its WriteBudgetExceeded deny instead.
+	Dispatch bool
 	// Caller is who sent the document, as the adapter knows it — serve
 	// gives "daemon:" and its HTTP caller's address — and never as the
 	// document says: the ask put on hold counts against its quota
@@ -219,6 +225,17 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 			a.Held = &held
 		}
 	}
+	if opts.Dispatch && a.Err == nil && d.Outcome == decision.Allow {
+		counted, err := e.dispatchAllowed(call, d)
+		if err != nil {
+			a.Err = err
+		}
+		if counted.Outcome != decision.Allow {
+			// a budget found spent meanwhile: its deny, redacted once
+			d = counted
+			r = redact.Of(d, call.Args)
+		}
+	}
 	a.Decision = Redacted{r: r}
 	a.Rendering, err = renderAnswer(call, a.Decision, a.Held, a.hold)
 	if err != nil && a.Err == nil {
@@ -235,7 +252,7 @@ func (e *Engine) decode(raw []byte, opts AnswerOptions) (decision.Call, callDocu
 		return decision.Call{Surface: surfaceOf("", opts)}, callDocument{}, notA(opts, err)
 	}
 	call := decision.Call{Server: doc.Server, Args: doc.Args, Surface: surfaceOf(doc.Surface, opts),
-		Principal: doc.Principal, Mode: doc.Mode}
+		Principal: doc.Principal, Mode: doc.Mode, Session: doc.Session}
 	t, err := e.resolveTool(doc.Server, doc.Tool)
 	call.Tool = t
 	switch {

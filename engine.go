@@ -140,7 +140,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.approvals.engine, e.pins.engine = true, true
-	e.writes, e.ledgerCfg = &Writes{s: st.ledger, engine: true}, rev.compiled.Ledger
+	e.writes, e.ledgerCfg = &Writes{s: st.ledger, engine: true, eng: e}, rev.compiled.Ledger
 	e.cmds = commandsFor(opts, e.ledgerCfg)
 	e.cur.Store(rev)
 	return e, nil

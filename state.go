@@ -25,6 +25,9 @@ import (
 func (e *Engine) stateView(c *config.Compiled, call decision.Call) (*engine.Ledger, decision.Call) {
 	led := e.ledgerView(call.Server)
 	led.Pin, call = e.pinView(c, call)
+	if limits, _ := budgetLimits(c, call); len(limits) > 0 {
+		e.budgetView(led, call.Server, limits)
+	}
 	return led, call
 }
 

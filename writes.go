@@ -2,6 +2,7 @@ package mcpxpolicy
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/config"
@@ -18,7 +19,8 @@ import (
 // Writes, Engine and process that shares the ledger.
 type Writes struct {
 	s      ledger.Store
-	engine bool // the Engine's own: Engine.Close closes it
+	engine bool    // the Engine's own: Engine.Close closes it
+	eng    *Engine // the Engine whose budgets count its writes (nil: none)
 }
 
 // OpenWrites opens the ledger opts name: the config's ledger section when
@@ -69,8 +71,23 @@ func (w *Writes) ClearSeen(server, seen, reason string) ([]decision.UnknownWrite
 // decision marked as writes. On error nothing was recorded and the request
 // must not be sent. If the process dies mid-call, the marker becomes an
 // unknown-outcome entry at the next start (Recover).
+//
+// On the Engine's own (Engine.Writes), a write that write budgets count
+// (docs/configuration.md#budgets) is counted here, in the same atomic
+// step of the store that checks them again: when one is spent by now
+// (another gateway sharing the store counted first), nothing is recorded
+// and the error is a *decision.Refusal carrying the WriteBudgetExceeded
+// deny to answer with.
 func (w *Writes) Begin(call decision.Call) (*Dispatch, error) {
-	d, err := w.s.BeginWrite(call.Server, call.Tool.Name, call.Args, call.Surface)
+	var c *ledger.Counting
+	if w.eng != nil {
+		c = w.eng.counting(call)
+	}
+	d, err := w.s.BeginCounted(call.Server, call.Tool.Name, call.Args, call.Surface, c)
+	var spent *ledger.BudgetError
+	if errors.As(err, &spent) {
+		return nil, &decision.Refusal{Decision: w.eng.budgetRefusal(call, spent), Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

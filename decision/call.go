@@ -21,6 +21,12 @@ type Call struct {
 	// (docs/surfaces.md#fairness-one-caller-cannot-starve-another). "" counts the call under its Surface.
 	// The policy does not read it, and it is no part of the call's JSON.
 	Caller string `json:"-"`
+	// Session names the agent session the call belongs to, for write
+	// budgets kept per session (docs/configuration.md#budgets): a call
+	// document's "session", or the SDK caller's own name for it. ""
+	// counts the call under its Caller (the proxy's MCP session). The
+	// policy does not read it; it is no part of the call's canonical form.
+	Session string `json:"session,omitempty"`
 }
 
 // Tool is an MCP Tool as tools/list returns it: the fields the policy

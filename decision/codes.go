@@ -23,6 +23,8 @@ const (
 	ConfirmationDeclined         Code = "ConfirmationDeclined"
 	ToolDefinitionChanged        Code = "ToolDefinitionChanged"
 	ConfigLoosened               Code = "ConfigLoosened"
+	WriteBudgetExceeded          Code = "WriteBudgetExceeded"
+	RepeatedCall                 Code = "RepeatedCall"
 )
 
 // CodeInfo is the one place a code's title, step, effect and doc page are
@@ -41,6 +43,8 @@ var Codes = []CodeInfo{
 	{HiddenTool, "The tool is hidden", StepHidden, Deny, ""},
 	{UnknownOutcomePending, "An earlier write's outcome is unknown", StepLedger, Deny, ""},
 	{LedgerUnreadable, "The ledger cannot be read", StepLedger, Deny, ""},
+	{WriteBudgetExceeded, "A write budget is spent for now", StepBudget, Deny, ""},
+	{RepeatedCall, "The same call was repeated too often", StepBudget, Deny, ""},
 	{UnknownArguments, "The call has arguments the tool does not declare", StepUnknownArgs, Deny, ""},
 	{IgnoredArguments, "Arguments the tool does not declare were passed on", StepUnknownArgs, "", ""},
 	{ArgumentRuleViolation, "An argument rule rejects the arguments", StepArgumentRules, Deny, ""},

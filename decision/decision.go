@@ -39,9 +39,12 @@ const (
 	StepNone Step = ""
 	// StepPin is the pinned-definition check, before step 1 (off unless
 	// pinTools is set; docs/check-order.md).
-	StepPin              Step = "pin"
-	StepHidden           Step = "hidden"
-	StepLedger           Step = "ledger"
+	StepPin    Step = "pin"
+	StepHidden Step = "hidden"
+	StepLedger Step = "ledger"
+	// StepBudget is the write-budget check, right after the ledger's
+	// (docs/check-order.md, docs/decisions/0027-write-budgets.md).
+	StepBudget           Step = "budget"
 	StepUnknownArgs      Step = "unknown_args"
 	StepArgumentRules    Step = "argument_rules"
 	StepWriteMode        Step = "write_mode"
@@ -171,3 +174,23 @@ func (d Decision) First() Reason {
 	}
 	return Reason{}
 }
+
+// Refusal is an error that carries the deny a surface answers with when
+// a step after the decision refuses the call — a write budget found spent
+// when the write was about to be dispatched (WriteBudgetExceeded): errors.As
+// finds it, and Decision is rendered as any refusal is. Err is the cause.
+type Refusal struct {
+	Decision Decision
+	Err      error
+}
+
+// Error is the cause's text, else the deny's first message.
+func (r *Refusal) Error() string {
+	if r.Err != nil {
+		return r.Err.Error()
+	}
+	return r.Decision.First().Message
+}
+
+// Unwrap returns the cause.
+func (r *Refusal) Unwrap() error { return r.Err }

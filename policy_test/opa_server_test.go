@@ -259,6 +259,9 @@ func TestStockOPAEquivalence(t *testing.T) {
 		{name: "shadow", layers: []string{cr + "shadow.yaml"}, calls: all},
 		{name: "shadow-ledger-pending", ledger: cr + "ledger-pending.json", layers: []string{cr + "shadow.yaml"}, calls: all},
 		{name: "shadow-ledger-corrupt", ledger: cr + "ledger-corrupt.json", layers: []string{cr + "shadow.yaml", cr + "write-deny.yaml"}, calls: all},
+		{name: "budgets", ledger: budgetLedger(t), layers: []string{budgetLayer(t)}, calls: all},
+		{name: "budgets-unspent", layers: []string{budgetLayer(t)}, calls: all},
+		{name: "shadow-budgets", ledger: budgetLedger(t), layers: []string{budgetLayer(t), cr + "shadow.yaml"}, calls: all},
 	}
 	seen := map[decision.Code]bool{}
 	done := make(chan map[decision.Code]bool, len(cases))
@@ -272,7 +275,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 			decision.HiddenTool, decision.UnknownOutcomePending, decision.LedgerUnreadable, decision.UnknownArguments,
 			decision.IgnoredArguments, decision.ArgumentRuleViolation, decision.WriteDenied, decision.WriteNeedsConfirmation,
 			decision.DestructiveNeedsConfirmation, decision.OverrideDeny, decision.OverrideAsk, decision.InvalidInput,
-			decision.PolicyError, decision.ToolDefinitionChanged,
+			decision.PolicyError, decision.ToolDefinitionChanged, decision.WriteBudgetExceeded, decision.RepeatedCall,
 		} {
 			if !seen[info] {
 				t.Errorf("the corpus never produced %s: add a call that does", info)

@@ -96,6 +96,9 @@ type Compiled struct {
 	// Ledger is where the unknown-outcome ledger lives (the ledger
 	// section; the file store by default). The Revision does not cover it.
 	Ledger LedgerConfig
+	// Budgets are the write budgets of every layer (pool's and servers'),
+	// by id: what the Engine counts for (docs/configuration.md#budgets).
+	Budgets []Budget
 	// Examples is how many rule examples were decided as their rules
 	// list them (all of them: one that is not is a load error).
 	Examples int
@@ -129,6 +132,9 @@ func compile(layers []*layer, names map[string]string, sc SchemaCompiler, ev Rul
 		"pool":       pool,
 		"servers":    servers,
 		"rules":      rules,
+	}
+	if budgets := out.compileBudgets(sum, c); len(budgets) > 0 {
+		config["budgets"] = budgets
 	}
 	// The settings of the table: a policy setting is always in the data
 	// (its default when no layer set it); the pool's and a server's only
@@ -199,12 +205,16 @@ func scopeData(s *scope) map[string]any {
 	for _, u := range s.ua {
 		ua = append(ua, map[string]any{"re": u.pat.RE, "source": u.pat.Source, "mode": u.mode})
 	}
-	return map[string]any{
+	out := map[string]any{
 		"hidden":           hidden.data(),
 		"writeTools":       writes.data(),
 		"rules":            rules.data(),
 		"unknownArgsTools": ua,
 	}
+	if len(s.budgets)+len(s.loops) > 0 {
+		out["budgets"] = budgetPatterns(s).data()
+	}
+	return out
 }
 
 // PinMode is the pinTools mode of server: its own, else the pool's, else

@@ -211,6 +211,10 @@ func changes(t *testing.T, p place) []change {
 		later("a pattern added", false, "", doc{}, p.at, "[t9]")
 	case reflect.TypeFor[[]*ruleDef]():
 		later("a rule added", false, "", doc{}, p.at, "[{id: later-rule, tools: [t9], schema: {type: object}}]")
+	case reflect.TypeFor[[]*budgetDef]():
+		// a later layer can only add a budget (another cap), never raise
+		// or remove one: an id written twice is a load error
+		later("a budget added", false, "", doc{}.set(p.at, p.key, "[{id: first-budget, max: 5, window: 1h}]"), p.at, "[{id: later-budget, max: 50, window: 1h}]")
 	case reflect.TypeFor[[]overrideRef]():
 		for i, l := range []string{"a second --config", "conf.d"} {
 			_ = i

@@ -101,6 +101,8 @@ type scope struct {
 	rules      []*ruleDef       `dir:"tightens" key:"argumentRules"`
 	ua         []unknownArgsRef `dir:"entries" key:"unknownArgsTools"`
 	exemptArgs []argRef         `dir:"loosens" key:"exemptArgs" falls:"exemptArgs"`
+	budgets    []*budgetDef     `dir:"tightens" key:"budgets"`
+	loops      []*budgetDef     `dir:"tightens" key:"loopBreakers"`
 }
 
 // add appends o's lists to s; the pinTools mode is merged with the
@@ -111,6 +113,8 @@ func (s *scope) add(o scope) {
 	s.rules = append(s.rules, o.rules...)
 	s.ua = append(s.ua, o.ua...)
 	s.exemptArgs = append(s.exemptArgs, o.exemptArgs...)
+	s.budgets = append(s.budgets, o.budgets...)
+	s.loops = append(s.loops, o.loops...)
 }
 
 type serverLayer struct {
@@ -159,8 +163,8 @@ func (l *layer) server(name string) *serverLayer {
 var (
 	topKeys             = []string{"version", "policy", "pool", "servers", "ledger"}
 	policyKeys          = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
-	poolKeys            = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools"}
-	serverKeys          = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools"}
+	poolKeys            = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools", "budgets", "loopBreakers"}
+	serverKeys          = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools", "budgets", "loopBreakers"}
 	ruleKeys            = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	unknownArgsToolKeys = []string{"tools", "mode"}
 )
@@ -412,6 +416,10 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, s
 			sc.rules = append(sc.rules, p.rules(e.value, kp, server)...)
 		case "unknownArgsTools":
 			sc.ua = append(sc.ua, p.unknownArgsTools(e.value, kp)...)
+		case "budgets":
+			sc.budgets = append(sc.budgets, p.budgets(e.value, kp, false)...)
+		case "loopBreakers":
+			sc.loops = append(sc.loops, p.budgets(e.value, kp, true)...)
 		}
 	}
 }

@@ -85,6 +85,12 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 				b.str(f)
 			}
 		}
+		b.len(len(led.Budgets))
+		for _, c := range led.Budgets {
+			b.str(c.ID)
+			b.len(c.Count)
+			b.str(c.RetryAt)
+		}
 		if p := led.Pin; p == nil {
 			b = append(b, 0)
 		} else {

@@ -307,6 +307,20 @@ type Ledger struct {
 	Seen string
 	// Pin is input.tool.pin; nil leaves it out (pinning off).
 	Pin *Pin
+	// Budgets are the counts of the write budgets that count the call
+	// (input.ledger.budgets, rego/mcpx/steps/budget.rego); none leaves
+	// them out.
+	Budgets []BudgetCount
+}
+
+// BudgetCount is one write budget's count as the policy reads it: the
+// writes dispatched in its window for the call's scope, and when the
+// oldest of them leaves the window (RFC 3339, UTC; "" when the count is
+// 0).
+type BudgetCount struct {
+	ID      string
+	Count   int
+	RetryAt string
 }
 
 // Pin is the call's tool compared with its pinned definition, as the

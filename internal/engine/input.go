@@ -143,10 +143,20 @@ var emptyLedger = ast.NewObject(
 )
 
 func ledgerValue(led *Ledger) ast.Object {
-	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 {
+	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && len(led.Budgets) == 0 {
 		return emptyLedger
 	}
-	obj := ast.NewObjectWithCapacity(3)
+	obj := ast.NewObjectWithCapacity(4)
+	if len(led.Budgets) > 0 {
+		counts := ast.NewObjectWithCapacity(len(led.Budgets))
+		for _, b := range led.Budgets {
+			counts.Insert(ast.StringTerm(b.ID), ast.ObjectTerm(
+				ast.Item(kCount, ast.IntNumberTerm(b.Count)),
+				ast.Item(kRetryAt, ast.StringTerm(b.RetryAt)),
+			))
+		}
+		obj.Insert(kBudgets, ast.NewTerm(counts))
+	}
 	if led.Unreadable != "" {
 		obj.Insert(kError, ast.StringTerm(led.Unreadable))
 	}
@@ -175,6 +185,9 @@ var (
 	kOpenWorld  = ast.StringTerm("openWorldHint")
 	kTitle      = ast.StringTerm("title")
 	kError      = ast.StringTerm("error")
+	kBudgets    = ast.StringTerm("budgets")
+	kCount      = ast.StringTerm("count")
+	kRetryAt    = ast.StringTerm("retry_at")
 	kArgsSHA256 = ast.StringTerm("args_sha256")
 	kTime       = ast.StringTerm("time")
 )

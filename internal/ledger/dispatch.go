@@ -41,6 +41,13 @@ type Dispatch struct {
 // may have left (say, the directory fsync failed) is removed in the
 // background. Concurrent Begins share commits (group commit).
 func (l *Ledger) Begin(server, tool string, args map[string]any, surface string) (*Dispatch, error) {
+	return l.begin(server, tool, args, surface, nil)
+}
+
+// begin is Begin; also, when not nil, in the same commit and before the
+// marker goes in, with under the file's state and the dispatch's id: an
+// error from it records nothing and is Begin's.
+func (l *Ledger) begin(server, tool string, args map[string]any, surface string, with func(st *fileState, id string) error) (*Dispatch, error) {
 	entry, err := NewEntry(newID(), server, tool, args, surface)
 	if err != nil {
 		return nil, err
@@ -52,6 +59,11 @@ func (l *Ledger) Begin(server, tool string, args map[string]any, surface string)
 	}
 	m := Marker{LedgerEntry: d.Entry(), Owner: selfOwner()}
 	err = l.submit(func(st *fileState, _ time.Time, _ int) (bool, error) {
+		if with != nil {
+			if err := with(st, m.ID); err != nil {
+				return false, err
+			}
+		}
 		t := &slotTester{l: l}
 		defer t.close()
 		slot, err := l.freeSlot(st, t)

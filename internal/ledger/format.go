@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/statedir"
@@ -74,10 +75,13 @@ type fileState struct {
 	Entries  []Entry   `json:"entries"`
 	Cleared  []Cleared `json:"cleared"`
 	InFlight []Marker  `json:"in_flight"`
-	extra    map[string]json.RawMessage
+	// Dispatched are the writes budgets count (budget.go); absent from
+	// the file while there are none.
+	Dispatched []Counted `json:"dispatched,omitempty"`
+	extra      map[string]json.RawMessage
 }
 
-var knownFields = map[string]bool{"version": true, "entries": true, "cleared": true, "in_flight": true}
+var knownFields = map[string]bool{"version": true, "entries": true, "cleared": true, "in_flight": true, "dispatched": true}
 
 // decodeFile parses a ledger file. Every failure is the cause of an
 // UnreadableError: the caller must neither use nor overwrite the file.
@@ -87,7 +91,7 @@ func decodeFile(b []byte) (*fileState, error) {
 		return nil, err
 	}
 	st := &fileState{Version: Version}
-	for name, dst := range map[string]any{"entries": &st.Entries, "cleared": &st.Cleared, "in_flight": &st.InFlight} {
+	for name, dst := range map[string]any{"entries": &st.Entries, "cleared": &st.Cleared, "in_flight": &st.InFlight, "dispatched": &st.Dispatched} {
 		if r, ok := raw[name]; ok {
 			if err := json.Unmarshal(r, dst); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -112,6 +116,13 @@ func decodeFile(b []byte) (*fileState, error) {
 			return nil, fmt.Errorf("in_flight[%d]: id and server are required", i)
 		}
 	}
+	for i, r := range st.Dispatched {
+		// a record that does not read would count nothing: the file is
+		// unreadable rather than a budget silently larger
+		if _, err := time.Parse(time.RFC3339Nano, r.Time); err != nil || r.ID == "" || r.Server == "" {
+			return nil, fmt.Errorf("dispatched[%d]: id, server and an RFC 3339 time are required", i)
+		}
+	}
 	return st, nil
 }
 
@@ -123,6 +134,9 @@ func (st *fileState) encode() ([]byte, error) {
 		"entries":   nonNil(st.Entries),
 		"cleared":   nonNil(st.Cleared),
 		"in_flight": nonNil(st.InFlight),
+	}
+	if len(st.Dispatched) > 0 {
+		out["dispatched"] = st.Dispatched
 	}
 	for k, v := range st.extra {
 		out[k] = v
@@ -147,7 +161,7 @@ func nonNil[T any](s []T) []T {
 // without touching st, which a cached parse shares with readers.
 func (st *fileState) clone() *fileState {
 	c := &fileState{Version: st.Version, Entries: slices.Clone(st.Entries), Cleared: slices.Clone(st.Cleared),
-		InFlight: slices.Clone(st.InFlight)}
+		InFlight: slices.Clone(st.InFlight), Dispatched: slices.Clone(st.Dispatched)}
 	if st.extra != nil {
 		c.extra = maps.Clone(st.extra)
 	}

@@ -18,6 +18,15 @@ type Store interface {
 	// BeginWrite records an in-flight marker for a write and returns once
 	// it is durable; only then may the request bytes go out.
 	BeginWrite(server, tool string, args map[string]any, surface string) (Write, error)
+	// BeginCounted is BeginWrite for a write that write budgets count
+	// (budget.go): in one atomic step with every process sharing the
+	// store, it tallies c.Limits and either records nothing and returns a
+	// *BudgetError (a budget is spent), or counts the write and records
+	// its marker. c nil is BeginWrite.
+	BeginCounted(server, tool string, args map[string]any, surface string, c *Counting) (Write, error)
+	// Tally counts limits for a write to server at the store's time, for
+	// the policy's input.
+	Tally(server string, limits []Limit) ([]Tally, error)
 	// Pending is what the policy sees of server's entries: the oldest
 	// limit of them (all when limit < 0) and the total.
 	Pending(server string, limit int) (Pending, error)

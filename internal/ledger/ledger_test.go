@@ -19,7 +19,7 @@ import (
 
 // childRoles are the roles a re-executed test binary plays (childEnv names
 // one); each runs until the process exits or is killed.
-var childRoles = map[string]func(){"crash": crashChild, "proc": procChild}
+var childRoles = map[string]func(){"crash": crashChild, "proc": procChild, "budget": budgetChild}
 
 func TestMain(m *testing.M) { crashtest.Main(m, childEnv, childRoles) }
 

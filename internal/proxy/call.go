@@ -168,6 +168,15 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			return
 		}
 		disp, err := s.opts.Engine.Writes().Begin(call)
+		var refused *decision.Refusal
+		if errors.As(err, &refused) {
+			// a write budget spent since the decision (another gateway
+			// counted first): its deny, not sent
+			if done() {
+				s.replyRefusal(m.ID, call, refused.Decision)
+			}
+			return
+		}
 		if err != nil {
 			if done() {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)

@@ -131,6 +131,17 @@ func goldenCases(t *testing.T) []goldenCase {
 		"changed": []any{"description", "annotations"}, "accept": "mcpx-policy pins accept fs write_file --sha256 " + changedSum}
 	add("ToolDefinitionChanged", pinCall, deny(t, pinCall, true, pinReason))
 
+	spentCall := fsWrite(map[string]any{"path": "/workspace/notes.md", "content": "hello"})
+	spent := reason(decision.WriteBudgetExceeded,
+		"fs.write_file: write budget \"fs-writes\" allows 20 writes per 1h per principal, and 20 were dispatched in the window; this write is refused until 2026-12-01T23:00:00Z (retry then)")
+	spent.Details = map[string]any{"budget": "fs-writes", "max": 20, "window": "1h", "writes": "all", "per": "principal",
+		"count": 20, "retry_at": "2026-12-01T23:00:00Z"}
+	add("WriteBudgetExceeded", spentCall, deny(t, spentCall, true, spent))
+	loop := reason(decision.RepeatedCall,
+		"fs.write_file: this exact call was dispatched 3 times in the last 10m, the most loop breaker \"fs-loops\" allows; it looks like a loop, so it is refused until 2026-12-01T23:00:00Z")
+	loop.Details = map[string]any{"loop_breaker": "fs-loops", "max": 3, "window": "10m", "count": 3, "retry_at": "2026-12-01T23:00:00Z"}
+	add("RepeatedCall", spentCall, deny(t, spentCall, true, loop))
+
 	hidden := decision.Call{Surface: "mcp", Server: "fs", Tool: decision.Tool{Name: "delete_file"},
 		Args: map[string]any{"path": "/workspace/notes.md"}}
 	add("HiddenTool", hidden, deny(t, hidden, true,

@@ -133,6 +133,8 @@ var hints = map[decision.Code]string{
 	decision.UnknownOutcomePending:   "An earlier write to %[1]q may or may not have happened, so writes to %[1]q are blocked until an operator checks and clears it (`%[2]s`). Do not retry; tell the user.",
 	decision.ToolDefinitionChanged:   "The server changed this tool's definition after it was trusted, so it is refused until an operator reviews the change and accepts it. Do not retry; tell the user.",
 	decision.LedgerUnreadable:        "Writes are blocked until an operator repairs the unknown-outcome ledger. Do not retry; tell the user.",
+	decision.WriteBudgetExceeded:     "A write budget for %[1]q is spent for now. Do not retry before the time given above; read-only tools are still allowed.",
+	decision.RepeatedCall:            "This exact call was already made several times just now; repeating it will not help. Do not send it again unchanged: change approach or tell the user.",
 	decision.ArgumentRuleViolation:   "Retry only with arguments that satisfy every constraint above.",
 	decision.WriteDenied:             "Writes to %[1]q are denied by policy. Do not retry this call; read-only tools are still allowed.",
 	decision.OverrideDeny:            "An operator policy refuses this call. Do not retry it as is.",

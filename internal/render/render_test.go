@@ -24,7 +24,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 		decision.ConfirmationUnavailable: 428, decision.WriteNeedsConfirmation: 428,
 		decision.DestructiveNeedsConfirmation: 428, decision.OverrideAsk: 428,
 		decision.LedgerUnreadable: 503, decision.PolicyError: 500, decision.IgnoredArguments: 200,
-		decision.ConfigLoosened: 200,
+		decision.ConfigLoosened: 200, decision.WriteBudgetExceeded: 429, decision.RepeatedCall: 429,
 	}
 	for _, info := range decision.Codes {
 		got := render.Status(info.Code)

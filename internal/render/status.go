@@ -31,6 +31,12 @@ var statuses = map[decision.Code]int{
 	// the decision is an ask, 428, as StatusOf says).
 	decision.ToolDefinitionChanged: http.StatusConflict,
 
+	// A write budget is spent for its window: the same call can succeed
+	// after the time the reason names (its details' retry_at).
+	decision.WriteBudgetExceeded: http.StatusTooManyRequests,
+	// Likewise a loop breaker: the same call, repeated too often.
+	decision.RepeatedCall: http.StatusTooManyRequests,
+
 	// The call needs a person's confirmation this surface could not obtain:
 	// 428 Precondition Required (RFC 6585) says "the same request can succeed
 	// once the missing precondition — an approval — is supplied", which 403

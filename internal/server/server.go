@@ -219,7 +219,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	// The engine bounds the decision by its own DecideTimeout (serve's
 	// --decide-timeout) and names that limit in a stopped decision's
 	// message; a deadline set here would be named by what was left of it.
-	ans := h.eng.Answer(r.Context(), body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Caller: callerOf(r),
+	ans := h.eng.Answer(r.Context(), body, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Dispatch: true, Caller: callerOf(r),
 		Name: "call document", ToolHint: "start serve with --catalog, or send the whole MCP Tool object", Unread: err})
 	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
 		logUnwritable(w, err)

@@ -111,7 +111,12 @@ type dispatch struct {
 // *ledger.UnreadableError when the database cannot be used (nothing was
 // recorded, and the request must not be sent).
 func (s *Store) BeginWrite(server, tool string, args map[string]any, surface string) (ledger.Write, error) {
-	entry, err := ledger.NewEntry(newID(), server, tool, args, surface)
+	return s.beginWithID(newID(), server, tool, args, surface)
+}
+
+// beginWithID is BeginWrite with the dispatch's id given.
+func (s *Store) beginWithID(id, server, tool string, args map[string]any, surface string) (ledger.Write, error) {
+	entry, err := ledger.NewEntry(id, server, tool, args, surface)
 	if err != nil {
 		return nil, err
 	}

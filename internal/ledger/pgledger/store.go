@@ -79,6 +79,9 @@ type Store struct {
 	schemaMu sync.Mutex
 	schemaOK bool
 
+	budgetMu sync.Mutex // serializes creating the budget table
+	budgetOK bool       // the budget table exists
+
 	sessMu   sync.Mutex
 	sess     *session
 	watching bool // the watchdog runs

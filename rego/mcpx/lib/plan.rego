@@ -63,7 +63,7 @@ else := d
 # description: |
 #   The decision, less its call, of a call to tool name on server in which
 #   the ledger, unknown-arguments, argument-rules and overrides steps find
-#   nothing: its write-mode and destructive-floor reasons, the verdict and
+#   nothing (and no write budget counts the call): its write-mode and destructive-floor reasons, the verdict and
 #   the server's ConfigLoosened warnings.
 #   mode is the caller's write mode or null; read_only_hint and
 #   destructive_hint are the tool's annotations (false and true, the MCP
@@ -84,6 +84,7 @@ document(server, name, mode, read_only_hint, destructive_hint) := {
 	not f.hidden
 	write := true in {read_only_hint != true, f.write}
 	is_destructive := {write, destructive_hint != false} == {true}
+	_unbudgeted(f, write)
 	m := config.effective_write_mode(f.write_mode, mode)
 	label := sprintf("%s.%s", [server, name])
 	denies := [write_mode.denied(server, label) | write; m == "deny"]
@@ -116,6 +117,13 @@ hidden_document(server, name) := {
 	count(f.problems) == 0
 	f.hidden
 }
+
+# _unbudgeted: no write budget can count the call (a read, or a tool no
+# budget's patterns match), so the budget step finds nothing; a write a
+# budget may count is decided by the full check order.
+_unbudgeted(_, false)
+
+_unbudgeted(f, true) if count(f.budgets) == 0
 
 _verdict(denies, asks) := ["deny", denies[0].step] if count(denies) > 0
 

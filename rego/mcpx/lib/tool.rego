@@ -38,6 +38,7 @@ facts(server, tool) := {
 		r.required == true
 	],
 	"missing_rules": {id | some id in matched; not _compiled(id)},
+	"budgets": (patterns.values(object.get(config.pool, "budgets", {}), tool) | patterns.values(object.get(s, "budgets", {}), tool)),
 	"write_mode": write_mode,
 	"unknown_args_mode": unknown_args_mode,
 	"exempt": ({k | some k in object.get(config.global, "exemptArgs", [])} | {k | some k in object.get(s, "exemptArgs", [])}),
