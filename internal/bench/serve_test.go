@@ -35,7 +35,10 @@ const serveClients = 16
 // ("serve/opa-x") and serve's p50 and p99 under that load; a call is
 // timed from the request to its response read whole.
 func BenchmarkServeVsOPA(b *testing.B) {
-	f := load(b, M)
+	b.Run(M.Name, func(b *testing.B) { serveVsOPA(b, load(b, M)) })
+}
+
+func serveVsOPA(b *testing.B, f *fixture) {
 	opa := f.server(b)
 	serve := f.serve(b)
 	n := max(b.N, 4*serveClients)
