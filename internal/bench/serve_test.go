@@ -25,7 +25,8 @@ import (
 const serveClients = 16
 
 // BenchmarkServeVsOPA is `serve` (the real handler, loopback TCP, the
-// decision log on, asks put on hold as a daemon holds them) side by side
+// decision log on, asks put on hold as a daemon holds them, every tool
+// seen once before: serveEngine) side by side
 // with a stock `opa run --server` holding the same config's bundle, on
 // the same distinct M calls (the workload's mix: allows, asks, write-mode,
 // hidden, argument-rule and unknown-argument refusals), each sent by
@@ -170,13 +171,7 @@ func (f *fixture) serve(b *testing.B) string {
 	if u := serveURL[f.w.Shape.Name]; u != "" {
 		return u
 	}
-	opts := f.opts
-	opts.StateDir = filepath.Join(f.dir, "serve-state")
-	eng, err := mcpxpolicy.New(context.Background(), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(server.New(eng, server.Options{Token: "bench-token-0123456789abcdef", DecisionLog: io.Discard,
+	srv := httptest.NewServer(server.New(f.serveEngine(b), server.Options{Token: "bench-token-0123456789abcdef", DecisionLog: io.Discard,
 		MaxInFlight: 4 * serveClients}))
 	stopMu.Lock()
 	stops = append(stops, srv.Close)
@@ -184,3 +179,65 @@ func (f *fixture) serve(b *testing.B) string {
 	serveURL[f.w.Shape.Name] = srv.URL
 	return srv.URL
 }
+
+// BenchmarkAnswer is what serve's handler asks of the engine per call,
+// without HTTP: Engine.Answer on the call document, as serve calls it
+// (daemon surface, asks held out of band), on distinct M calls; with the
+// allocations, which a loaded machine does not move.
+//
+//	go test -run '^$' -bench '^BenchmarkAnswer$' -benchmem -benchtime 2000x ./internal/bench/
+func BenchmarkAnswer(b *testing.B) {
+	b.Run(M.Name, func(b *testing.B) {
+		f := load(b, M)
+		eng := f.serveEngine(b)
+		calls := f.w.Fresh(b.N)
+		docs := make([][]byte, len(calls))
+		for i, c := range calls {
+			var err error
+			if docs[i], err = callDocument(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ctx := context.Background()
+		opts := mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceDaemon, OutOfBand: true, Caller: "daemon:bench"}
+		TimedByClass(b, func(i int) string {
+			a := eng.Answer(ctx, docs[i], opts)
+			return outcomeClass(a.Decision.Decision())
+		})
+	})
+}
+
+// serveEngine is a second engine for the fixture's config, with a state
+// dir of its own, made once per process and shown every tool once (as
+// a daemon has after a few calls per tool): serve's, and
+// BenchmarkAnswer's.
+func (f *fixture) serveEngine(b *testing.B) *mcpxpolicy.Engine {
+	b.Helper()
+	serveEngMu.Lock()
+	defer serveEngMu.Unlock()
+	if e := serveEngines[f.w.Shape.Name]; e != nil {
+		return e
+	}
+	opts := f.opts
+	opts.StateDir = filepath.Join(f.dir, "serve-state")
+	eng, err := mcpxpolicy.New(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// tools seen, as BenchmarkDecide's engine has: one call on every tool
+	ctx := context.Background()
+	for _, srv := range f.w.Servers {
+		for _, t := range srv.Tools {
+			if _, err := eng.Decide(ctx, decision.Call{Server: srv.Name, Tool: t, Args: map[string]any{"path": "/workspace/warm"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	serveEngines[f.w.Shape.Name] = eng
+	return eng
+}
+
+var (
+	serveEngMu   sync.Mutex
+	serveEngines = map[string]*mcpxpolicy.Engine{}
+)
