@@ -96,7 +96,7 @@ BENCH_COUNT ?= 5
 BENCH_CALLS ?= 2000
 BENCH_OUT   ?= $${TMPDIR:-/tmp}/mcpx-policy-bench.txt
 bench:
-	@{ $(GO) test -run '^$$' -bench '^Benchmark(Decide|DecideWarm|Native|OPAServer|StockOPA|DecidePaths)$$' -benchmem \
+	@{ $(GO) test -run '^$$' -bench '^Benchmark(Decide|DecideWarm|Native|OPAServer|StockOPA|DecidePaths|ServeVsOPA)$$' -benchmem \
 	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/bench/ && \
 	   $(GO) test -run '^$$' -bench '^Benchmark(DecideNewTools|MatchSchema|RulesOnly)$$' -benchmem \
 	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/engine/ && \

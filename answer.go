@@ -180,18 +180,25 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		r = redact.Of(d, call.Args)
 	}
 	a.Err = err
+	// prompt is the ask r's prompt, built once for the size check, the
+	// hold and the rendering; nil once r is another decision
+	var prompt *render.AskPrompt
 	if d.Outcome == decision.Ask {
 		// An ask too large to show in full is refused, never asked: a
 		// person approves only what they can read.
-		if _, err := render.Prompt(call, r); errors.Is(err, render.ErrPromptTooLarge) {
+		p, err := render.Prompt(call, r)
+		switch {
+		case errors.Is(err, render.ErrPromptTooLarge):
 			d = render.UnavailableFor(d, err)
 			r = redact.Of(d, call.Args)
+		case err == nil:
+			prompt = &p
 		}
 	}
 	asker := call
 	asker.Caller = opts.Caller
 	if opts.OutOfBand && err == nil && a.Approval == "" && d.Outcome == decision.Ask {
-		out, req, oerr := e.outOfBand(asker, d, r)
+		out, req, oerr := e.outOfBand(asker, d, r, prompt)
 		switch {
 		case heldOutOfBand(oerr):
 			h := e.holdOf(req)
@@ -199,7 +206,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		case errors.Is(oerr, approval.ErrFull):
 			a.HoldErr = oerr
 			d = fullRefusal(d, oerr)
-			r = redact.Of(d, call.Args)
+			r, prompt = redact.Of(d, call.Args), nil
 		case req.ID == "":
 			a.HoldErr = oerr
 		default:
@@ -210,15 +217,15 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 			} else {
 				a.Err = oerr
 			}
-			r = redact.Of(d, call.Args)
+			r, prompt = redact.Of(d, call.Args), nil
 		}
 	} else if opts.Hold && d.Outcome == decision.Ask {
-		held, err := e.hold(asker, r)
+		held, err := e.hold(asker, r, prompt)
 		switch {
 		case errors.Is(err, approval.ErrFull):
 			a.HoldErr = err
 			d = fullRefusal(d, err)
-			r = redact.Of(d, call.Args)
+			r, prompt = redact.Of(d, call.Args), nil
 		case err != nil:
 			a.HoldErr = err
 		default:
@@ -237,7 +244,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		}
 	}
 	a.Decision = Redacted{r: r}
-	a.Rendering, err = renderAnswer(call, a.Decision, a.Held, a.hold)
+	a.Rendering, err = renderAnswer(call, a.Decision, a.Held, a.hold, prompt)
 	if err != nil && a.Err == nil {
 		a.Err = err
 	}

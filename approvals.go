@@ -189,12 +189,13 @@ func (a *Approvals) Decline(id string) (decision.ApprovalRequest, error) {
 // (mcpgate.UnavailableFor(d, err), which says why). Safe for concurrent
 // use.
 func (e *Engine) RequestApproval(call decision.Call, d decision.Decision) (decision.ApprovalRequest, error) {
-	return e.hold(call, redact.Of(d, call.Args))
+	return e.hold(call, redact.Of(d, call.Args), nil)
 }
 
-// hold is RequestApproval of the ask r, redacted already.
-func (e *Engine) hold(call decision.Call, r redact.Decision) (decision.ApprovalRequest, error) {
-	prompt, err := render.Prompt(call, r)
+// hold is RequestApproval of the ask r, redacted already; p is its
+// prompt when the caller built it (render.Prompt(call, r)), else nil.
+func (e *Engine) hold(call decision.Call, r redact.Decision, p *render.AskPrompt) (decision.ApprovalRequest, error) {
+	prompt, err := promptOf(call, r, p)
 	if err != nil {
 		return decision.ApprovalRequest{}, err
 	}
@@ -281,7 +282,7 @@ func (e *Engine) DecideApproved(ctx context.Context, call decision.Call, id stri
 		if d.Outcome != decision.Ask {
 			return d, nil
 		}
-		out, _, err := e.outOfBand(call, d, redact.Of(d, call.Args))
+		out, _, err := e.outOfBand(call, d, redact.Of(d, call.Args), nil)
 		return out, err
 	}
 	return e.useApproval(call, d, redact.Of(d, call.Args), id)
@@ -341,4 +342,13 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// promptOf is p, the prompt of the ask r its caller built already, or
+// when nil render.Prompt(call, r).
+func promptOf(call decision.Call, r redact.Decision, p *render.AskPrompt) (render.AskPrompt, error) {
+	if p != nil {
+		return *p, nil
+	}
+	return render.Prompt(call, r)
 }

@@ -46,9 +46,10 @@ import (
 // same call opens one.
 
 // outOfBand completes the ask d of call out of band, r being d redacted;
-// req is the request it found or opened (zero when none could be had).
-func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Decision) (decision.Decision, decision.ApprovalRequest, error) {
-	prompt, err := render.Prompt(call, r)
+// req is the request it found or opened (zero when none could be had); p
+// is r's prompt when the caller built it, else nil.
+func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Decision, p *render.AskPrompt) (decision.Decision, decision.ApprovalRequest, error) {
+	prompt, err := promptOf(call, r, p)
 	if err != nil {
 		return render.Unavailable(d), decision.ApprovalRequest{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}

@@ -92,7 +92,13 @@ func (r Rendering) MarshalJSON() ([]byte, error) {
 // (mcpgate.UnavailableFor). It fails for an unknown surface and when an
 // ask's prompt cannot be built otherwise. Pure; safe for concurrent use.
 func Render(surface string, call decision.Call, r Redacted) (Rendering, error) {
-	v, err := render.Render(surface, call, r.r)
+	return renderPrompted(surface, call, r, nil)
+}
+
+// renderPrompted is Render with r's prompt built already (nil: built
+// here when r is an ask).
+func renderPrompted(surface string, call decision.Call, r Redacted, prompt *render.AskPrompt) (Rendering, error) {
+	v, err := render.RenderPrompted(surface, call, r.r, prompt)
 	if errors.Is(err, render.ErrPromptTooLarge) {
 		// Answer refuses such an ask before it renders; a caller that
 		// renders one itself gets the same refusal.
@@ -130,11 +136,13 @@ func Render(surface string, call decision.Call, r Redacted) (Rendering, error) {
 // its error and details are the held refusal's (render.Held): how a
 // person approves it, and that the same call sent again then runs once.
 // The other surfaces render as Render does.
-func renderAnswer(call decision.Call, r Redacted, held *decision.ApprovalRequest, how *render.Hold) (Rendering, error) {
+//
+// prompt is r's prompt when the answer built it (nil: built here).
+func renderAnswer(call decision.Call, r Redacted, held *decision.ApprovalRequest, how *render.Hold, prompt *render.AskPrompt) (Rendering, error) {
 	if held == nil || call.Surface != SurfaceDaemon || r.Decision().Outcome != decision.Ask {
-		return Render(call.Surface, call, r)
+		return renderPrompted(call.Surface, call, r, prompt)
 	}
-	v, err := render.Render(call.Surface, call, r.r)
+	v, err := render.RenderPrompted(call.Surface, call, r.r, prompt)
 	if err != nil {
 		return Rendering{}, err
 	}

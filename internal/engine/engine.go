@@ -403,7 +403,7 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 	if err != nil {
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
-	ga := &callArgs{goArgs: call.Args, verdicts: map[string]bool{}}
+	ga := &callArgs{goArgs: call.Args, verdicts: verdicts{}}
 	ctx = context.WithValue(ctx, callArgsKey{}, ga)
 	var learned []memoEntry
 	var t *ast.Term

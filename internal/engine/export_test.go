@@ -112,4 +112,7 @@ func (e *Prepared) DecideBuilt(ctx context.Context, call decision.Call, led *Led
 // from santhosh's verdict (refusal_rules.go) and see the Rego decide.
 func (e *Prepared) ExplainWith(f func(x *schemarego.Explainer, v ast.Value, pointer string) []schemarego.Violation) {
 	e.refusals.violations = f
+	e.refusals.memo.mu.Lock()
+	e.refusals.memo.m = nil // findings kept before are the Explainer's
+	e.refusals.memo.mu.Unlock()
 }

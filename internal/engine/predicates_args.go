@@ -18,8 +18,8 @@ import (
 type callArgs struct {
 	ast      ast.Value // nil before the input holds the arguments (lite)
 	goArgs   map[string]any
-	lite     bool            // the input has no arguments yet: read goArgs
-	verdicts map[string]bool // package → verdict on these arguments
+	lite     bool     // the input has no arguments yet: read goArgs
+	verdicts verdicts // package → verdict on these arguments
 }
 
 // isLite reports whether the evaluation's input leaves the arguments out
@@ -31,7 +31,7 @@ type callArgsKey struct{}
 // withCallArgs notes on ctx the evaluation's arguments (input.args as
 // built, and what it was built from).
 func withCallArgs(ctx context.Context, args ast.Value, goArgs map[string]any) context.Context {
-	return context.WithValue(ctx, callArgsKey{}, &callArgs{ast: args, goArgs: goArgs, verdicts: map[string]bool{}})
+	return context.WithValue(ctx, callArgsKey{}, &callArgs{ast: args, goArgs: goArgs, verdicts: verdicts{}})
 }
 
 func goArgsOf(bctx rego.BuiltinContext) *callArgs {
@@ -70,8 +70,17 @@ type argReader struct {
 	ast      *ast.Term
 	goArgs   map[string]any
 	native   bool
-	verdicts map[string]bool // nil: keep none
+	verdicts verdicts // nil: keep none
 }
+
+// verdicts are a package's verdicts on the values of one call's
+// arguments: allValid when every value its rules check is valid, else the
+// index of the first rule whose value is not (rules before it have valid
+// values; the refusal builder does not ask santhosh about them again).
+type verdicts map[string]int
+
+// allValid is a package's verdict when every value it checks is valid.
+const allValid = -1
 
 // read returns the value a rule checks, converted for santhosh. fine is
 // false when the rule is not in the shape the step reads, more than one

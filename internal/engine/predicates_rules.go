@@ -116,24 +116,36 @@ func (p *predicates) vouched(ga *callArgs, v, factsV ast.Value) ast.Set {
 // same question of the same values.
 func (p *predicates) verdict(args argReader, pkg string, rules *ast.Array) bool {
 	if args.verdicts != nil {
-		if v, ok := args.verdicts[pkg]; ok {
-			return v
+		if first, ok := args.verdicts[pkg]; ok {
+			return first == allValid
 		}
 	}
-	ok := true
-	for i := 0; i < rules.Len() && ok; i++ {
+	first := allValid
+	for i := 0; i < rules.Len() && first == allValid; i++ {
 		target, present, fine := args.read(rules.Elem(i))
-		switch {
-		case !fine:
-			ok = false
-		case present:
-			ok = p.valid(pkg, target)
+		if !fine || (present && !p.valid(pkg, target)) {
+			first = i
 		}
 	}
 	if args.verdicts != nil {
-		args.verdicts[pkg] = ok
+		args.verdicts[pkg] = first
 	}
-	return ok
+	return first == allValid
+}
+
+// knownValid reports what verdict learned about the value rule i of pkg
+// checks in these arguments: known is false when it did not look at it.
+func (a argReader) knownValid(pkg string, i int) (valid, known bool) {
+	first, ok := a.verdicts[pkg]
+	switch {
+	case !ok:
+		return false, false
+	case first == allValid || i < first:
+		return true, true
+	case i == first:
+		return false, true
+	}
+	return false, false
 }
 
 // valid reports whether pkg's compiled schema accepts v. Verdicts on

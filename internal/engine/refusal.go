@@ -45,6 +45,7 @@ type refusals struct {
 	mu         sync.RWMutex
 	explainers map[string]*schemarego.Explainer // nil: no Go violations for the package
 	docs       map[ast.Value]plannedDoc         // planned documents decoded, by term value
+	memo       findings                         // findings of scalar values (refusal_memo.go)
 }
 
 func newRefusals(preds *predicates, data map[string]any) *refusals {

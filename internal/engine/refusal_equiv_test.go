@@ -548,3 +548,42 @@ func TestRefusalFallsBackToTheRego(t *testing.T) {
 		t.Errorf("the decision is not the Rego's refusal: %+v", d)
 	}
 }
+
+// TestRefusalFindingsKeptPerScalar: the refusal of a repeated scalar value
+// (a number a rule refuses, sent again with other arguments) is built
+// from the finding kept the first time — the Explainer walks the value
+// once — and each decision is still the Rego's byte for byte, with
+// violations of its own (changing one decision's does not change
+// another's).
+func TestRefusalFindingsKeptPerScalar(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "memo.yaml")
+	if err := os.WriteFile(cfg, []byte(refusalConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newDecider(t, policyOf(t, cfg))
+	walks := 0
+	c.eng.ExplainWith(func(x *schemarego.Explainer, v ast.Value, pointer string) []schemarego.Violation {
+		if pointer == "/n" {
+			walks++
+		}
+		return x.Violations(v, pointer)
+	})
+	yes := true
+	var ds []decision.Decision
+	for i := range 3 {
+		call := decision.Call{Server: "s", Tool: decision.Tool{Name: "plain", Annotations: &decision.Annotations{ReadOnlyHint: &yes}},
+			Args: map[string]any{"n": 0.005, "path": fmt.Sprintf("/workspace/f%d", i)}}
+		d, built := c.check(t, fmt.Sprintf("call %d", i), call, &engine.Ledger{})
+		if !built || d.Step != decision.StepArgumentRules || len(d.Reasons) != 1 || len(d.Reasons[0].Violations) != 1 {
+			t.Fatalf("call %d: built in Go %v, %s at %s, %d reasons; want one argument-rule refusal built in Go", i, built, d.Outcome, d.Step, len(d.Reasons))
+		}
+		ds = append(ds, d)
+	}
+	if walks != 1 {
+		t.Errorf("the Explainer walked the repeated value %d times; want once", walks)
+	}
+	ds[0].Reasons[0].Violations[0].Path = "/changed"
+	if ds[1].Reasons[0].Violations[0].Path != "/n" {
+		t.Errorf("a decision's violations are shared with another's: %q", ds[1].Reasons[0].Violations[0].Path)
+	}
+}

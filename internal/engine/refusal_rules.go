@@ -34,7 +34,7 @@ func (r *refusals) ruleFindings(ga *callArgs, facts ast.Object, label string) ([
 		return nil, false
 	}
 	args := argReader{goArgs: ga.goArgs, native: true, verdicts: ga.verdicts}
-	found := map[string][]schemarego.Violation{}
+	found := map[string]*finding{}
 	ok = true
 	packages.Until(func(pkgT, rulesT *ast.Term) bool {
 		pkg, isString := pkgT.Value.(ast.String)
@@ -67,7 +67,12 @@ func (r *refusals) ruleFindings(ga *callArgs, facts ast.Object, label string) ([
 		if _, dup := found[id]; dup {
 			return nil, false
 		}
-		found[id] = []schemarego.Violation{{Path: pointer, Value: ast.Null{}, Constraint: "required", Expected: ast.Boolean(true)}}
+		k := findingKey{id: id, pointer: pointer, value: scalarKey{kind: 'm'}}
+		fd := r.memo.get(k)
+		if fd == nil {
+			fd = r.memo.put(k, &finding{vs: []schemarego.Violation{{Path: pointer, Value: ast.Null{}, Constraint: "required", Expected: ast.Boolean(true)}}})
+		}
+		found[id] = fd
 	}
 	if len(found) == 0 {
 		return nil, true
@@ -77,8 +82,8 @@ func (r *refusals) ruleFindings(ga *callArgs, facts ast.Object, label string) ([
 		return nil, false
 	}
 	reasons := make([]decision.Reason, 0, len(found))
-	for id, vs := range found {
-		reason, ok := r.ruleReason(id, vs, label)
+	for id, fd := range found {
+		reason, ok := r.ruleReason(id, fd, label)
 		if !ok {
 			return nil, false
 		}
@@ -111,8 +116,10 @@ func ruleEntry(t *ast.Term) (id, pointer string, ok bool) {
 // packageViolations adds to found the violations of every value the rules
 // of pkg check (the package's violations rule): ok is false when there is
 // no Explainer for pkg, when a value cannot be read as the step reads it,
-// and when santhosh's verdict on a value is not the Explainer's.
-func (r *refusals) packageViolations(args argReader, pkg string, rules *ast.Array, found map[string][]schemarego.Violation) bool {
+// and when santhosh's verdict on a value is not the Explainer's. The
+// verdicts the predicates reached on this call's values are used, not
+// asked again; a scalar value's finding comes from the memo.
+func (r *refusals) packageViolations(args argReader, pkg string, rules *ast.Array, found map[string]*finding) bool {
 	x := r.explainer(pkg)
 	if x == nil {
 		return false
@@ -129,23 +136,46 @@ func (r *refusals) packageViolations(args argReader, pkg string, rules *ast.Arra
 		if !present {
 			continue
 		}
-		tv, err := value(target)
-		if err != nil {
-			return false
+		sk, keyed := scalarKeyOf(pkg, target)
+		k := findingKey{id: id, pointer: pointer, value: sk}
+		var fd *finding
+		if keyed {
+			fd = r.memo.get(k)
 		}
-		vs := r.violations(x, tv, pointer)
-		if r.preds.valid(pkg, target) != (len(vs) == 0) {
+		if fd == nil {
+			fd = r.find(args, x, pkg, i, pointer, target)
+			if keyed {
+				fd = r.memo.put(k, fd)
+			}
+		}
+		if fd.difference {
 			return false // a difference: the Rego decides
 		}
-		if len(vs) == 0 {
+		if len(fd.vs) == 0 {
 			continue
 		}
 		if _, dup := found[id]; dup {
 			return false
 		}
-		found[id] = vs
+		found[id] = fd
 	}
 	return true
+}
+
+// find is the finding of the value target that rule i of pkg checks at
+// pointer: the Explainer's violations, and whether santhosh's verdict
+// (the one the predicates reached on this call, else asked now) differs.
+func (r *refusals) find(args argReader, x *schemarego.Explainer, pkg string, i int, pointer string, target any) *finding {
+	tv, err := value(target)
+	if err != nil {
+		return &finding{difference: true}
+	}
+	vs := r.violations(x, tv, pointer)
+	valid, known := args.knownValid(pkg, i)
+	if !known {
+		valid = r.preds.valid(pkg, target)
+	}
+	return &finding{vs: vs, difference: valid != (len(vs) == 0)}
 }
 
 // explainer is pkg's Explainer, nil when the policy holds no package pkg,
@@ -193,17 +223,32 @@ var silent = map[string]bool{
 	"dependentRequired": true, "propertyNames": true, "false": true,
 }
 
-// ruleReason is the reason rule id's violations make (the step's deny),
-// less its code and step: each violation rendered as _render renders it
-// (path, expected value and detail as the secret table leaves them, the
-// value shown and cut, the rule's reference), and the message.
-func (r *refusals) ruleReason(id string, vs []schemarego.Violation, label string) (decision.Reason, bool) {
-	ref, ok := r.ruleRef(id)
+// ruleReason is the reason rule id's finding makes (the step's deny),
+// less its code and step: the finding's violations rendered (ruleParts)
+// and the message.
+func (r *refusals) ruleReason(id string, fd *finding, label string) (decision.Reason, bool) {
+	phrases, out, origin, ok := fd.rendered(r, id)
 	if !ok {
 		return decision.Reason{}, false
 	}
-	phrases := make([]string, len(vs))
-	out := make([]decision.Violation, len(vs))
+	msg := label + ": " + strings.Join(phrases, "; ") + " (rule " + id + ", " + origin + ")"
+	// the rendered violations are shared by every decision made from the
+	// finding: each decision gets its own slice
+	return decision.Reason{Message: msg, Violations: append([]decision.Violation(nil), out...)}, true
+}
+
+// ruleParts renders rule id's violations vs as _render renders each (path,
+// expected value and detail as the secret table leaves them, the value
+// shown and cut, the rule's reference) and phrases them as the step's
+// message does; origin is the rule's. ok is false when something would be
+// redacted or the data is not of the shape the step reads.
+func (r *refusals) ruleParts(id string, vs []schemarego.Violation) (phrases []string, out []decision.Violation, origin string, ok bool) {
+	ref, ok := r.ruleRef(id)
+	if !ok {
+		return nil, nil, "", false
+	}
+	phrases = make([]string, len(vs))
+	out = make([]decision.Violation, len(vs))
 	dc := decoder{}
 	for i, v := range vs {
 		path, ok1 := r.plainText(v.Path)
@@ -213,15 +258,15 @@ func (r *refusals) ruleReason(id string, vs []schemarego.Violation, label string
 		}
 		key, ok3 := lastKey(v.Path)
 		if !ok1 || !ok2 || !ok3 || !r.preds.secrets.plainValue(ast.String(""), v.Expected) {
-			return decision.Reason{}, false
+			return nil, nil, "", false
 		}
 		shown, ok := r.show(key, v.Value)
 		if !ok {
-			return decision.Reason{}, false
+			return nil, nil, "", false
 		}
 		constraint, ok := constraintText(v.Constraint, v.Expected, detail, v.HasDetail)
 		if !ok {
-			return decision.Reason{}, false
+			return nil, nil, "", false
 		}
 		where := path
 		if where == "" {
@@ -232,17 +277,16 @@ func (r *refusals) ruleReason(id string, vs []schemarego.Violation, label string
 		} else {
 			text, ok := jsonText(shown)
 			if !ok {
-				return decision.Reason{}, false
+				return nil, nil, "", false
 			}
 			phrases[i] = where + " " + text + " " + constraint
 		}
 		out[i] = decision.Violation{Path: path, Value: dc.any(shown), Constraint: v.Constraint, Expected: dc.any(v.Expected), Detail: detail, Rule: ref}
 	}
 	if dc.err != nil {
-		return decision.Reason{}, false
+		return nil, nil, "", false
 	}
-	msg := fmt.Sprintf("%s: %s (rule %s, %s)", label, strings.Join(phrases, "; "), id, ref.Origin)
-	return decision.Reason{Message: msg, Violations: out}, true
+	return phrases, out, ref.Origin, true
 }
 
 // templates are steps.rules._templates.

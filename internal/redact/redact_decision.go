@@ -39,7 +39,9 @@ import (
 func Redact(d decision.Decision, args map[string]any) decision.Decision {
 	redactions.Add(1)
 	r := newRedactor()
-	if args != nil {
+	if args != nil && echoes(d) {
+		// the arguments are read for the secrets they hold by key name,
+		// which only the reasons can echo
 		r.value("", "", map[string]any(args), false)
 	}
 	// Pass 1: values, collecting secrets known by key name.
@@ -58,6 +60,12 @@ func Redact(d decision.Decision, args map[string]any) decision.Decision {
 		scrubReasons(r, out.Shadow.Reasons, d.Shadow.Reasons)
 	}
 	return out
+}
+
+// echoes reports whether d has a reason, warning or shadowed reason: the
+// only parts of a decision that echo the call's values.
+func echoes(d decision.Decision) bool {
+	return len(d.Reasons) > 0 || len(d.Warnings) > 0 || (d.Shadow != nil && len(d.Shadow.Reasons) > 0)
 }
 
 // keptCommand is the detail key and the command of reason rs that Redact

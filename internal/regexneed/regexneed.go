@@ -34,9 +34,9 @@ func (n Need) Any() bool { return len(n.lits) == 0 }
 // its branches' needs; a repetition of at least once its body's; anything
 // that can match without a character (empty, star, quest, assertions) or
 // a larger class nothing. A literal with the U+FFFD replacement character
-// (also what an invalid byte of the searched string reads as) or a
-// folded letter whose case variants are not all ASCII (k, s) needs
-// nothing.
+// (also what an invalid byte of the searched string reads as) needs
+// nothing; a folded literal needs its longest run of letters whose case
+// variants are all ASCII (not k, s), nothing when it has none.
 func Of(expr string) (Need, error) {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
@@ -60,12 +60,24 @@ func of(re *syntax.Regexp) Need {
 			}
 		}
 		if re.Flags&syntax.FoldCase != 0 {
+			// a match holds, rune for rune, a case variant of each rune;
+			// a run of runes whose variants are all ASCII is then in it,
+			// ASCII case folded: the longest such run is the need
+			var best, run []rune
 			for _, r := range re.Rune {
 				if !asciiFoldOnly(r) {
-					return Need{}
+					run = run[:0]
+					continue
+				}
+				run = append(run, r)
+				if len(run) > len(best) {
+					best = append(best[:0], run...)
 				}
 			}
-			return Need{lits: []lit{{s: asciiLower(string(re.Rune)), fold: true}}}
+			if len(best) == 0 {
+				return Need{}
+			}
+			return Need{lits: []lit{{s: asciiLower(string(best)), fold: true}}}
 		}
 		return Need{lits: []lit{{s: string(re.Rune)}}}
 	case syntax.OpCharClass:

@@ -13,7 +13,7 @@ import (
 // cases a need could get wrong: case folding (k, s), classes, repetition,
 // alternation with an empty branch, anchors.
 func exprs() []string {
-	out := []string{redact.Secrets.Entropy.Run, `(?i)kelvin`, `(?i)s[a-z]+`, `a|b|`, `x{0,2}y`, `(?:ab)+c`, `^$`, `[^\n]+`, `\x{FFFD}`, `[\x{FFFC}-\x{FFFE}]`}
+	out := []string{redact.Secrets.Entropy.Run, `(?i)kelvin`, `(?i)s[a-z]+`, `(?i)basic\s+x`, `(?i)askable`, `(?i)ks`, `a|b|`, `x{0,2}y`, `(?:ab)+c`, `^$`, `[^\n]+`, `\x{FFFD}`, `[\x{FFFC}-\x{FFFE}]`}
 	for _, sh := range redact.Secrets.Shapes {
 		out = append(out, sh.RE)
 	}
@@ -31,6 +31,7 @@ func TestNeedsAreSound(t *testing.T) {
 		"-----BEGIN RSA PRIVATE KEY-----\nMIIE", "mysql -psecret", "api_key=abcdef123456", "--token abcdef",
 		"ghp_" + strings.Repeat("a", 36), "sk-" + strings.Repeat("b", 24), "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc",
 		"AKIA" + strings.Repeat("X", 16), "?token=abc&x=1",
+		"BASIC x", "ba\u017fic x", "BA\u017fIC  x", "A\u017fKABLE", "a\u212aable", "\u212a\u017f", "Ks", "-pa\u017f\u017f pass:x",
 	}
 	for _, e := range exprs() {
 		re := regexp.MustCompile(e)
@@ -88,5 +89,24 @@ func TestNeedsSkipPlainText(t *testing.T) {
 	}
 	if skipped < len(redact.Secrets.Shapes)*3/4 {
 		t.Errorf("only %d of %d shapes skipped on a path", skipped, len(redact.Secrets.Shapes))
+	}
+}
+
+// TestFoldedNeedsSkipPlainText: a case-folded word with a k or an s still
+// needs its other letters: a shape such as basic-auth, whose need was
+// once only the whitespace after "basic", is skipped on plain words.
+func TestFoldedNeedsSkipPlainText(t *testing.T) {
+	t.Parallel()
+	n, err := regexneed.Of(`(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lower string
+	if n.Maybe("alpha beta gamma delta epsilon zeta", &lower) {
+		t.Errorf("the basic-auth shape runs on plain words")
+	}
+	lower = ""
+	if !n.Maybe("Authorization: BASIC dXNlcjpwYXNz", &lower) {
+		t.Errorf("the basic-auth shape is skipped on a basic credential")
 	}
 }

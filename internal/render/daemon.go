@@ -102,11 +102,16 @@ func Daemon(r redact.Decision) (status int, body any) {
 // client can show it to a person or take it to an approver. It returns an
 // error when Prompt does; a decision that is not an ask renders as Daemon.
 func DaemonAsk(call decision.Call, r redact.Decision) (int, any, error) {
+	return daemonAsk(r, func() (AskPrompt, error) { return Prompt(call, r) })
+}
+
+// daemonAsk is DaemonAsk with the prompt built by prompt.
+func daemonAsk(r redact.Decision, prompt func() (AskPrompt, error)) (int, any, error) {
 	if r.Doc().Outcome != decision.Ask {
 		s, b := Daemon(r)
 		return s, b, nil
 	}
-	p, err := Prompt(call, r)
+	p, err := prompt()
 	if err != nil {
 		return 0, nil, err
 	}

@@ -33,11 +33,24 @@ type ElicitRequest struct {
 // r is redacted already (redact.Of with call's arguments): nothing here
 // redacts again.
 func Render(surface string, call decision.Call, r redact.Decision) (any, error) {
+	return RenderPrompted(surface, call, r, nil)
+}
+
+// RenderPrompted is Render with the ask's prompt built already (p, the
+// result of Prompt(call, r)): an answer builds an ask's prompt once, to
+// check its size, hold it and render it. p nil is Render.
+func RenderPrompted(surface string, call decision.Call, r redact.Decision, p *AskPrompt) (any, error) {
 	ask := r.Doc().Outcome == decision.Ask
+	prompt := func() (AskPrompt, error) {
+		if p != nil {
+			return *p, nil
+		}
+		return Prompt(call, r)
+	}
 	switch surface {
 	case SurfaceDaemon:
 		if ask {
-			s, b, err := DaemonAsk(call, r)
+			s, b, err := daemonAsk(r, prompt)
 			if err != nil {
 				return nil, err
 			}
@@ -47,7 +60,7 @@ func Render(surface string, call decision.Call, r redact.Decision) (any, error) 
 		return HTTPAnswer{Status: s, Body: b}, nil
 	case SurfaceMCP:
 		if ask {
-			p, err := Prompt(call, r)
+			p, err := prompt()
 			if err != nil {
 				return nil, err
 			}
@@ -56,7 +69,7 @@ func Render(surface string, call decision.Call, r redact.Decision) (any, error) 
 		return MCP(r), nil
 	case SurfaceCLI:
 		if ask {
-			p, err := Prompt(call, r)
+			p, err := prompt()
 			if err != nil {
 				return nil, err
 			}

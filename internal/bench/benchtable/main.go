@@ -161,6 +161,25 @@ func main() {
 		{"stock OPA server, HTTP round trip: p50", p("OPAServer", "p50-ns")},
 		{"stock OPA server, HTTP round trip: p99", p("OPAServer", "p99-ns")},
 	}
+	rate := func(unit string) func(string) string {
+		return func(s string) string {
+			v, ok := res.get("ServeVsOPA/"+s, unit)
+			return num(v, ok, "/s")
+		}
+	}
+	rows = append(rows,
+		row{"serve, 16 keep-alive clients: decisions/s", rate("serve-decisions/s")},
+		row{"stock OPA server, same calls and clients: decisions/s", rate("opa-decisions/s")},
+		row{"serve / stock OPA (throughput)", func(s string) string {
+			v, ok := res.get("ServeVsOPA/"+s, "serve/opa-x")
+			if !ok {
+				return "—"
+			}
+			return fmt.Sprintf("%.2f×", v)
+		}},
+		row{"serve under that load: p50", p("ServeVsOPA", "serve-p50-ns")},
+		row{"serve under that load: p99", p("ServeVsOPA", "serve-p99-ns")},
+	)
 	rows = append(rows, row{"stock OPA, in process (no HTTP): p50", p("StockOPA", "p50-ns")})
 	rows = append(rows, row{"stock OPA, in process: allocs/op", func(s string) string {
 		v, ok := res.get("StockOPA/"+s, "allocs/op")
