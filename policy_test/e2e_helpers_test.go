@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -38,16 +39,32 @@ func npmServer(t testing.TB, bin string) string {
 	return p
 }
 
-// goServer builds a Go MCP server of the module (under e2e/) and returns
-// its binary.
+// goServer builds a Go MCP server of the module (under e2e/) once per
+// test process, into binDir beside mcpx-policy, and returns its binary:
+// a build per test cost a link each time.
 func goServer(t testing.TB, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	build := exec.Command("go", "build", "-o", out, pkg)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	v, _ := goServers.LoadOrStore(pkg, &goBuild{})
+	b := v.(*goBuild)
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, "server-"+filepath.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return out
+	return b.path
+}
+
+// goServers holds a *goBuild per package goServer was asked for.
+var goServers sync.Map
+
+type goBuild struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // syncBuffer collects a process's stderr.
