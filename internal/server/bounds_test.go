@@ -50,6 +50,26 @@ func TestInFlightBounded(t *testing.T) {
 		if i < 4 {
 			continue // these hold their slots, reading a body that does not come
 		}
+		if i == 4 {
+			// The four may not be in their slots yet: a whole request (it
+			// frees any slot it gets at once) is sent until one is refused.
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				p, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(p, "POST /v1/decide HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", addr)
+				got := status(p)
+				p.Close()
+				if strings.Contains(got, " 503 ") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("four requests reading their bodies: a fifth is answered %q; want 503", got)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		if got := status(c); !strings.Contains(got, " 503 ") {
 			t.Fatalf("request %d past MaxInFlight: %q; want 503", i, got)
 		}
