@@ -14,6 +14,7 @@ import (
 	"time"
 
 	kit "github.com/mcpx/mcpx-policy/internal/hostile"
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 )
 
 // researchTool is server-everything's task tool: a write (readOnlyHint
@@ -138,7 +139,11 @@ func TestE2ETasksEverything(t *testing.T) {
 		}
 	}
 	t.Run("left alone", func(t *testing.T) { run(t, false) })
-	for i := range 4 {
+	kills := 2 // a quick run; make test-full kills at 8 random moments
+	if sweep.Full() {
+		kills = 8
+	}
+	for i := range kills {
 		t.Run(fmt.Sprintf("killed %d", i), func(t *testing.T) { run(t, true) })
 	}
 }
