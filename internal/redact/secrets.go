@@ -180,7 +180,10 @@ var Secrets = SecretTable{
 		{Kind: "auth-header", RE: `(?i)\bauthorization\b\\*["']?[ \t]*[:=][ \t]*\\*["']?[a-z][a-z0-9-]*[ \t]+([^\s"'\\]{6,})`, Group: 1},
 		{Kind: "query-secret", RE: `(?i)[?&]([a-z0-9_.-]+)=([^&\s#"']+)`, Group: 2, Name: 1},
 		{Kind: "assignment", RE: `(?i)([a-z0-9_.-]+)(?:\\*["'])?[ \t]*[:=][ \t]*` + quotedValue, Group: 2, Name: 1},
-		{Kind: "flag", RE: `(?i)--?([a-z0-9_-]+)\s+("[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)`, Group: 2, Name: 1},
+		// A flag starts a token: the dash follows the start or a character
+		// that cannot be part of a word ("notes-per-session allows" in
+		// prose is no -session flag).
+		{Kind: "flag", RE: `(?i)(?:^|[^a-z0-9_-])--?([a-z0-9_-]+)\s+("[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s]*)`, Group: 2, Name: 1},
 		// A secret name whose value is on the lines below it: the next
 		// line (YAML password:\n  value, JSON text broken over lines; not
 		// a line that opens another block), every indented line of a YAML
