@@ -38,3 +38,24 @@ func TestFlagStartsAToken(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapedLineBreakIsNoValue: in JSON text quoted in a message (a
+// violation shows a string argument so), a secret name followed by an
+// escaped line break has no value on its line: the text keeps every
+// character. A value on the line is still redacted (with what follows it
+// up to a space: in plain text a backslash may be the value's own).
+func TestEscapedLineBreakIsNoValue(t *testing.T) {
+	for _, name := range []string{"password", "X-Api-Key", "token", "client_secret"} {
+		for _, esc := range []string{`\n`, `\r\n`, `\t`} {
+			text := fmt.Sprintf(`/c010/config "db:%s  host: db.internal%s  %s:%s  port: 5432%s" is not of type number`, esc, esc, name, esc, esc)
+			if got := redact.RedactString(text); got != text {
+				t.Errorf("%q became %q", text, got)
+			}
+		}
+		value := "v123Alue"
+		text := fmt.Sprintf(`"db:\n  %s: %s\n  port: 5432\n"`, name, value)
+		if got := redact.RedactString(text); strings.Contains(got, value) || !strings.Contains(got, `port: 5432\n`) {
+			t.Errorf("%q became %q", text, got)
+		}
+	}
+}

@@ -98,8 +98,10 @@ type SecretTable struct {
 
 // quotedValue is the value of a name=value shape: a double-quoted string
 // (also JSON text inside a JSON string, whose quotes are escaped), a
-// single-quoted one, or a bare word.
-const quotedValue = `(\\*"(?:[^"\\\n]|\\[^"\n])*\\*"|'[^'\n]*'|\{[^}\n]*\}|[^\s,;&"'}\]]+)`
+// single-quoted one, or a bare word — not an escaped line break or tab
+// (JSON text's "name:\n  …" has its value on the next line, if any: taken
+// for the value, the one character was redacted wherever it stood).
+const quotedValue = `(\\*"(?:[^"\\\n]|\\[^"\n])*\\*"|'[^'\n]*'|\{[^}\n]*\}|(?:[^\s,;&"'}\]\\]|\\[^nrt\s])[^\s,;&"'}\]]*)`
 
 // glued is the value of a short flag glued to its value (-pPASS) or after
 // it: a bare word or a quoted string.
