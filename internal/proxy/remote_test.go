@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,8 +282,16 @@ func TestRemoteLostAnswersAreUnknown(t *testing.T) {
 			}
 		}, false, "Internal Server Error"},
 		{"the session is dropped (404)", func(f *front) {
+			// Dropped when the write comes, not before: a request of the
+			// session before it (the standalone stream's reconnection)
+			// would end the session first, and the write, never sent,
+			// would rightly leave nothing.
+			var dropped atomic.Bool
 			f.intercept = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
-				if r.Header.Get("Mcp-Session-Id") != "" {
+				if bytes.Contains(body, []byte(`"tools/call"`)) {
+					dropped.Store(true)
+				}
+				if dropped.Load() && r.Header.Get("Mcp-Session-Id") != "" {
 					http.Error(w, "session not found", http.StatusNotFound)
 					return true
 				}
