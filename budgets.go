@@ -21,20 +21,26 @@ import (
 // store, so that N gateways sharing a store share each budget.
 
 // budgetLimits are the budgets of c that count call, as the store checks
-// them, and the record a dispatch of call leaves. None when no budget
-// counts it (a read, or a tool no budget matches).
+// them, and the record a dispatch of call leaves (its Call hash made only
+// when a loop breaker counts the call: reading the counts for a decision
+// needs it no more; counting fills it). None when no budget counts it (a
+// read, or a tool no budget matches).
 func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledger.Counted) {
 	if len(c.Budgets) == 0 {
 		return nil, ledger.Counted{}
 	}
 	write, destructive := classify(c, call)
-	sum, _ := decision.CallSHA256(call.Server, call.Tool.Name, call.Args) // "" when none: InvalidInput anyway
 	rec := ledger.Counted{Server: call.Server, Tool: call.Tool.Name, Destructive: destructive,
-		Principal: principalOf(call), Session: sessionOf(call), Call: sum}
+		Principal: principalOf(call), Session: sessionOf(call)}
 	var out []ledger.Limit
 	for _, b := range c.Budgets {
 		if !b.Matches(call.Server, call.Tool.Name, write, destructive) {
 			continue
+		}
+		if b.Per == config.BudgetPerCall && rec.Call == "" {
+			// the canonical hash only where a loop breaker counts the call
+			// ("" when none can be made: InvalidInput anyway)
+			rec.Call, _ = decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 		}
 		out = append(out, ledger.Limit{ID: b.ID, Max: b.Max, Window: b.Window, Counts: func(r ledger.Counted) bool {
 			if r.Server != rec.Server || !b.Matches(r.Server, r.Tool, true, r.Destructive) {
@@ -125,6 +131,9 @@ func (e *Engine) counting(call decision.Call) *ledger.Counting {
 	limits, rec := budgetLimits(c, call)
 	if len(limits) == 0 {
 		return nil
+	}
+	if rec.Call == "" { // the record keeps the call's hash, whatever counts it now
+		rec.Call, _ = decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
 	}
 	return &ledger.Counting{Record: rec, Limits: limits, Retain: c.LongestBudgetWindow(), Shadow: c.Shadow(call.Server)}
 }
