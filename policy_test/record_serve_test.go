@@ -196,6 +196,25 @@ func runBin(t *testing.T, args ...string) (string, int) {
 	return string(out), 0
 }
 
+// runSplit runs the built binary with the test's environment and returns
+// its stdout, its stderr and its exit code.
+func runSplit(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
+	cmd.Env = cleanEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
 // TestProxyRecordsCallsForReplay: proxy --record in front of a real MCP
 // server writes every tools/call with the policy's decision (a hidden
 // tool's too), the secret argument redacted; the recording replays. With

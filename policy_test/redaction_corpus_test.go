@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -292,16 +291,11 @@ func TestRedactionCorpusEval(t *testing.T) {
 				state := filepath.Join(dir, fmt.Sprintf("state-%d-%s", r, format))
 				args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"), "--state-dir", state,
 					"--format", format}, paths...)
-				cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
-				cmd.Env = cleanEnv()
-				var stdout, stderr bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				err := cmd.Run()
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != tc.exit {
-					t.Fatalf("%s: %v; want exit %d\n%.2000s", where, err, tc.exit, stderr.String())
+				stdout, stderr, code := runSplit(t, args...)
+				if code != tc.exit {
+					t.Fatalf("%s: exit %d; want %d\n%.2000s", where, code, tc.exit, stderr)
 				}
-				assertHidden(t, fmt.Sprintf("%s (exit %d)", where, tc.exit), stdout.String()+stderr.String(), allLeaks(batches))
+				assertHidden(t, fmt.Sprintf("%s (exit %d)", where, tc.exit), stdout+stderr, allLeaks(batches))
 				if tc.exit != 3 {
 					continue
 				}

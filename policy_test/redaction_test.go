@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -184,20 +183,15 @@ func TestRedactionEval(t *testing.T) {
 		for _, format := range []string{"json", "text"} {
 			args := append([]string{"eval", "--config", filepath.Join(dir, "mcpx-policy.yaml"),
 				"--state-dir", filepath.Join(dir, "state"), "--format", format}, paths...)
-			cmd := exec.Command(filepath.Join(binDir, "mcpx-policy"), args...)
-			cmd.Env = cleanEnv()
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-				t.Fatalf("(%s, %s): eval exited %v, want 2 (deny)\n%s", surface, format, err, stderr.String())
+			stdout, stderr, code := runSplit(t, args...)
+			if code != 2 {
+				t.Fatalf("(%s, %s): eval exited %d, want 2 (deny)\n%s", surface, format, code, stderr)
 			}
-			out := stdout.String() + stderr.String()
+			out := stdout + stderr
 			assertHidden(t, fmt.Sprintf("eval --surface %s --format %s", surface, format), out, all)
 			if format == "json" {
 				// A line per call, in the order given: each names its code.
-				lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+				lines := strings.Split(strings.TrimSpace(stdout), "\n")
 				if len(lines) != len(leakCases) {
 					t.Fatalf("(%s, json): %d lines for %d calls:\n%s", surface, len(lines), len(leakCases), out)
 				}
