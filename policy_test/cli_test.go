@@ -9,12 +9,14 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// binDir holds the mcpx-policy binary built once for the CLI scripts.
+// binDir holds the binaries the tests run, mcpx-policy and the Go test
+// servers (goServer): each built once per test process by cachedBuild.
 var binDir string
 
 func TestMain(m *testing.M) {
@@ -23,16 +25,47 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "mcpx-policy"), "../cmd/mcpx-policy")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
+	binDir = dir
+	if err := cachedBuild("../cmd/mcpx-policy", "mcpx-policy"); err != nil {
 		fmt.Fprintln(os.Stderr, "building mcpx-policy:", err)
 		os.Exit(1)
 	}
-	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// cachedBuild builds the Go package pkg into the repository's ignored
+// bin/test/ and copies the binary to binDir as name. The go command finds
+// a binary left by an earlier run up to date and skips the link (4 s of
+// CPU for mcpx-policy); the copy keeps a later run's relink from writing
+// a file this run executes. Test processes of one checkout build one at a
+// time (a lock file beside the binaries).
+func cachedBuild(pkg, name string) error {
+	cache, err := filepath.Abs(filepath.Join("..", "bin", "test"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	built := filepath.Join(cache, name)
+	if out, err := exec.Command("go", "build", "-o", built, pkg).CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, out)
+	}
+	b, err := os.ReadFile(built)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(binDir, name), b, 0o755)
 }
 
 // TestCLI runs the testscript files in testdata/script against the built

@@ -40,16 +40,17 @@ func npmServer(t testing.TB, bin string) string {
 }
 
 // goServer builds a Go MCP server of the module (under e2e/) once per
-// test process, into binDir beside mcpx-policy, and returns its binary:
-// a build per test cost a link each time.
+// test process into binDir beside mcpx-policy (cachedBuild), and returns
+// its binary: a build per test cost a link each time.
 func goServer(t testing.TB, pkg string) string {
 	t.Helper()
 	v, _ := goServers.LoadOrStore(pkg, &goBuild{})
 	b := v.(*goBuild)
 	b.once.Do(func() {
-		b.path = filepath.Join(binDir, "server-"+filepath.Base(pkg))
-		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+		name := "server-" + filepath.Base(pkg)
+		b.path = filepath.Join(binDir, name)
+		if err := cachedBuild(pkg, name); err != nil {
+			b.err = fmt.Errorf("building %s: %v", pkg, err)
 		}
 	})
 	if b.err != nil {
