@@ -303,6 +303,10 @@ func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[st
 			t.Fatal(err)
 		}
 	}
+	seedPageBinaries(t, map[string]string{
+		"docs-make-build": filepath.Join(r.repo, "bin", "mcpx-policy"),
+		"docs-go-install": filepath.Join(gobin, "mcpx-policy"),
+	})
 	// The page's own binary (README's go install) comes first, then the
 	// one TestMain built; the default state dir and TMPDIR are the page's.
 	r.env = append(os.Environ(),
@@ -731,6 +735,45 @@ func lineRE(w string) *regexp.Regexp {
 		parts[i] = regexp.QuoteMeta(p)
 	}
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}
+
+// seedPageBinaries puts the binaries an earlier run's page built (README's
+// make demo and go install, in that run's copy of the repository) where
+// this run's page builds them, and keeps this run's for the next one
+// (in the ignored bin/test/, by name): the go command finds a binary with
+// the build ID of its sources up to date and skips the link, 5 s of CPU
+// each; a changed source relinks as on a reader's machine.
+func seedPageBinaries(t *testing.T, binaries map[string]string) {
+	cache, err := filepath.Abs(filepath.Join("..", "bin", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dst := range binaries {
+		if b, err := os.ReadFile(filepath.Join(cache, name)); err == nil {
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		for name, src := range binaries {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				continue // the page built nothing there
+			}
+			tmp, err := os.CreateTemp(cache, name+".*")
+			if err != nil {
+				continue
+			}
+			_, werr := tmp.Write(b)
+			if cerr := tmp.Close(); werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o755) != nil || os.Rename(tmp.Name(), filepath.Join(cache, name)) != nil {
+				os.Remove(tmp.Name())
+			}
+		}
+	})
 }
 
 // copyRepo copies the repository's files to dst, without .git and build

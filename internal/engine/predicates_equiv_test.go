@@ -10,17 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
-	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/mcpx/mcpx-policy/decision"
@@ -363,7 +360,8 @@ func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
 }
 
 // TestPredicatesImplyRegoOnTheRegoTests runs the policy's own Rego tests
-// (rego/), gathers every input any of them evaluates, and on each, against
+// (rego/) — once per process with the refusals' test, regoTestInputs —
+// gathers every input any of them evaluates, and on each, against
 // the test fixtures' config, requires every predicate the engine answers
 // yes to hold in Rego. The fixtures' hand-written rule packages stand for
 // the schemas named in their comments.
@@ -371,61 +369,28 @@ func TestPredicatesImplyRegoOnTheRegoTests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the Rego tests with tracing")
 	}
-	ctx := context.Background()
-	mods, store, err := tester.Load([]string{"../../rego"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &inputRecorder{seen: map[*ast.Term]bool{}, inputs: map[string]ast.Value{}}
-	ch, err := tester.NewRunner().SetStore(store).SetCoverageQueryTracer(rec).SetTimeout(10*time.Minute).Run(ctx, mods)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := 0
-	for r := range ch {
-		tests++
-		if r.Fail || r.Error != nil {
-			t.Errorf("rego test %s.%s: fail %v, error %v", r.Package, r.Name, r.Fail, r.Error)
-		}
-	}
-	inputs := rec.inputs
-	// the fixtures' config and the policy with the fixtures' packages
-	var config any
-	{
-		opts := []func(*rego.Rego){rego.Query("data.mcpx.testdata.config"), rego.SetRegoVersion(ast.RegoV1)}
-		for _, m := range mods {
-			opts = append(opts, rego.ParsedModule(m))
-		}
-		rs, err := rego.New(opts...).Eval(ctx)
-		if err != nil || len(rs) != 1 {
-			t.Fatalf("fixture config: %v %v", rs, err)
-		}
-		config = rs[0].Expressions[0].Value
-	}
+	inputs, config := regoTestInputs(t)
 	p := engine.Policy{Modules: regofiles.Modules(), Data: map[string]any{"config": config, "secrets": redact.SecretsData()}, Schemas: map[string]any{
 		"test_workspace":   map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/workspace/"}}},
 		"test_const_false": map[string]any{"const": false},
 	}}
-	for name := range mods {
-		if strings.Contains(name, "/testdata/rules/") {
-			src, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Modules[filepath.Base(name)] = string(src)
+	rules, err := filepath.Glob("../../rego/mcpx/testdata/rules/*.rego")
+	if err != nil || len(rules) == 0 {
+		t.Fatalf("the Rego tests' rule packages: %v %v", rules, err)
+	}
+	for _, name := range rules {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
 		}
+		p.Modules[filepath.Base(name)] = string(src)
 	}
 	c := newChecker(t, p)
-	keys := make([]string, 0, len(inputs))
-	for k := range inputs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	yes := 0
-	for _, k := range keys {
-		yes += c.check(t, "rego test input", inputs[k], nil, nil)
+	for _, in := range inputs {
+		yes += c.check(t, "rego test input", in, nil, nil)
 	}
-	t.Logf("%d Rego tests, %d distinct inputs, %d yes answers of the engine, each held in Rego", tests, len(inputs), yes)
+	t.Logf("%d distinct inputs of the Rego tests, %d yes answers of the engine, each held in Rego", len(inputs), yes)
 	if len(inputs) < 100 {
 		t.Errorf("only %d inputs gathered from the Rego tests", len(inputs))
 	}
