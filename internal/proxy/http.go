@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 )
 
@@ -96,7 +95,7 @@ func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc, options 
 	}
 	h := &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}, idle: DefaultIdleTimeout,
 		maxSessions: DefaultMaxSessions, maxUninitialized: DefaultMaxUninitialized, initWait: DefaultInitTimeout, bodies: &budget{max: DefaultBodyBudget},
-		shared: &statelessShared{held: newHeldAsks(), caller: mcpxpolicy.SurfaceMCP + ":stateless-" + rand.Text()[:13]}}
+		shared: newStatelessShared()}
 	for _, o := range options {
 		o(h)
 	}

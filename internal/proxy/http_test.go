@@ -22,6 +22,7 @@ import (
 // a Go SDK server in memory, whose end is reported on ended.
 type httpRig struct {
 	url   string
+	h     *proxy.HTTPHandler
 	eng   *mcpxpolicy.Engine
 	ended chan struct{}
 }
@@ -71,7 +72,7 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 		srv.Close()
 		h.Close()
 	})
-	rig.url = srv.URL
+	rig.url, rig.h = srv.URL, h
 	return rig
 }
 
