@@ -60,6 +60,8 @@ type httpSession struct {
 	transport *mcp.StreamableServerTransport
 	conn      mcp.Connection // the client's side, as the proxy reads it
 	cancel    context.CancelFunc
+	done      <-chan struct{} // closed when the session ends
+	replay    *replayStore    // its resumable POST streams (http_resume.go)
 
 	mu          sync.Mutex
 	active      int         // requests of the session in progress, streams open
@@ -137,17 +139,28 @@ func (s *httpSession) leave(wait time.Duration, end func()) {
 }
 
 // serve passes a request to the session's transport, keeping the session
-// alive while it is in progress. A GET is the standalone stream: once it
-// closes, the session ends after the grace period unless the client comes
-// back; after any other request, after the idle timeout.
-func (h *HTTPHandler) serve(id string, s *httpSession, w http.ResponseWriter, r *http.Request) {
+// alive while it is in progress. A GET is the standalone stream, or the
+// resumption of a POST's stream (Last-Event-ID): once it closes, the
+// session ends after the grace period unless the client comes back; after
+// any other request, after the idle timeout. A POST carrying a call gets
+// a resumable stream (http_resume.go).
+func (h *HTTPHandler) serve(id string, s *httpSession, w http.ResponseWriter, r *http.Request, msg jsonrpc.Message) {
 	s.enter()
 	wait := h.idle
 	if r.Method == http.MethodGet {
 		wait = h.grace
 	}
 	defer s.leave(wait, func() { h.gone(id, s, wait) })
-	s.transport.ServeHTTP(w, r)
+	r.Header.Del(streamHeader)
+	req, call := msg.(*jsonrpc.Request)
+	switch {
+	case r.Method == http.MethodGet && len(r.Header.Values(lastEventIDHeader)) > 0:
+		h.resume(s, w, r)
+	case call && req.IsCall():
+		h.serveResumable(s, w, r, req.ID)
+	default:
+		s.transport.ServeHTTP(w, r)
+	}
 }
 
 // gone ends a session whose client went away: its connection is closed, so
@@ -207,7 +220,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case !ok:
 			http.Error(w, "a session starts with an initialize request", http.StatusBadRequest)
 		case req.Method == "initialize":
-			h.newSession(w, r)
+			h.newSession(w, r, req)
 		case req.Method == "server/discover" && req.IsCall():
 			// As on stdio: decline the stateless protocol so the client
 			// initializes, without starting a server for it.
@@ -230,7 +243,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodPost:
-		h.serve(id, s, w, r)
+		h.serve(id, s, w, r, msg)
 	case http.MethodDelete:
 		h.end(id)
 		w.WriteHeader(http.StatusNoContent)
@@ -263,7 +276,7 @@ func writeRPC(w http.ResponseWriter, status int, m *jsonrpc.Response) {
 	w.Write(b)
 }
 
-func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Request) {
 	if why := h.reserve(); why != "" {
 		h.log.Warn("refused a new session", "why", why)
 		unavailable(w, why)
@@ -276,7 +289,8 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	id := rand.Text()
-	t := &mcp.StreamableServerTransport{SessionID: id}
+	replay := newReplayStore()
+	t := &mcp.StreamableServerTransport{SessionID: id, EventStore: replay}
 	ctx, cancel := context.WithCancel(h.ctx)
 	client, err := t.Connect(ctx)
 	if err != nil {
@@ -292,7 +306,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "starting the MCP server failed", http.StatusBadGateway)
 		return
 	}
-	s := &httpSession{transport: t, conn: client, cancel: cancel}
+	s := &httpSession{transport: t, conn: client, cancel: cancel, done: ctx.Done(), replay: replay}
 	// A session must be initialized within InitTimeout of its
 	// initialize's answer (and of its start, should that answer never
 	// come).
@@ -305,11 +319,11 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		err := Run(ctx, h.opts, checkedConn{client}, server)
+		err := Run(ctx, h.opts, resumeConn{checkedConn{client}, replay}, server)
 		h.log.Info("session ended", "session", id, "err", err)
 		h.end(id)
 	}()
-	h.serve(id, s, w, r)
+	h.serve(id, s, w, r, msg)
 	// The client has had its initialize answer: it has InitTimeout from
 	// now to send notifications/initialized.
 	s.mu.Lock()

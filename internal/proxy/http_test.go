@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,10 @@ type httpRig struct {
 	h     *proxy.HTTPHandler
 	eng   *mcpxpolicy.Engine
 	ended chan struct{}
+	// gate holds every call of the read-only tool "gate" until a value is
+	// sent on it; gateRuns counts the calls the server ran.
+	gate     chan struct{}
+	gateRuns atomic.Int32
 }
 
 func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
@@ -46,11 +51,20 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8)}
+	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8), gate: make(chan struct{})}
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 		srv.AddTool(textTool("echo", true, func(context.Context) string { return "echo" }))
 		srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
+		srv.AddTool(textTool("gate", true, func(ctx context.Context) string {
+			rig.gateRuns.Add(1)
+			select {
+			case <-rig.gate:
+				return "opened"
+			case <-ctx.Done():
+				return "too late"
+			}
+		}))
 		srv.AddTool(textTool("hang", false, func(ctx context.Context) string {
 			<-ctx.Done()
 			return "too late"
