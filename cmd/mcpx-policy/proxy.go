@@ -310,6 +310,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			// A stateless discovery costs a connection, not a process:
 			// the remote server answers it.
 			hopts = append(hopts, proxy.DiscoverUpstream())
+		} else {
+			// A process is slow to start: one is kept ready for the
+			// next stateless request.
+			hopts = append(hopts, proxy.StartAhead())
 		}
 		return serveProxyHTTP(ctx, ln, opts, start, hopts, server.Probes(eng, met), page, logger, stderr)
 	}

@@ -53,7 +53,14 @@ type HTTPHandler struct {
 	sessions  map[string]*httpSession
 	starting  int // sessions whose server is being started
 	stateless int // stateless requests being served (each holds a server)
-	wg        sync.WaitGroup
+	// spare is a server started ahead for the next stateless request
+	// (StartAhead); spareStarting: one is being started. Each holds a
+	// place among MaxSessions.
+	spare         *spareServer
+	spareStarting bool
+	ahead         bool
+	closing       bool
+	wg            sync.WaitGroup
 }
 
 type httpSession struct {
@@ -346,6 +353,7 @@ func (h *HTTPHandler) end(id string) {
 // Close ends every session and waits for their servers to be closed.
 func (h *HTTPHandler) Close() {
 	h.mu.Lock()
+	h.closing = true
 	ids := make([]string, 0, len(h.sessions))
 	for id := range h.sessions {
 		ids = append(ids, id)
@@ -355,4 +363,10 @@ func (h *HTTPHandler) Close() {
 		h.end(id)
 	}
 	h.wg.Wait()
+	h.mu.Lock()
+	spare := h.dropSpareLocked()
+	h.mu.Unlock()
+	if spare != nil {
+		spare.stop()
+	}
 }

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,9 @@ type httpRig struct {
 	// sent on it; gateRuns counts the calls the server ran.
 	gate     chan struct{}
 	gateRuns atomic.Int32
+	// starts counts the servers started; "whoami" answers its server's
+	// number.
+	starts atomic.Int32
 }
 
 func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
@@ -54,6 +58,8 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8), gate: make(chan struct{})}
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+		n := rig.starts.Add(1)
+		srv.AddTool(textTool("whoami", true, func(context.Context) string { return fmt.Sprintf("server-%d", n) }))
 		srv.AddTool(textTool("echo", true, func(context.Context) string { return "echo" }))
 		srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
 		srv.AddTool(textTool("gate", true, func(ctx context.Context) string {

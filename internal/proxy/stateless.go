@@ -179,21 +179,23 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, req
 			Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
 		return
 	}
-	if why := h.reserveStateless(); why != "" {
+	spare, why := h.reserveStateless()
+	if why != "" {
 		h.log.Warn("refused a stateless request", "why", why)
 		unavailable(w, why)
 		return
 	}
+	// Once this request's place is free: a server ahead for the next.
+	defer h.startAhead()
 	defer h.unreserveStateless()
-	ctx, cancel := context.WithCancel(h.ctx)
-	defer cancel()
-	server, err := h.start(ctx)
+	ctx, cancel, server, err := h.statelessServer(spare)
 	if err != nil {
 		h.log.Error("starting the MCP server failed", "err", err)
 		writeRPC(w, http.StatusBadGateway, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "mcpx-policy: starting the MCP server failed"}})
 		return
 	}
+	defer cancel()
 	client := newStatelessConn(r, w, req)
 	opts := h.opts
 	opts.shared = h.shared.forRequest(r)

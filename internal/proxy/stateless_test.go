@@ -272,3 +272,52 @@ func TestHTTPStatelessCallersAreFair(t *testing.T) {
 		t.Errorf("client D while C is full: %s; want asked", got)
 	}
 }
+
+// TestHTTPStatelessStartsAhead: with StartAhead, once a stateless request
+// was served a server is started for the next one, which it serves — and
+// only it: each request still has a server of its own. The server
+// started ahead holds a place among MaxSessions, and gives it up to a
+// session that needs it.
+func TestHTTPStatelessStartsAhead(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.StartAhead(), proxy.MaxSessions(2))
+	whoami := func(id int) string {
+		t.Helper()
+		a := r.postStateless(t, "2026-07-28", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"whoami","arguments":{},%s}}`, id, statelessMeta))
+		if a.Error != nil {
+			t.Fatalf("whoami: %+v", a.Error)
+		}
+		var res struct{ Content []struct{ Text string } }
+		json.Unmarshal(append([]byte(`{"content":`), append(a.Result["content"], '}')...), &res)
+		if len(res.Content) != 1 {
+			t.Fatalf("whoami: %v", a.Result)
+		}
+		return res.Content[0].Text
+	}
+	// waitStarts waits until n servers were started.
+	waitStarts := func(n int32) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); r.starts.Load() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d servers started; want %d", r.starts.Load(), n)
+			}
+		}
+	}
+	if got := whoami(1); got != "server-1" {
+		t.Fatalf("the first stateless request was served by %s; want server-1, started for it", got)
+	}
+	waitStarts(2) // the one ahead
+	if got := whoami(2); got != "server-2" {
+		t.Fatalf("the second stateless request was served by %s; want server-2, started ahead", got)
+	}
+	waitStarts(3)
+	// The server ahead and one session fill MaxSessions(2); a second
+	// session still starts, the server ahead stopped for it.
+	r.initialize(t)
+	r.waitEnded(t, 10*time.Second, "the server started ahead, at the cap")
+	r.initialize(t)
+	list := `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{` + statelessMeta + `}}`
+	if a := r.tryStateless(t, list); a.status != http.StatusServiceUnavailable {
+		t.Fatalf("a stateless request with two sessions open: %d; want 503 (no server ahead left to take)", a.status)
+	}
+}
