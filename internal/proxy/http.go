@@ -60,6 +60,7 @@ type HTTPHandler struct {
 	spareStarting bool
 	ahead         bool
 	closing       bool
+	passAuth      bool // the client's bearer token goes on start's ctx (PassAuthorization)
 	wg            sync.WaitGroup
 }
 
@@ -305,7 +306,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request, msg *js
 		http.Error(w, "connecting the session failed", http.StatusInternalServerError)
 		return
 	}
-	server, err := h.start(ctx)
+	server, err := h.start(h.startContext(ctx, r))
 	if err != nil {
 		cancel()
 		client.Close()
@@ -338,6 +339,25 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request, msg *js
 		s.initTimer.Reset(h.initWait)
 	}
 	s.mu.Unlock()
+}
+
+// PassAuthorization puts the bearer token of the request that opens a
+// session (its initialize) or of a stateless request on the context its
+// server is started with, for a remote upstream that passes it on
+// (RemoteOptions.PassClientAuthorization). The proxy does not check the
+// token: the server does. No server is started ahead (StartAhead) with
+// it, since a server is then its client's.
+func PassAuthorization() HTTPOption {
+	return func(h *HTTPHandler) { h.passAuth = true }
+}
+
+// startContext is the context a server for the client of r is started
+// with.
+func (h *HTTPHandler) startContext(ctx context.Context, r *http.Request) context.Context {
+	if !h.passAuth {
+		return ctx
+	}
+	return withClientToken(ctx, bearerToken(r.Header))
 }
 
 func (h *HTTPHandler) end(id string) {

@@ -188,7 +188,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, req
 	// Once this request's place is free: a server ahead for the next.
 	defer h.startAhead()
 	defer h.unreserveStateless()
-	ctx, cancel, server, err := h.statelessServer(spare)
+	ctx, cancel, server, err := h.statelessServer(spare, r)
 	if err != nil {
 		h.log.Error("starting the MCP server failed", "err", err)
 		writeRPC(w, http.StatusBadGateway, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{

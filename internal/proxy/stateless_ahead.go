@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"net/http"
 )
 
 // A server started ahead for the next stateless request. With a command
@@ -36,12 +37,12 @@ func (sp *spareServer) stop() {
 
 // statelessServer is the server for a stateless request: the spare, when
 // reserveStateless took one, else one started now.
-func (h *HTTPHandler) statelessServer(spare *spareServer) (context.Context, context.CancelFunc, Conn, error) {
+func (h *HTTPHandler) statelessServer(spare *spareServer, r *http.Request) (context.Context, context.CancelFunc, Conn, error) {
 	if spare != nil {
 		return spare.ctx, spare.cancel, spare.conn, nil
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	server, err := h.start(ctx)
+	server, err := h.start(h.startContext(ctx, r))
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
@@ -53,7 +54,7 @@ func (h *HTTPHandler) statelessServer(spare *spareServer) (context.Context, cont
 // one is being started, the listener is closing, or the sessions hold
 // every place.
 func (h *HTTPHandler) startAhead() {
-	if !h.ahead {
+	if !h.ahead || h.passAuth {
 		return
 	}
 	h.mu.Lock()
