@@ -185,10 +185,14 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, req
 		unavailable(w, why)
 		return
 	}
-	// Once this request's place is free: a server ahead for the next.
+	// Once this request's place is free: a server ahead for the next, if
+	// none was started below.
 	defer h.startAhead()
 	defer h.unreserveStateless()
 	ctx, cancel, server, err := h.statelessServer(spare, r)
+	// A server ahead for the next request, starting now: a process takes
+	// longer to be ready than a request takes to be served.
+	h.startAhead()
 	if err != nil {
 		h.log.Error("starting the MCP server failed", "err", err)
 		writeRPC(w, http.StatusBadGateway, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
