@@ -34,7 +34,8 @@ var crossOrigin = http.NewCrossOriginProtection()
 // timeout (IdleTimeout), or for StreamGrace after its standalone stream
 // closed. Messages the proxy or the server send outside a call's answer
 // (elicitation/create, progress) go out on the session's standalone SSE
-// stream (GET).
+// stream (GET). A call's answer comes on its POST's stream, which is
+// primed and resumable with Last-Event-ID (http_resume.go).
 type HTTPHandler struct {
 	ctx   context.Context
 	opts  Options
