@@ -42,7 +42,7 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set P
                          (-- CMD ARGS… | --url URL [--bearer-token-file F | --bearer-token-env VAR |
                           --oauth-token-url URL --oauth-client-id ID
                           (--oauth-client-secret-file F | --oauth-client-secret-env VAR)
-                          [--oauth-scope "S …"]])
+                          [--oauth-scope "S …"] | --pass-client-authorization])
 
 Runs the MCP server CMD ARGS… and speaks MCP to it over stdio, and to the
 client over stdio (or Streamable HTTP at http://ADDR/mcp with --listen,
@@ -54,7 +54,9 @@ whose HTTP answer is lost, or whose session the server drops, is an
 unknown outcome. --bearer-token-file F (a file only you may write) or
 --bearer-token-env VAR gives it a bearer token, sent to that origin only
 and never shown; or --oauth-token-url with a client id and secret gets
-one with the OAuth client credentials grant, renewed when it expires.
+one with the OAuth client credentials grant, renewed when it expires;
+or, with --listen, --pass-client-authorization sends each session the
+bearer token its own client gave (the server checks it, not the proxy).
 Every message passes through, except: tools/list drops hidden tools, and
 tools whose definition changed since it was pinned (pinTools) until
 'mcpx-policy pins accept'; with --publish-rules it adds the argument rules
@@ -137,6 +139,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	oauthSecretFile := fs.String("oauth-client-secret-file", "", "with --oauth-token-url: a file holding the OAuth client secret")
 	oauthSecretEnv := fs.String("oauth-client-secret-env", "", "with --oauth-token-url: an environment variable holding the OAuth client secret")
 	oauthScope := fs.String("oauth-scope", "", "with --oauth-token-url: the scopes to ask for, separated by spaces")
+	passAuth := fs.Bool("pass-client-authorization", false, "with --url and --listen: send the server each client's own bearer token instead of one of the proxy's")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -162,6 +165,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("give a bearer token or OAuth client credentials, not both"))
 	case *oauthURL == "" && (*oauthURL != "" || *oauthID != "" || *oauthSecretFile != "" || *oauthSecretEnv != "" || *oauthScope != ""):
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("the --oauth-* flags need --oauth-token-url"))
+	case *passAuth && (*remoteURL == "" || *listen == ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--pass-client-authorization goes with --url and --listen"))
+	case *passAuth && (*bearerFile != "" || *bearerEnv != "" || *oauthURL != ""):
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("pass the client's bearer token (--pass-client-authorization) or give one, not both"))
 	case *oauthURL != "" && *oauthID == "":
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--oauth-token-url needs --oauth-client-id"))
 	case *oauthURL != "" && (*oauthSecretFile == "") == (*oauthSecretEnv == ""):
@@ -191,6 +198,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--url: %w", err))
 		}
 		upstreamName = "the MCP server at " + shown
+		remote.PassClientAuthorization = *passAuth
 		if remote.Token, err = bearerToken(*bearerFile, *bearerEnv, stderr); err != nil {
 			return fail(stderr, err, "")
 		}
@@ -310,6 +318,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			// A stateless discovery costs a connection, not a process:
 			// the remote server answers it.
 			hopts = append(hopts, proxy.DiscoverUpstream())
+			if *passAuth {
+				hopts = append(hopts, proxy.PassAuthorization())
+			}
+		} else {
+			// A process is slow to start: one is kept ready for the
+			// next stateless request.
+			hopts = append(hopts, proxy.StartAhead())
 		}
 		return serveProxyHTTP(ctx, ln, opts, start, hopts, server.Probes(eng, met), page, logger, stderr)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/loopback"
 )
 
@@ -35,7 +34,8 @@ var crossOrigin = http.NewCrossOriginProtection()
 // timeout (IdleTimeout), or for StreamGrace after its standalone stream
 // closed. Messages the proxy or the server send outside a call's answer
 // (elicitation/create, progress) go out on the session's standalone SSE
-// stream (GET).
+// stream (GET). A call's answer comes on its POST's stream, which is
+// primed and resumable with Last-Event-ID (http_resume.go).
 type HTTPHandler struct {
 	ctx   context.Context
 	opts  Options
@@ -54,13 +54,23 @@ type HTTPHandler struct {
 	sessions  map[string]*httpSession
 	starting  int // sessions whose server is being started
 	stateless int // stateless requests being served (each holds a server)
-	wg        sync.WaitGroup
+	// spare is a server started ahead for the next stateless request
+	// (StartAhead); spareStarting: one is being started. Each holds a
+	// place among MaxSessions.
+	spare         *spareServer
+	spareStarting bool
+	ahead         bool
+	closing       bool
+	passAuth      bool // the client's bearer token goes on start's ctx (PassAuthorization)
+	wg            sync.WaitGroup
 }
 
 type httpSession struct {
 	transport *mcp.StreamableServerTransport
 	conn      mcp.Connection // the client's side, as the proxy reads it
 	cancel    context.CancelFunc
+	done      <-chan struct{} // closed when the session ends
+	replay    *replayStore    // its resumable POST streams (http_resume.go)
 
 	mu          sync.Mutex
 	active      int         // requests of the session in progress, streams open
@@ -96,7 +106,7 @@ func NewHTTPHandler(ctx context.Context, opts Options, start StartFunc, options 
 	}
 	h := &HTTPHandler{ctx: ctx, opts: opts, start: start, log: log, sessions: map[string]*httpSession{}, idle: DefaultIdleTimeout,
 		maxSessions: DefaultMaxSessions, maxUninitialized: DefaultMaxUninitialized, initWait: DefaultInitTimeout, bodies: &budget{max: DefaultBodyBudget},
-		shared: &statelessShared{held: newHeldAsks(), caller: mcpxpolicy.SurfaceMCP + ":stateless-" + rand.Text()[:13]}}
+		shared: newStatelessShared()}
 	for _, o := range options {
 		o(h)
 	}
@@ -138,17 +148,28 @@ func (s *httpSession) leave(wait time.Duration, end func()) {
 }
 
 // serve passes a request to the session's transport, keeping the session
-// alive while it is in progress. A GET is the standalone stream: once it
-// closes, the session ends after the grace period unless the client comes
-// back; after any other request, after the idle timeout.
-func (h *HTTPHandler) serve(id string, s *httpSession, w http.ResponseWriter, r *http.Request) {
+// alive while it is in progress. A GET is the standalone stream, or the
+// resumption of a POST's stream (Last-Event-ID): once it closes, the
+// session ends after the grace period unless the client comes back; after
+// any other request, after the idle timeout. A POST carrying a call gets
+// a resumable stream (http_resume.go).
+func (h *HTTPHandler) serve(id string, s *httpSession, w http.ResponseWriter, r *http.Request, msg jsonrpc.Message) {
 	s.enter()
 	wait := h.idle
 	if r.Method == http.MethodGet {
 		wait = h.grace
 	}
 	defer s.leave(wait, func() { h.gone(id, s, wait) })
-	s.transport.ServeHTTP(w, r)
+	r.Header.Del(streamHeader)
+	req, call := msg.(*jsonrpc.Request)
+	switch {
+	case r.Method == http.MethodGet && len(r.Header.Values(lastEventIDHeader)) > 0:
+		h.resume(s, w, r)
+	case call && req.IsCall():
+		h.serveResumable(s, w, r, req.ID)
+	default:
+		s.transport.ServeHTTP(w, r)
+	}
 }
 
 // gone ends a session whose client went away: its connection is closed, so
@@ -208,7 +229,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case !ok:
 			http.Error(w, "a session starts with an initialize request", http.StatusBadRequest)
 		case req.Method == "initialize":
-			h.newSession(w, r)
+			h.newSession(w, r, req)
 		case req.Method == "server/discover" && req.IsCall():
 			// As on stdio: decline the stateless protocol so the client
 			// initializes, without starting a server for it.
@@ -231,7 +252,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodPost:
-		h.serve(id, s, w, r)
+		h.serve(id, s, w, r, msg)
 	case http.MethodDelete:
 		h.end(id)
 		w.WriteHeader(http.StatusNoContent)
@@ -264,7 +285,7 @@ func writeRPC(w http.ResponseWriter, status int, m *jsonrpc.Response) {
 	w.Write(b)
 }
 
-func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Request) {
 	if why := h.reserve(); why != "" {
 		h.log.Warn("refused a new session", "why", why)
 		unavailable(w, why)
@@ -277,7 +298,8 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	id := rand.Text()
-	t := &mcp.StreamableServerTransport{SessionID: id}
+	replay := newReplayStore()
+	t := &mcp.StreamableServerTransport{SessionID: id, EventStore: replay}
 	ctx, cancel := context.WithCancel(h.ctx)
 	client, err := t.Connect(ctx)
 	if err != nil {
@@ -285,7 +307,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "connecting the session failed", http.StatusInternalServerError)
 		return
 	}
-	server, err := h.start(ctx)
+	server, err := h.start(h.startContext(ctx, r))
 	if err != nil {
 		cancel()
 		client.Close()
@@ -293,7 +315,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "starting the MCP server failed", http.StatusBadGateway)
 		return
 	}
-	s := &httpSession{transport: t, conn: client, cancel: cancel}
+	s := &httpSession{transport: t, conn: client, cancel: cancel, done: ctx.Done(), replay: replay}
 	// A session must be initialized within InitTimeout of its
 	// initialize's answer (and of its start, should that answer never
 	// come).
@@ -306,11 +328,11 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		err := Run(ctx, h.opts, checkedConn{client}, server)
+		err := Run(ctx, h.opts, resumeConn{checkedConn{client}, replay}, server)
 		h.log.Info("session ended", "session", id, "err", err)
 		h.end(id)
 	}()
-	h.serve(id, s, w, r)
+	h.serve(id, s, w, r, msg)
 	// The client has had its initialize answer: it has InitTimeout from
 	// now to send notifications/initialized.
 	s.mu.Lock()
@@ -318,6 +340,25 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request) {
 		s.initTimer.Reset(h.initWait)
 	}
 	s.mu.Unlock()
+}
+
+// PassAuthorization puts the bearer token of the request that opens a
+// session (its initialize) or of a stateless request on the context its
+// server is started with, for a remote upstream that passes it on
+// (RemoteOptions.PassClientAuthorization). The proxy does not check the
+// token: the server does. No server is started ahead (StartAhead) with
+// it, since a server is then its client's.
+func PassAuthorization() HTTPOption {
+	return func(h *HTTPHandler) { h.passAuth = true }
+}
+
+// startContext is the context a server for the client of r is started
+// with.
+func (h *HTTPHandler) startContext(ctx context.Context, r *http.Request) context.Context {
+	if !h.passAuth {
+		return ctx
+	}
+	return withClientToken(ctx, bearerToken(r.Header))
 }
 
 func (h *HTTPHandler) end(id string) {
@@ -333,6 +374,7 @@ func (h *HTTPHandler) end(id string) {
 // Close ends every session and waits for their servers to be closed.
 func (h *HTTPHandler) Close() {
 	h.mu.Lock()
+	h.closing = true
 	ids := make([]string, 0, len(h.sessions))
 	for id := range h.sessions {
 		ids = append(ids, id)
@@ -342,4 +384,10 @@ func (h *HTTPHandler) Close() {
 		h.end(id)
 	}
 	h.wg.Wait()
+	h.mu.Lock()
+	spare := h.dropSpareLocked()
+	h.mu.Unlock()
+	if spare != nil {
+		spare.stop()
+	}
 }

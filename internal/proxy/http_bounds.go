@@ -58,8 +58,15 @@ func BodyBudget(n int64) HTTPOption {
 // when a cap is reached.
 func (h *HTTPHandler) reserve() string {
 	h.mu.Lock()
+	if h.openLocked() >= h.maxSessions && h.spare != nil {
+		// A session comes before a server started ahead.
+		spare := h.dropSpareLocked()
+		h.mu.Unlock()
+		spare.stop()
+		h.mu.Lock()
+	}
 	defer h.mu.Unlock()
-	open := len(h.sessions) + h.starting + h.stateless
+	open := h.openLocked()
 	uninit := h.starting
 	for _, s := range h.sessions {
 		if !s.isInitialized() {
@@ -76,17 +83,33 @@ func (h *HTTPHandler) reserve() string {
 	return ""
 }
 
+// openLocked is the places among MaxSessions taken: sessions, sessions
+// being started, stateless requests being served, a server started ahead
+// or being started.
+func (h *HTTPHandler) openLocked() int {
+	open := len(h.sessions) + h.starting + h.stateless
+	if h.spare != nil || h.spareStarting {
+		open++
+	}
+	return open
+}
+
 // reserveStateless counts a stateless request in (a session of one
-// request: it holds a server while it is served); it says why when the
-// session cap is reached.
-func (h *HTTPHandler) reserveStateless() string {
+// request: it holds a server while it is served), taking the server
+// started ahead when there is one (its place becomes the request's); it
+// says why when the session cap is reached.
+func (h *HTTPHandler) reserveStateless() (*spareServer, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if open := len(h.sessions) + h.starting + h.stateless; open >= h.maxSessions {
-		return fmt.Sprintf("%d sessions are open, the most this proxy serves at once", open)
+	if spare := h.dropSpareLocked(); spare != nil {
+		h.stateless++
+		return spare, ""
+	}
+	if open := h.openLocked(); open >= h.maxSessions {
+		return nil, fmt.Sprintf("%d sessions are open, the most this proxy serves at once", open)
 	}
 	h.stateless++
-	return ""
+	return nil, ""
 }
 
 func (h *HTTPHandler) unreserveStateless() {

@@ -3,12 +3,14 @@ package proxy_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +24,16 @@ import (
 // a Go SDK server in memory, whose end is reported on ended.
 type httpRig struct {
 	url   string
+	h     *proxy.HTTPHandler
 	eng   *mcpxpolicy.Engine
 	ended chan struct{}
+	// gate holds every call of the read-only tool "gate" until a value is
+	// sent on it; gateRuns counts the calls the server ran.
+	gate     chan struct{}
+	gateRuns atomic.Int32
+	// starts counts the servers started; "whoami" answers its server's
+	// number.
+	starts atomic.Int32
 }
 
 func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
@@ -45,11 +55,22 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8)}
+	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8), gate: make(chan struct{})}
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+		n := rig.starts.Add(1)
+		srv.AddTool(textTool("whoami", true, func(context.Context) string { return fmt.Sprintf("server-%d", n) }))
 		srv.AddTool(textTool("echo", true, func(context.Context) string { return "echo" }))
 		srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
+		srv.AddTool(textTool("gate", true, func(ctx context.Context) string {
+			rig.gateRuns.Add(1)
+			select {
+			case <-rig.gate:
+				return "opened"
+			case <-ctx.Done():
+				return "too late"
+			}
+		}))
 		srv.AddTool(textTool("hang", false, func(ctx context.Context) string {
 			<-ctx.Done()
 			return "too late"
@@ -71,7 +92,7 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 		srv.Close()
 		h.Close()
 	})
-	rig.url = srv.URL
+	rig.url, rig.h = srv.URL, h
 	return rig
 }
 

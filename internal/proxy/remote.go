@@ -41,6 +41,38 @@ type RemoteOptions struct {
 	// roots (SSL_CERT_FILE and SSL_CERT_DIR are honoured). Verification
 	// cannot be turned off.
 	RootCAs *x509.CertPool
+	// PassClientAuthorization sends, instead of Token or OAuth (which
+	// must then be unset), the bearer token the proxy's own client gave
+	// for this connection: for a --listen session, the one its initialize
+	// carried; for a stateless request, its own (HTTPHandler with
+	// PassAuthorization puts it on ConnectRemote's ctx). None is sent when
+	// the client gave none. It is treated as Token is: sent to the
+	// endpoint's origin only, in no error, log line or decision.
+	PassClientAuthorization bool
+}
+
+// clientTokenKey carries the bearer token of the proxy's client on a
+// context (withClientToken).
+type clientTokenKey struct{}
+
+// withClientToken returns ctx carrying token, the bearer token of the
+// client a connection is made for.
+func withClientToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, clientTokenKey{}, token)
+}
+
+// bearerToken is the token of an Authorization header "Bearer <token>"
+// given once; "" for anything else.
+func bearerToken(h http.Header) string {
+	v := h.Values("Authorization")
+	if len(v) != 1 {
+		return ""
+	}
+	scheme, token, ok := strings.Cut(v[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 // ClientCredentials obtain a remote upstream's bearer token with the
@@ -119,6 +151,12 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	shown, err := CheckRemoteURL(endpoint)
 	if err != nil {
 		return nil, err
+	}
+	if opts.PassClientAuthorization {
+		if opts.Token != "" || opts.OAuth != nil {
+			return nil, errors.New("pass the client's bearer token or give one, not both")
+		}
+		opts.Token, _ = ctx.Value(clientTokenKey{}).(string)
 	}
 	if strings.ContainsAny(opts.Token, "\r\n\x00") {
 		return nil, errors.New("the bearer token holds a line break or a NUL")

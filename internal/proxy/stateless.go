@@ -3,10 +3,15 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 )
 
@@ -32,12 +38,50 @@ import (
 
 // statelessShared is what the stateless requests one HTTP handler serves
 // share: the asks waiting for their retry (the retry of an
-// input_required comes as a request of its own), and the caller name the
-// approval store counts their asks under (a stateless request has no
-// session to tell its client by).
+// input_required comes as a request of its own), and how the approval
+// store's caller of a request is named (a stateless request has no
+// session to tell its client by: callerOf).
 type statelessShared struct {
-	held   *heldAsks
+	held *heldAsks
+	// caller is the caller name of a session of one request: set for
+	// each request (callerOf); in the handler's, the listener's prefix.
 	caller string
+	// key keys the digest of a credential in a caller name.
+	key []byte
+}
+
+func newStatelessShared() *statelessShared {
+	return &statelessShared{held: newHeldAsks(), caller: mcpxpolicy.SurfaceMCP + ":stateless-" + rand.Text()[:13], key: []byte(rand.Text())}
+}
+
+// forRequest is what the session of one stateless request r gets: the
+// shared held asks, and r's caller (callerOf).
+func (sh *statelessShared) forRequest(r *http.Request) *statelessShared {
+	return &statelessShared{held: sh.held, caller: sh.callerOf(r), key: sh.key}
+}
+
+// callerOf is who a stateless request is for the approval store's
+// per-caller quota (docs/decisions/0031-resumable-streams-and-stateless-callers.md):
+// the listener's prefix and, when the request carries Authorization, a
+// keyed digest of that credential ("cred-…": the credential itself is
+// never in a name, and the key, random per listener, keeps the digest
+// from being checked against guesses); else the host of its address
+// ("addr-…"), as serve counts its HTTP callers. Over loopback without a
+// credential nothing tells two local clients apart: they are one caller.
+func (sh *statelessShared) callerOf(r *http.Request) string {
+	if auth := r.Header.Values("Authorization"); len(auth) > 0 {
+		m := hmac.New(sha256.New, sh.key)
+		for _, a := range auth {
+			m.Write([]byte(a))
+			m.Write([]byte{0})
+		}
+		return sh.caller + ":cred-" + hex.EncodeToString(m.Sum(nil)[:16])
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return sh.caller + ":addr-" + host
 }
 
 // DiscoverUpstream has a stateless server/discover answered by the
@@ -135,24 +179,30 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, req
 			Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
 		return
 	}
-	if why := h.reserveStateless(); why != "" {
+	spare, why := h.reserveStateless()
+	if why != "" {
 		h.log.Warn("refused a stateless request", "why", why)
 		unavailable(w, why)
 		return
 	}
+	// Once this request's place is free: a server ahead for the next, if
+	// none was started below.
+	defer h.startAhead()
 	defer h.unreserveStateless()
-	ctx, cancel := context.WithCancel(h.ctx)
-	defer cancel()
-	server, err := h.start(ctx)
+	ctx, cancel, server, err := h.statelessServer(spare, r)
+	// A server ahead for the next request, starting now: a process takes
+	// longer to be ready than a request takes to be served.
+	h.startAhead()
 	if err != nil {
 		h.log.Error("starting the MCP server failed", "err", err)
 		writeRPC(w, http.StatusBadGateway, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "mcpx-policy: starting the MCP server failed"}})
 		return
 	}
+	defer cancel()
 	client := newStatelessConn(r, w, req)
 	opts := h.opts
-	opts.shared = h.shared
+	opts.shared = h.shared.forRequest(r)
 	// Run in this handler's goroutine: the response is written while it
 	// runs, and ends with it.
 	err = Run(ctx, opts, client, server)

@@ -2,8 +2,10 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +205,118 @@ func (r *httpRig) tryStateless(t *testing.T, body string) rpcAnswer {
 	a := rpcAnswer{status: resp.StatusCode}
 	json.Unmarshal(b, &a)
 	return a
+}
+
+// TestHTTPStatelessCallersAreFair: the asks of stateless requests count
+// against the approval store's quota of their own client — the holder of
+// an Authorization credential, else an address —, so a client that fills
+// its quota (16 pending asks) is refused its next ask while another
+// client's is still asked; the same credential from another address is
+// the same client.
+func TestHTTPStatelessCallersAreFair(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: ask}\nservers: {s: {}}\n")
+	ask := func(n int, addr, auth string) string {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write","arguments":{"n":%d},%s}}`, n, n, statelessMeta)
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		req.RemoteAddr = addr
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		r.h.ServeHTTP(w, req)
+		var a rpcAnswer
+		if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || a.Error != nil {
+			t.Fatalf("ask %d from %s: %d %q", n, addr, w.Code, w.Body)
+		}
+		if string(a.Result["resultType"]) == `"input_required"` {
+			return "asked"
+		}
+		if strings.Contains(string(a.Result["_meta"]), "ConfirmationUnavailable") {
+			return "refused"
+		}
+		t.Fatalf("ask %d from %s: %v; want input_required or ConfirmationUnavailable", n, addr, a.Result)
+		return ""
+	}
+	const quota = 16
+	for i := range quota {
+		if got := ask(i, "192.0.2.1:4000", "Bearer client-a"); got != "asked" {
+			t.Fatalf("client A's ask %d: %s; want asked", i, got)
+		}
+	}
+	// (Each asks another call: an ask identical to a pending one is that
+	// request again, whoever asks.)
+	for i, tc := range []struct{ who, addr, auth, want string }{
+		{"client A again", "192.0.2.1:4001", "Bearer client-a", "refused"},
+		{"client A's credential from another address", "198.51.100.7:5000", "Bearer client-a", "refused"},
+		{"client B (another credential, A's address)", "192.0.2.1:4002", "Bearer client-b", "asked"},
+		{"client C (no credential, another address)", "198.51.100.8:5000", "", "asked"},
+	} {
+		if got := ask(100+i, tc.addr, tc.auth); got != tc.want {
+			t.Errorf("%s: %s; want %s", tc.who, got, tc.want)
+		}
+	}
+	// Without a credential, an address is one client: C fills its quota,
+	// and D at another address is still asked.
+	for i := range quota - 1 {
+		ask(200+i, "198.51.100.8:5001", "")
+	}
+	if got := ask(300, "198.51.100.8:5002", ""); got != "refused" {
+		t.Errorf("client C past its quota: %s; want refused", got)
+	}
+	if got := ask(300, "203.0.113.9:6000", ""); got != "asked" {
+		t.Errorf("client D while C is full: %s; want asked", got)
+	}
+}
+
+// TestHTTPStatelessStartsAhead: with StartAhead, once a stateless request
+// was served a server is started for the next one, which it serves — and
+// only it: each request still has a server of its own. The server
+// started ahead holds a place among MaxSessions, and gives it up to a
+// session that needs it.
+func TestHTTPStatelessStartsAhead(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.StartAhead(), proxy.MaxSessions(2))
+	whoami := func(id int) string {
+		t.Helper()
+		a := r.postStateless(t, "2026-07-28", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"whoami","arguments":{},%s}}`, id, statelessMeta))
+		if a.Error != nil {
+			t.Fatalf("whoami: %+v", a.Error)
+		}
+		var res struct{ Content []struct{ Text string } }
+		json.Unmarshal(append([]byte(`{"content":`), append(a.Result["content"], '}')...), &res)
+		if len(res.Content) != 1 {
+			t.Fatalf("whoami: %v", a.Result)
+		}
+		return res.Content[0].Text
+	}
+	// waitStarts waits until n servers were started.
+	waitStarts := func(n int32) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); r.starts.Load() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d servers started; want %d", r.starts.Load(), n)
+			}
+		}
+	}
+	if got := whoami(1); got != "server-1" {
+		t.Fatalf("the first stateless request was served by %s; want server-1, started for it", got)
+	}
+	waitStarts(2) // the one ahead
+	if got := whoami(2); got != "server-2" {
+		t.Fatalf("the second stateless request was served by %s; want server-2, started ahead", got)
+	}
+	waitStarts(3)
+	// The server ahead and one session fill MaxSessions(2); a second
+	// session still starts, the server ahead stopped for it.
+	r.initialize(t)
+	r.initialize(t)
+	list := `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{` + statelessMeta + `}}`
+	if a := r.tryStateless(t, list); a.status != http.StatusServiceUnavailable {
+		t.Fatalf("a stateless request with two sessions open: %d; want 503 (no server ahead left to take)", a.status)
+	}
 }
