@@ -259,7 +259,7 @@ func (e *Engine) decode(raw []byte, opts AnswerOptions) (decision.Call, callDocu
 		return decision.Call{Surface: surfaceOf("", opts)}, callDocument{}, notA(opts, err)
 	}
 	call := decision.Call{Server: doc.Server, Args: doc.Args, Surface: surfaceOf(doc.Surface, opts),
-		Principal: doc.Principal, Mode: doc.Mode, Session: doc.Session}
+		Principal: doc.Principal, Mode: doc.Mode, Session: doc.Session, Caller: opts.Caller}
 	t, err := e.resolveTool(doc.Server, doc.Tool)
 	call.Tool = t
 	switch {
