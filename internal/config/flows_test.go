@@ -220,3 +220,27 @@ func TestFlowsTightenOnly(t *testing.T) {
 	}
 	t.Logf("%d calls under %d generated config pairs", checked, iters)
 }
+
+// TestCatalogWarnsOfLabels: with a catalog, check reports a label's tool
+// pattern that matches no tool the catalog lists (a typo would leave the
+// tool unlabelled, and the rules that need its label would never fire).
+func TestCatalogWarnsOfLabels(t *testing.T) {
+	t.Parallel()
+	c, err, dir := load(t, map[string]string{"main.yaml": `version: 1
+pool:
+  labels:
+    - {label: egress, tools: [git_push, send_mail]}
+servers:
+  fs:
+    labels:
+      - {label: private-data, tools: ["list_*", write_file]}
+      - {label: untrusted-input, openWorld: true}
+`, "catalog.json": catalogJSON}, config.LoadOptions{Catalog: "catalog.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarnings(t, c, dir,
+		`main.yaml:4: pool.labels[0].tools[1]: label "egress": tool pattern "send_mail" matches no tool of any server in the catalog`,
+		`main.yaml:8: servers.fs.labels[0].tools[0]: label "private-data": tool pattern "list_*" matches no tool of server fs in the catalog`,
+	)
+}
