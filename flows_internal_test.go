@@ -1,8 +1,11 @@
 package mcpxpolicy
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,3 +69,53 @@ func TestFlowSessionsBoundedAndExpiring(t *testing.T) {
 		t.Errorf("an idle session is still remembered: %v", got)
 	}
 }
+
+// TestFlowSessionsFullRefuses: through Decide, a call whose labels must be
+// remembered is refused (FlowDenied, saying why) when the memory has no
+// room for its session, while the remembered session keeps its labels.
+func TestFlowSessionsFullRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := dir + "/policy.yaml"
+	if err := os.WriteFile(cfg, []byte(`version: 1
+policy:
+  write: allow
+pool:
+  labels:
+    - {label: untrusted-input, tools: [fetch]}
+    - {label: egress, tools: [send]}
+  flows:
+    - {id: no-exfil, after: [untrusted-input], calls: [egress], then: deny}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: dir + "/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.sessions.max = 1
+	call := func(caller, tool string) decision.Decision {
+		d, err := e.Decide(context.Background(), decision.Call{Server: "web", Caller: caller, Surface: SurfaceDaemon,
+			Tool: decision.Tool{Name: tool, Annotations: &decision.Annotations{ReadOnlyHint: ptrTo(tool == "fetch")}}, Args: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := call("a", "fetch"); d.Outcome != decision.Allow {
+		t.Fatalf("a's fetch: %+v", d)
+	}
+	d := call("b", "fetch")
+	if d.Outcome != decision.Deny || d.First().Code != decision.FlowDenied || !strings.Contains(d.First().Message, "too many sessions") {
+		t.Fatalf("b's fetch with no room: %+v", d)
+	}
+	if d := call("b", "send"); d.Outcome != decision.Allow {
+		t.Errorf("b's send (nothing to remember, nothing touched): %+v", d)
+	}
+	if d := call("a", "send"); d.Outcome != decision.Deny || d.First().Code != decision.FlowDenied {
+		t.Errorf("a's send after its fetch: %+v", d)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

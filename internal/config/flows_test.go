@@ -185,7 +185,7 @@ func TestFlowsTightenOnly(t *testing.T) {
 					touched = []string{}
 				}
 				call := map[string]any{"surface": "mcp", "server": "srv", "args": map[string]any{},
-					"tool": map[string]any{"name": tool, "annotations": map[string]any{"readOnlyHint": true, "openWorldHint": open}},
+					"tool":   map[string]any{"name": tool, "annotations": map[string]any{"readOnlyHint": true, "openWorldHint": open}},
 					"ledger": map[string]any{"entries": []any{}, "total": 0, "labels": touched}}
 				var outs [2]string
 				for k, c := range []*config.Compiled{c0, c1} {
