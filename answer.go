@@ -72,7 +72,9 @@ type AnswerOptions struct {
 	// Caller is who sent the document, as the adapter knows it — serve
 	// gives "daemon:" and its HTTP caller's address — and never as the
 	// document says: the ask put on hold counts against its quota
-	// (decision.Call.Caller). "" counts it under the call's surface.
+	// (decision.Call.Caller), and it keys, with the document's "session",
+	// the session whose labels data-flow rules read. "" counts it under
+	// the call's surface.
 	Caller string
 	// Name is what the adapter calls the document in the message of an
 	// unreadable one: "not a <Name>: cause"; "" gives the cause alone.

@@ -278,6 +278,12 @@ func (e *Engine) Ready() error {
 // for this Engine's process (Commands). Decide always returns a decision;
 // when it also returns an error, the decision is a deny.
 //
+// With data-flow rules in the config (docs/configuration.md#labels-and-flows),
+// Decide is the decision a caller acts on: a call it allows or asks for
+// touches its tool's labels in the session of call.Caller and
+// call.Session, which later decisions of that session read (kept in this
+// process: bounded in number, forgotten after an idle hour; flows.go).
+//
 // Every decision has a deadline: ctx's own, else Options.DecideTimeout
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
