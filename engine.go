@@ -296,6 +296,7 @@ func (e *Engine) Decide(ctx context.Context, call decision.Call) (decision.Decis
 		d, err := e.decide(ctx, call, true)
 		enforced := d.Enforced()
 		obs.Decided(enforced.Outcome, decidingCode(&enforced), d.Relaxed(), time.Since(start), err)
+		observeFindings(obs, enforced, d.Relaxed())
 		return d, err
 	}
 	return e.decide(ctx, call, true)

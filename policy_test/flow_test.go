@@ -2,14 +2,17 @@ package policy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/metrics"
 	"github.com/mcpx/mcpx-policy/internal/server"
 )
 
@@ -104,12 +107,19 @@ func TestFlowRulesThroughTheSDK(t *testing.T) {
 
 // TestFlowRulesThroughServe: serve keys a session by its HTTP caller and
 // the call document's "session"; the refusal is a 403 whose body names the
-// rule and what lifts it, and the ask a 428 (held for a person).
+// rule and what lifts it, and the ask a 428 (held for a person); /metrics
+// counts each rule's findings by its id.
 func TestFlowRulesThroughServe(t *testing.T) {
 	t.Parallel()
-	eng, _ := newEngine(t, flowConfig)
+	dir := writeFiles(t, map[string]string{"mcpx-policy.yaml": flowConfig})
+	met := metrics.New(metrics.Options{})
+	eng, err := mcpxpolicy.New(context.Background(), mcpxpolicy.Options{ConfigPaths: []string{filepath.Join(dir, "mcpx-policy.yaml")},
+		Env: []string{}, StateDir: filepath.Join(dir, "state"), Observer: met})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer eng.Close()
-	srv := httptest.NewServer(server.New(eng, server.Options{DecisionLog: io.Discard}))
+	srv := httptest.NewServer(server.New(eng, server.Options{DecisionLog: io.Discard, Metrics: met}))
 	defer srv.Close()
 	post := func(session, tool string) (int, map[string]any) {
 		t.Helper()
@@ -146,6 +156,20 @@ func TestFlowRulesThroughServe(t *testing.T) {
 		rendered, _ := body["rendered"].(map[string]any)
 		if status != 200 || rendered["status"] != float64(step.status) || (step.code != "" && !bytes.Contains(raw, []byte(`"code":"`+step.code+`"`))) {
 			t.Fatalf("step %d (%s %s): %d %s; want %d %s", i, step.session, step.tool, status, raw, step.status, step.code)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	exposition, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`mcpx_policy_policy_findings_total{id="ask-after-untrusted",kind="flow",outcome="ask",shadow="false"} 2`,
+		`mcpx_policy_policy_findings_total{id="no-exfiltration",kind="flow",outcome="deny",shadow="false"} 1`,
+	} {
+		if !bytes.Contains(exposition, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }
