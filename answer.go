@@ -72,7 +72,9 @@ type AnswerOptions struct {
 	// Caller is who sent the document, as the adapter knows it — serve
 	// gives "daemon:" and its HTTP caller's address — and never as the
 	// document says: the ask put on hold counts against its quota
-	// (decision.Call.Caller). "" counts it under the call's surface.
+	// (decision.Call.Caller), and it keys, with the document's "session",
+	// the session whose labels data-flow rules read. "" counts it under
+	// the call's surface.
 	Caller string
 	// Name is what the adapter calls the document in the message of an
 	// unreadable one: "not a <Name>: cause"; "" gives the cause alone.
@@ -259,7 +261,7 @@ func (e *Engine) decode(raw []byte, opts AnswerOptions) (decision.Call, callDocu
 		return decision.Call{Surface: surfaceOf("", opts)}, callDocument{}, notA(opts, err)
 	}
 	call := decision.Call{Server: doc.Server, Args: doc.Args, Surface: surfaceOf(doc.Surface, opts),
-		Principal: doc.Principal, Mode: doc.Mode, Session: doc.Session}
+		Principal: doc.Principal, Mode: doc.Mode, Session: doc.Session, Caller: opts.Caller}
 	t, err := e.resolveTool(doc.Server, doc.Tool)
 	call.Tool = t
 	switch {

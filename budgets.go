@@ -143,7 +143,7 @@ func (e *Engine) counting(call decision.Call) *ledger.Counting {
 // WriteBudgetExceeded or RepeatedCall deny), else one built from the
 // store's tallies.
 func (e *Engine) budgetRefusal(call decision.Call, spent *ledger.BudgetError) decision.Decision {
-	d, err := e.decide(context.Background(), call)
+	d, err := e.decide(context.Background(), call, false)
 	if err == nil && d.Outcome == decision.Deny {
 		for _, r := range d.Reasons {
 			if r.Code == decision.WriteBudgetExceeded || r.Code == decision.RepeatedCall {

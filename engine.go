@@ -100,8 +100,9 @@ type Engine struct {
 	approvals *Approvals
 	cmds      Commands
 	cur       atomic.Pointer[revision]
-	mu        sync.Mutex // serializes Reload
-	oob       sync.Mutex // serializes finding and opening out-of-band requests
+	mu        sync.Mutex   // serializes Reload
+	oob       sync.Mutex   // serializes finding and opening out-of-band requests
+	sessions  flowSessions // the labels each session touched (flows.go)
 }
 
 type revision struct {
@@ -277,6 +278,12 @@ func (e *Engine) Ready() error {
 // for this Engine's process (Commands). Decide always returns a decision;
 // when it also returns an error, the decision is a deny.
 //
+// With data-flow rules in the config (docs/configuration.md#labels-and-flows),
+// Decide is the decision a caller acts on: a call it allows or asks for
+// touches its tool's labels in the session of call.Caller and
+// call.Session, which later decisions of that session read (kept in this
+// process: bounded in number, forgotten after an idle hour; flows.go).
+//
 // Every decision has a deadline: ctx's own, else Options.DecideTimeout
 // (DefaultDecideTimeout by default). Out of time, or with ctx cancelled,
 // the decision is a PolicyError deny and the error wraps ctx's error.
@@ -286,15 +293,20 @@ func (e *Engine) Ready() error {
 func (e *Engine) Decide(ctx context.Context, call decision.Call) (decision.Decision, error) {
 	if obs := e.opts.Observer; obs != nil {
 		start := time.Now()
-		d, err := e.decide(ctx, call)
+		d, err := e.decide(ctx, call, true)
 		enforced := d.Enforced()
 		obs.Decided(enforced.Outcome, decidingCode(&enforced), d.Relaxed(), time.Since(start), err)
+		observeFindings(obs, enforced, d.Relaxed())
 		return d, err
 	}
-	return e.decide(ctx, call)
+	return e.decide(ctx, call, true)
 }
 
-func (e *Engine) decide(ctx context.Context, call decision.Call) (decision.Decision, error) {
+// decide is Decide without the Observer; touch says the decision is one a
+// caller acts on (Decide), so the labels of a call it lets through are
+// remembered for its session (flows.go), which a probe (Listable, a
+// budget's refusal) does not do.
+func (e *Engine) decide(ctx context.Context, call decision.Call, touch bool) (decision.Decision, error) {
 	limit := e.decideTimeout()
 	if dl, ok := ctx.Deadline(); ok {
 		limit = time.Until(dl)
@@ -307,6 +319,9 @@ func (e *Engine) decide(ctx context.Context, call decision.Call) (decision.Decis
 	rev := e.cur.Load()
 	led, call := e.stateView(rev.compiled, call)
 	d, err := rev.engine.Decide(ctx, call, led)
+	if touch {
+		e.flowTouch(rev.compiled, call, d)
+	}
 	d = e.cmds.spell(d, led.Seen)
 	if err != nil {
 		return d, fmt.Errorf("mcpxpolicy: %w", err)
@@ -329,7 +344,7 @@ func (e *Engine) decideTimeout() time.Duration {
 // (Options.Observer) are not told. Like Decide, it pins a tool seen first
 // when the server pins tool definitions. Safe for concurrent use.
 func (e *Engine) Listable(ctx context.Context, server string, t decision.Tool) (ok bool, why string) {
-	d, _ := e.decide(ctx, decision.Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}})
+	d, _ := e.decide(ctx, decision.Call{Surface: SurfaceMCP, Server: server, Tool: t, Args: map[string]any{}}, false)
 	if d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool {
 		return false, ""
 	}

@@ -9,7 +9,11 @@ import (
 // Observer watches an Engine at work; the metrics of `serve` and `proxy`
 // are one (docs/service.md#metrics). Its methods run on the goroutine of
 // the Decide or Reload they report, so they must be quick and safe for
-// concurrent use.
+// concurrent use. An Observer that also has a method
+// Finding(kind, id, outcome string, shadow bool) is told, after Decided,
+// of each finding of a write budget ("budget"), loop breaker
+// ("loop_breaker") or data-flow rule ("flow") in the decision as it would
+// be enforced, with the operator's id of it.
 type Observer interface {
 	// Decided is called once per Decide with the policy's own outcome and
 	// deciding reason code ("" for an allow) — for a server in shadow mode
@@ -21,6 +25,35 @@ type Observer interface {
 	// Reloaded is called once per Reload with its error: nil when the new
 	// policy is in use, else the old one stays.
 	Reloaded(err error)
+}
+
+// findingObserver is an Observer that also counts the findings of write
+// budgets, loop breakers and data-flow rules by their ids (the metrics of
+// serve and proxy --listen do).
+type findingObserver interface {
+	Finding(kind, id, outcome string, shadow bool)
+}
+
+// observeFindings tells obs, when it counts them, of each finding of a
+// write budget ("budget"), loop breaker ("loop_breaker") or flow rule
+// ("flow") in enforced, the decision as it would be enforced (relaxed:
+// shadow mode let the call go ahead).
+func observeFindings(obs Observer, enforced decision.Decision, relaxed bool) {
+	f, ok := obs.(findingObserver)
+	if !ok {
+		return
+	}
+	for _, r := range enforced.Reasons {
+		outcome := "deny"
+		if r.Code == decision.FlowNeedsConfirmation {
+			outcome = "ask"
+		}
+		for _, k := range []struct{ kind, key string }{{"budget", "budget"}, {"loop_breaker", "loop_breaker"}, {"flow", "flow"}} {
+			if id, _ := r.Details[k.key].(string); id != "" && (r.Step == decision.StepBudget || r.Step == decision.StepFlow) {
+				f.Finding(k.kind, id, outcome, relaxed)
+			}
+		}
+	}
 }
 
 // decidingCode is the code of the reason that decided d; "" for an allow.

@@ -38,10 +38,11 @@ type ConfigDiff struct {
 // factsQuery reads, for each probe (an input document of one catalog
 // tool), the facts the policy computes for the tool and whether a call to
 // it is a write: the same rules the decision reads.
-const factsQuery = `[{"i": i, "facts": f, "write": w} |
+const factsQuery = `[{"i": i, "facts": f, "write": w, "labels": l} |
 	some i, p in input.probes
 	f := data.mcpx.lib.tool.facts(p.server, p.tool.name)
 	w := data.mcpx.lib.call.write with input as p
+	l := data.mcpx.lib.call.labels with input as p
 ]`
 
 // DiffConfigs loads two configs — old.ConfigPaths and new.ConfigPaths,
@@ -165,6 +166,11 @@ func toolFacts(ctx context.Context, compiled *config.Compiled) (map[string]map[s
 		out[ref.server][ref.tool] = rollout.ToolFacts{
 			Hidden: hidden, Write: w, WriteMode: wm, UnknownArgs: unknownArgs,
 			ExemptArgs: sortedStrings(f["exempt"]), Rules: sortedStrings(f["matched"]),
+		}
+		if ls := sortedStrings(m["labels"]); len(ls) > 0 {
+			facts := out[ref.server][ref.tool]
+			facts.Labels = ls
+			out[ref.server][ref.tool] = facts
 		}
 	}
 	for i, ok := range seen {

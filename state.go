@@ -28,6 +28,9 @@ func (e *Engine) stateView(c *config.Compiled, call decision.Call) (*engine.Ledg
 	if limits, _ := budgetLimits(c, call); len(limits) > 0 {
 		e.budgetView(led, call.Server, limits)
 	}
+	if len(c.Flows) > 0 {
+		e.flowView(c, led, call)
+	}
 	return led, call
 }
 

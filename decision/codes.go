@@ -25,6 +25,8 @@ const (
 	ConfigLoosened               Code = "ConfigLoosened"
 	WriteBudgetExceeded          Code = "WriteBudgetExceeded"
 	RepeatedCall                 Code = "RepeatedCall"
+	FlowDenied                   Code = "FlowDenied"
+	FlowNeedsConfirmation        Code = "FlowNeedsConfirmation"
 )
 
 // CodeInfo is the one place a code's title, step, effect and doc page are
@@ -45,6 +47,8 @@ var Codes = []CodeInfo{
 	{LedgerUnreadable, "The ledger cannot be read", StepLedger, Deny, ""},
 	{WriteBudgetExceeded, "A write budget is spent for now", StepBudget, Deny, ""},
 	{RepeatedCall, "The same call was repeated too often", StepBudget, Deny, ""},
+	{FlowDenied, "A data-flow rule denies the call in this session", StepFlow, Deny, ""},
+	{FlowNeedsConfirmation, "A data-flow rule asks before the call in this session", StepFlow, Ask, ""},
 	{UnknownArguments, "The call has arguments the tool does not declare", StepUnknownArgs, Deny, ""},
 	{IgnoredArguments, "Arguments the tool does not declare were passed on", StepUnknownArgs, "", ""},
 	{ArgumentRuleViolation, "An argument rule rejects the arguments", StepArgumentRules, Deny, ""},

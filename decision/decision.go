@@ -44,7 +44,10 @@ const (
 	StepLedger Step = "ledger"
 	// StepBudget is the write-budget check, right after the ledger's
 	// (docs/check-order.md, docs/decisions/0027-write-budgets.md).
-	StepBudget           Step = "budget"
+	StepBudget Step = "budget"
+	// StepFlow is the data-flow check, right after the budgets'
+	// (docs/check-order.md, docs/decisions/0029-data-flow-rules.md).
+	StepFlow             Step = "flow"
 	StepUnknownArgs      Step = "unknown_args"
 	StepArgumentRules    Step = "argument_rules"
 	StepWriteMode        Step = "write_mode"

@@ -262,6 +262,8 @@ func TestStockOPAEquivalence(t *testing.T) {
 		{name: "budgets", ledger: budgetLedger(t), layers: []string{budgetLayer(t)}, calls: all},
 		{name: "budgets-unspent", layers: []string{budgetLayer(t)}, calls: all},
 		{name: "shadow-budgets", ledger: budgetLedger(t), layers: []string{budgetLayer(t), cr + "shadow.yaml"}, calls: all},
+		{name: "flows", layers: []string{flowLayer(t)}, calls: all},
+		{name: "shadow-flows", layers: []string{flowLayer(t), cr + "shadow.yaml"}, calls: all},
 	}
 	seen := map[decision.Code]bool{}
 	done := make(chan map[decision.Code]bool, len(cases))
@@ -276,6 +278,7 @@ func TestStockOPAEquivalence(t *testing.T) {
 			decision.IgnoredArguments, decision.ArgumentRuleViolation, decision.WriteDenied, decision.WriteNeedsConfirmation,
 			decision.DestructiveNeedsConfirmation, decision.OverrideDeny, decision.OverrideAsk, decision.InvalidInput,
 			decision.PolicyError, decision.ToolDefinitionChanged, decision.WriteBudgetExceeded, decision.RepeatedCall,
+			decision.FlowDenied, decision.FlowNeedsConfirmation,
 		} {
 			if !seen[info] {
 				t.Errorf("the corpus never produced %s: add a call that does", info)

@@ -19,8 +19,9 @@ unknown-arguments mode, which keys are exempt from that check and which
 argument rules apply (by id, with file and line), and prints what differs.
 Without --catalog it compares each server's patterns and settings as
 written (and those of the servers neither config names): give a catalog to
-see what each tool gets. Policy-wide it compares confirmDestructive and
-the override files. Each change is marked loosening (some call may now be
+see what each tool gets (its labels too, for data-flow rules). Write
+budgets and flow rules are compared by id. Policy-wide it compares
+confirmDestructive and the override files. Each change is marked loosening (some call may now be
 decided less strictly), tightening, or changed (a rule's schema edited, a
 setting with no strictness order).
 

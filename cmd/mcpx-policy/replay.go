@@ -28,9 +28,14 @@ compared: what would the change do to real traffic? A DIR stands for the
 *.json files in it, in the order they were recorded; any call file eval
 reads will do with --against.
 
-The unknown-outcome ledger is left out: each config decides as if no write
-were pending, so a call recorded while the ledger blocked writes is
-reported as not comparable rather than as a change. Arguments redacted
+The calls are decided in the order they were recorded, each under the
+session it was recorded with, so the labels data-flow rules remember are
+remembered as they were live: a replay of a whole recording reproduces its
+data-flow decisions (a replay of part of it starts its sessions clean).
+The unknown-outcome ledger and the write budgets' counts are left out:
+each config decides as if no write were pending or counted, so a call
+recorded while the ledger or a budget blocked writes is reported as not
+comparable rather than as a change. Arguments redacted
 when the call was recorded are decided as the placeholder "[REDACTED]":
 such a call says so next to its change.
 
@@ -207,8 +212,12 @@ func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) 
 	default:
 		rd := ans.Recorded
 		r.Before = verdict{Outcome: rd.Outcome, Step: rd.Step, Code: rd.Code, Message: rd.Message}
-		if rd.Step == "ledger" {
+		switch rd.Step {
+		case decision.StepLedger:
 			r.Skipped = "it was decided by the unknown-outcome ledger, which replay leaves out"
+			return r, nil
+		case decision.StepBudget:
+			r.Skipped = "it was decided by a write budget's count, which replay leaves out"
 			return r, nil
 		}
 	}

@@ -212,6 +212,13 @@ func CheckCatalog(c *Compiled, cat *Catalog) []Warning {
 				}
 			}
 		}
+		for _, l := range sc.labels {
+			for _, p := range l.tools {
+				if len(match(p.pat, servers)) == 0 {
+					warn(p.at, "label %q: tool pattern %q matches no tool of %s in the catalog", l.label, p.pat.Source, where)
+				}
+			}
+		}
 		for _, r := range sc.rules {
 			var tools []tool
 			for _, p := range r.tools {

@@ -99,6 +99,9 @@ type Compiled struct {
 	// Budgets are the write budgets of every layer (pool's and servers'),
 	// by id: what the Engine counts for (docs/configuration.md#budgets).
 	Budgets []Budget
+	// Flows are the data-flow rules of every layer, by id
+	// (docs/configuration.md#labels-and-flows).
+	Flows []Flow
 	// Examples is how many rule examples were decided as their rules
 	// list them (all of them: one that is not is a load error).
 	Examples int
@@ -135,6 +138,9 @@ func compile(layers []*layer, names map[string]string, sc SchemaCompiler, ev Rul
 	}
 	if budgets := out.compileBudgets(sum, c); len(budgets) > 0 {
 		config["budgets"] = budgets
+	}
+	if flows := out.compileFlows(sum, c); len(flows) > 0 {
+		config["flows"] = flows
 	}
 	// The settings of the table: a policy setting is always in the data
 	// (its default when no layer set it); the pool's and a server's only
@@ -213,6 +219,9 @@ func scopeData(s *scope) map[string]any {
 	}
 	if len(s.budgets)+len(s.loops) > 0 {
 		out["budgets"] = budgetPatterns(s).data()
+	}
+	if len(s.labels) > 0 {
+		out["labels"] = labelData(s)
 	}
 	return out
 }

@@ -30,7 +30,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown server key without a near one",
 			files: map[string]string{"main.yaml": "servers:\n  fs:\n    colour: red\nversion: 1\n"},
-			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, budgets, enforce, exemptArgs, hiddenTools, loopBreakers, pinTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
+			want:  []string{`main.yaml:3: servers.fs.colour: unknown key "colour" (valid keys: argumentRules, budgets, enforce, exemptArgs, flows, hiddenTools, labels, loopBreakers, pinTools, unknownArgs, unknownArgsTools, writePolicy, writeTools)`},
 		},
 		{
 			name:  "unknown rule key",

@@ -215,6 +215,15 @@ func changes(t *testing.T, p place) []change {
 		// a later layer can only add a budget (another cap), never raise
 		// or remove one: an id written twice is a load error
 		later("a budget added", false, "", doc{}.set(p.at, p.key, "[{id: first-budget, max: 5, window: 1h}]"), p.at, "[{id: later-budget, max: 50, window: 1h}]")
+	case reflect.TypeFor[[]*labelDef]():
+		// a later layer can only give more labels: a label taken away
+		// would let a flow rule's call through
+		later("a label added", false, "", doc{}.set(p.at, p.key, "[{label: egress, tools: [t1]}]"), p.at, "[{label: egress, tools: [t9]}]")
+	case reflect.TypeFor[[]*flowDef]():
+		// a later layer can only add a flow rule, never remove one: an id
+		// written twice is a load error
+		labels := doc{}.set("pool", "labels", "[{label: egress, tools: [t1]}, {label: untrusted-input, tools: [t2]}]")
+		later("a flow rule added", false, "", labels.set(p.at, p.key, "[{id: first-flow, after: [untrusted-input], calls: [egress], then: ask}]"), p.at, "[{id: later-flow, after: [untrusted-input], calls: [egress], then: deny}]")
 	case reflect.TypeFor[[]overrideRef]():
 		for i, l := range []string{"a second --config", "conf.d"} {
 			_ = i

@@ -103,6 +103,8 @@ type scope struct {
 	exemptArgs []argRef         `dir:"loosens" key:"exemptArgs" falls:"exemptArgs"`
 	budgets    []*budgetDef     `dir:"tightens" key:"budgets"`
 	loops      []*budgetDef     `dir:"tightens" key:"loopBreakers"`
+	labels     []*labelDef      `dir:"tightens" key:"labels"`
+	flows      []*flowDef       `dir:"tightens" key:"flows"`
 }
 
 // add appends o's lists to s; the pinTools mode is merged with the
@@ -115,6 +117,8 @@ func (s *scope) add(o scope) {
 	s.exemptArgs = append(s.exemptArgs, o.exemptArgs...)
 	s.budgets = append(s.budgets, o.budgets...)
 	s.loops = append(s.loops, o.loops...)
+	s.labels = append(s.labels, o.labels...)
+	s.flows = append(s.flows, o.flows...)
 }
 
 type serverLayer struct {
@@ -163,8 +167,8 @@ func (l *layer) server(name string) *serverLayer {
 var (
 	topKeys             = []string{"version", "policy", "pool", "servers", "ledger"}
 	policyKeys          = []string{"write", "confirmDestructive", "unknownArgs", "enforce", "exemptArgs", "overrides"}
-	poolKeys            = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools", "budgets", "loopBreakers"}
-	serverKeys          = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools", "budgets", "loopBreakers"}
+	poolKeys            = []string{"hiddenTools", "writeTools", "argumentRules", "unknownArgsTools", "pinTools", "budgets", "loopBreakers", "labels", "flows"}
+	serverKeys          = []string{"writePolicy", "hiddenTools", "writeTools", "unknownArgs", "enforce", "exemptArgs", "argumentRules", "unknownArgsTools", "pinTools", "budgets", "loopBreakers", "labels", "flows"}
 	ruleKeys            = []string{"id", "description", "tools", "argument", "required", "schema", "examples"}
 	unknownArgsToolKeys = []string{"tools", "mode"}
 )
@@ -420,6 +424,10 @@ func (p *fileParser) scope(n *yaml.Node, path string, keys []string, l *layer, s
 			sc.budgets = append(sc.budgets, p.budgets(e.value, kp, false)...)
 		case "loopBreakers":
 			sc.loops = append(sc.loops, p.budgets(e.value, kp, true)...)
+		case "labels":
+			sc.labels = append(sc.labels, p.labels(e.value, kp)...)
+		case "flows":
+			sc.flows = append(sc.flows, p.flows(e.value, kp)...)
 		}
 	}
 }

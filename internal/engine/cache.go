@@ -91,6 +91,16 @@ func makeKey(revision string, call decision.Call, schema toolSchema, led *Ledger
 			b.len(c.Count)
 			b.str(c.RetryAt)
 		}
+		if led.Labels == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			b.len(len(led.Labels))
+			for _, l := range led.Labels {
+				b.str(l)
+			}
+		}
+		b.str(led.LabelsError)
 		if p := led.Pin; p == nil {
 			b = append(b, 0)
 		} else {

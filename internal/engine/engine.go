@@ -311,6 +311,14 @@ type Ledger struct {
 	// (input.ledger.budgets, rego/mcpx/steps/budget.rego); none leaves
 	// them out.
 	Budgets []BudgetCount
+	// Labels are the labels the call's session has touched, for the
+	// data-flow rules (input.ledger.labels, rego/mcpx/steps/flow.rego);
+	// nil leaves them out (no rule judges the call), an empty non-nil
+	// slice gives none.
+	Labels []string
+	// LabelsError is why the gateway cannot remember the call's labels
+	// for its session (input.ledger.labels_error); "" leaves it out.
+	LabelsError string
 }
 
 // BudgetCount is one write budget's count as the policy reads it: the

@@ -143,10 +143,21 @@ var emptyLedger = ast.NewObject(
 )
 
 func ledgerValue(led *Ledger) ast.Object {
-	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && len(led.Budgets) == 0 {
+	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && len(led.Budgets) == 0 &&
+		led.Labels == nil && led.LabelsError == "" {
 		return emptyLedger
 	}
-	obj := ast.NewObjectWithCapacity(4)
+	obj := ast.NewObjectWithCapacity(6)
+	if led.Labels != nil {
+		ls := make([]*ast.Term, len(led.Labels))
+		for i, l := range led.Labels {
+			ls[i] = ast.StringTerm(l)
+		}
+		obj.Insert(kLabels, ast.ArrayTerm(ls...))
+	}
+	if led.LabelsError != "" {
+		obj.Insert(kLabelsError, ast.StringTerm(led.LabelsError))
+	}
 	if len(led.Budgets) > 0 {
 		counts := ast.NewObjectWithCapacity(len(led.Budgets))
 		for _, b := range led.Budgets {
@@ -179,17 +190,19 @@ func ledgerValue(led *Ledger) ast.Object {
 // Key terms of the input, shared by every input built (OPA never changes
 // a term it is given; its own interned terms are shared the same way).
 var (
-	kID         = ast.StringTerm("id")
-	kGroups     = ast.StringTerm("groups")
-	kIdempotent = ast.StringTerm("idempotentHint")
-	kOpenWorld  = ast.StringTerm("openWorldHint")
-	kTitle      = ast.StringTerm("title")
-	kError      = ast.StringTerm("error")
-	kBudgets    = ast.StringTerm("budgets")
-	kCount      = ast.StringTerm("count")
-	kRetryAt    = ast.StringTerm("retry_at")
-	kArgsSHA256 = ast.StringTerm("args_sha256")
-	kTime       = ast.StringTerm("time")
+	kID          = ast.StringTerm("id")
+	kGroups      = ast.StringTerm("groups")
+	kIdempotent  = ast.StringTerm("idempotentHint")
+	kOpenWorld   = ast.StringTerm("openWorldHint")
+	kTitle       = ast.StringTerm("title")
+	kError       = ast.StringTerm("error")
+	kBudgets     = ast.StringTerm("budgets")
+	kLabels      = ast.StringTerm("labels")
+	kLabelsError = ast.StringTerm("labels_error")
+	kCount       = ast.StringTerm("count")
+	kRetryAt     = ast.StringTerm("retry_at")
+	kArgsSHA256  = ast.StringTerm("args_sha256")
+	kTime        = ast.StringTerm("time")
 )
 
 // argKeys interns the key terms of arguments: a gateway's tools take the

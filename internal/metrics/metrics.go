@@ -1,6 +1,7 @@
 // Package metrics is what `serve` and `proxy --listen` expose on /metrics,
 // in the Prometheus text format or OpenMetrics (docs/service.md#metrics):
-// decisions by outcome, code and shadow, decision latency, evaluation
+// decisions by outcome, code and shadow, the findings of write budgets,
+// loop breakers and flow rules by id, decision latency, evaluation
 // errors, config reloads and the revision in use, unknown-outcome entries
 // pending per server, approvals pending, the proxy's upstream calls and
 // the running build.
@@ -60,7 +61,8 @@ type Options struct {
 }
 
 // Metrics holds one process's metrics and its registry. Its methods are
-// safe for concurrent use and do not allocate.
+// safe for concurrent use and do not allocate, but Finding (called only
+// for the calls a budget or flow rule refused or asked).
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -81,6 +83,9 @@ type Metrics struct {
 	logWritable prometheus.Gauge
 
 	askAnswers [3][]prometheus.Counter // [outcome severity][code index]: what the client got for an ask
+
+	findings   *prometheus.CounterVec // per budget, loop breaker and flow rule (findings.go)
+	findingIDs map[string]bool        // the (kind, id) pairs counted apart; guarded by mu
 }
 
 // codeIndex maps each reason code to its column in decisions; column 0 is
@@ -192,7 +197,8 @@ func New(opts Options) *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go},
 	})
 	build.Set(1)
-	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable, build, asks)
+	m.findings = newFindings()
+	m.reg.MustRegister(dec, m.latency, m.evalErrs, rel, m.lastOK, m.lastOKAt, up, m.inflight, m.logErrs, m.logWritable, build, asks, m.findings)
 	if opts.Revision != nil {
 		m.reg.MustRegister(revisionCollector{desc: prometheus.NewDesc(Namespace+"_config_revision_info",
 			"The config revision in use (a hex SHA-256 of the compiled policy), as a label; the value is always 1.",

@@ -142,6 +142,17 @@ func goldenCases(t *testing.T) []goldenCase {
 	loop.Details = map[string]any{"loop_breaker": "fs-loops", "max": 3, "window": "10m", "count": 3, "retry_at": "2026-12-01T23:00:00Z"}
 	add("RepeatedCall", spentCall, deny(t, spentCall, true, loop))
 
+	fd := reason(decision.FlowDenied,
+		"slack.post_message: flow rule \"no-exfiltration\" (mcpx-policy.yaml:40) denies calls to tools labelled \"egress\" once the session has touched \"private-data\", \"untrusted-input\", and this session has; it is lifted only in a new session, or by an operator changing the rule or the tool's labels")
+	fd.Details = map[string]any{"flow": "no-exfiltration", "origin": "mcpx-policy.yaml:40", "after": []any{"private-data", "untrusted-input"},
+		"calls": []any{"egress"}, "then": "deny"}
+	add("FlowDenied", slackPost(), deny(t, slackPost(), true, fd))
+	fa := reason(decision.FlowNeedsConfirmation,
+		"slack.post_message: flow rule \"ask-after-web\" (mcpx-policy.yaml:45) asks before a call to a tool labelled \"egress\" once the session has touched \"untrusted-input\", and this session has")
+	fa.Details = map[string]any{"flow": "ask-after-web", "origin": "mcpx-policy.yaml:45", "after": []any{"untrusted-input"},
+		"calls": []any{"egress"}, "then": "ask"}
+	add("FlowNeedsConfirmation", slackPost(), ask(t, slackPost(), true, fa))
+
 	hidden := decision.Call{Surface: "mcp", Server: "fs", Tool: decision.Tool{Name: "delete_file"},
 		Args: map[string]any{"path": "/workspace/notes.md"}}
 	add("HiddenTool", hidden, deny(t, hidden, true,

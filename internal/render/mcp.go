@@ -135,6 +135,7 @@ var hints = map[decision.Code]string{
 	decision.LedgerUnreadable:        "Writes are blocked until an operator repairs the unknown-outcome ledger. Do not retry; tell the user.",
 	decision.WriteBudgetExceeded:     "A write budget for %[1]q is spent for now. Do not retry before the time given above; read-only tools are still allowed.",
 	decision.RepeatedCall:            "This exact call was already made several times just now; repeating it will not help. Do not send it again unchanged: change approach or tell the user.",
+	decision.FlowDenied:              "This session has already handled data that a data-flow rule keeps away from this kind of tool, so it is refused for the rest of the session. Do not retry it in this session; tell the user.",
 	decision.ArgumentRuleViolation:   "Retry only with arguments that satisfy every constraint above.",
 	decision.WriteDenied:             "Writes to %[1]q are denied by policy. Do not retry this call; read-only tools are still allowed.",
 	decision.OverrideDeny:            "An operator policy refuses this call. Do not retry it as is.",

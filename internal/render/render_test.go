@@ -25,6 +25,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 		decision.DestructiveNeedsConfirmation: 428, decision.OverrideAsk: 428,
 		decision.LedgerUnreadable: 503, decision.PolicyError: 500, decision.IgnoredArguments: 200,
 		decision.ConfigLoosened: 200, decision.WriteBudgetExceeded: 429, decision.RepeatedCall: 429,
+		decision.FlowDenied: 403, decision.FlowNeedsConfirmation: 428,
 	}
 	for _, info := range decision.Codes {
 		got := render.Status(info.Code)

@@ -37,6 +37,10 @@ var statuses = map[decision.Code]int{
 	// Likewise a loop breaker: the same call, repeated too often.
 	decision.RepeatedCall: http.StatusTooManyRequests,
 
+	// A data-flow rule refuses the call for the rest of the session: the
+	// request itself is not at fault and no retry in the session helps.
+	decision.FlowDenied: http.StatusForbidden,
+
 	// The call needs a person's confirmation this surface could not obtain:
 	// 428 Precondition Required (RFC 6585) says "the same request can succeed
 	// once the missing precondition — an approval — is supplied", which 403
@@ -46,6 +50,7 @@ var statuses = map[decision.Code]int{
 	decision.WriteNeedsConfirmation:       http.StatusPreconditionRequired,
 	decision.DestructiveNeedsConfirmation: http.StatusPreconditionRequired,
 	decision.OverrideAsk:                  http.StatusPreconditionRequired,
+	decision.FlowNeedsConfirmation:        http.StatusPreconditionRequired,
 
 	// The gate itself cannot work. A corrupt or newer ledger is a state the
 	// service is in until an operator repairs it: 503. An evaluation failure

@@ -41,6 +41,10 @@ type ToolFacts struct {
 	UnknownArgs string   `json:"unknownArgs"`
 	ExemptArgs  []string `json:"exemptArgs"`
 	Rules       []string `json:"rules"`
+	// Labels are the labels the tool carries (its patterns' and, unless
+	// its openWorldHint is false, the open-world ones), for data-flow
+	// rules; left out when none.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // Snapshot is what Compare reads of one config.
@@ -81,6 +85,9 @@ type RuleInfo struct {
 //	rule                                    Item is the rule id; Old/New: RuleInfo (null: none)
 //	confirmDestructive                      Old and New are the values
 //	override                                Item is the file; Old/New: its source's hash (null: none)
+//	label                                   a catalog tool's label: Item is the label; Old/New: whether present
+//	labelPattern, budgetPattern             Item is "<pattern>: <label or budget id>"; Old/New: whether present
+//	budget, flow                            Item is the id; Old/New: as compiled (null: none)
 //	setting                                 Item is a setting the diff has no field for; Old/New as compiled
 //
 // A tool that stops being hidden, or starts or stops being a write,
@@ -169,8 +176,8 @@ func Compare(old, new Snapshot) Diff {
 // knownServerKeys are the per-server keys of the compiled config the diff
 // compares field by field; knownTopKeys the top-level ones.
 var (
-	knownServerKeys = []string{"write", "unknownArgs", "exemptArgs", "hidden", "writeTools", "rules", "unknownArgsTools", "enforce", "pinTools"}
-	knownTopKeys    = []string{"write", "unknownArgs", "confirmDestructive", "exemptArgs", "pool", "servers", "rules", "enforce"}
+	knownServerKeys = []string{"write", "unknownArgs", "exemptArgs", "hidden", "writeTools", "rules", "unknownArgsTools", "enforce", "pinTools", "budgets", "labels"}
+	knownTopKeys    = []string{"write", "unknownArgs", "confirmDestructive", "exemptArgs", "pool", "servers", "rules", "enforce", "budgets", "flows"}
 )
 
 func compareTool(server, tool string, of, nf ToolFacts, oldCfg, newCfg map[string]any) []Change {
@@ -205,6 +212,9 @@ func compareTool(server, tool string, of, nf ToolFacts, oldCfg, newCfg map[strin
 		add(Change{Field: "unknownArgs", Old: of.UnknownArgs, New: nf.UnknownArgs, Direction: direction(config.KindUnknownArgs, of.UnknownArgs, nf.UnknownArgs)})
 	}
 	for _, c := range compareMembers("exemptArg", of.ExemptArgs, nf.ExemptArgs, Loosening) {
+		add(c)
+	}
+	for _, c := range compareMembers("label", of.Labels, nf.Labels, Tightening) {
 		add(c)
 	}
 	oldRules, newRules := ruleInfos(oldCfg, of.Rules, nil), ruleInfos(newCfg, nf.Rules, nil)
@@ -256,6 +266,12 @@ func compareServer(name string, oldCfg, newCfg map[string]any) []Change {
 		add(c)
 	}
 	for _, c := range compareRules(o.rules, n.rules) {
+		add(c)
+	}
+	for _, c := range compareMembers("labelPattern", labelsAsWritten(oldCfg, name), labelsAsWritten(newCfg, name), Tightening) {
+		add(c)
+	}
+	for _, c := range compareMembers("budgetPattern", budgetPatternsAsWritten(oldCfg, name), budgetPatternsAsWritten(newCfg, name), Tightening) {
 		add(c)
 	}
 	out = append(out, compareModes(name, oldCfg, newCfg)...)
@@ -315,6 +331,8 @@ func comparePolicy(old, new Snapshot) []Change {
 			out = append(out, Change{Field: "override", Item: file, Old: oh, New: nh, Direction: Changed})
 		}
 	}
+	out = append(out, compareBudgets(old.Config, new.Config)...)
+	out = append(out, compareFlows(old.Config, new.Config)...)
 	out = append(out, compareSettings("", old.Config, new.Config, knownTopKeys)...)
 	return out
 }

@@ -59,9 +59,13 @@ type Record struct {
 	Surface   string              `json:"surface,omitempty"`
 	Principal *decision.Principal `json:"principal,omitempty"`
 	Mode      string              `json:"mode,omitempty"`
-	Time      string              `json:"time"`
-	Decision  decision.Recorded   `json:"decision"`
-	Redacted  []string            `json:"redacted,omitempty"`
+	// Session is the session the gateway kept the call under (its caller
+	// and the session it named), so that a replay decides the calls of one
+	// session as one: the labels data-flow rules remember are per session.
+	Session  string            `json:"session,omitempty"`
+	Time     string            `json:"time"`
+	Decision decision.Recorded `json:"decision"`
+	Redacted []string          `json:"redacted,omitempty"`
 }
 
 // RecorderOptions configure a Recorder.
@@ -219,7 +223,8 @@ func (r *Recorder) Record(call decision.Call, shown redact.Decision, revision st
 	}
 	rec := Record{
 		Server: call.Server, Tool: call.Tool, Args: args, Surface: call.Surface, Principal: call.Principal, Mode: call.Mode,
-		Time: now.Format(time.RFC3339Nano),
+		Session: recordedSession(call),
+		Time:    now.Format(time.RFC3339Nano),
 		Decision: decision.Recorded{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: msg,
 			SHA256: d.Call.SHA256, Revision: revision},
 		Redacted: redacted,
@@ -395,3 +400,16 @@ func leaves(v any) []string {
 }
 
 func pointerOf(toks []string) string { return jsonptr.Join(toks...) }
+
+// recordedSession names call's session as the gateway kept it: its caller
+// (a proxy's MCP session, serve's HTTP caller) and the session the call
+// named, "" when it has neither.
+func recordedSession(call decision.Call) string {
+	switch {
+	case call.Caller != "" && call.Session != "":
+		return call.Caller + " " + call.Session
+	case call.Session != "":
+		return call.Session
+	}
+	return call.Caller
+}

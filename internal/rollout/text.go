@@ -96,6 +96,26 @@ func describe(c Change) string {
 		return ruleText(c)
 	case "confirmDestructive":
 		return fmt.Sprintf("confirmDestructive %v -> %v", c.Old, c.New)
+	case "label":
+		if c.New == true {
+			return fmt.Sprintf("label %q added", c.Item)
+		}
+		return fmt.Sprintf("label %q removed", c.Item)
+	case "labelPattern", "budgetPattern":
+		what := map[string]string{"labelPattern": "labels", "budgetPattern": "budget tools"}[c.Field]
+		if c.New == true {
+			return fmt.Sprintf("%s %q added", what, c.Item)
+		}
+		return fmt.Sprintf("%s %q removed", what, c.Item)
+	case "budget", "flow":
+		what := map[string]string{"budget": "budget", "flow": "flow rule"}[c.Field]
+		switch {
+		case c.Old == nil:
+			return fmt.Sprintf("%s %s added: %s", what, c.Item, jsonText(c.New))
+		case c.New == nil:
+			return fmt.Sprintf("%s %s removed (was %s)", what, c.Item, jsonText(c.Old))
+		}
+		return fmt.Sprintf("%s %s: %s -> %s", what, c.Item, jsonText(c.Old), jsonText(c.New))
 	case "override":
 		switch {
 		case c.Old == nil:

@@ -20,6 +20,7 @@ import data.mcpx.lib.shadow
 import data.mcpx.lib.tool
 import data.mcpx.steps.budget
 import data.mcpx.steps.destructive
+import data.mcpx.steps.flow
 import data.mcpx.steps.hidden
 import data.mcpx.steps.ledger
 import data.mcpx.steps.overrides
@@ -291,7 +292,7 @@ _call := {"server": req.doc.server, "tool": req.doc.tool, "sha256": req.doc.call
 # Each step's findings name their step.
 _reasons := [r |
 	some findings in [
-		pin.deny, pin.ask, ledger.deny, budget.deny, unknown_args.deny, rules.deny,
+		pin.deny, pin.ask, ledger.deny, budget.deny, flow.deny, flow.ask, unknown_args.deny, rules.deny,
 		write_mode.deny, write_mode.ask, destructive.ask, overrides.deny, overrides.ask,
 	]
 	some r in findings
@@ -299,7 +300,7 @@ _reasons := [r |
 
 # _denies are the deny reasons, in check order.
 _denies := [r |
-	some findings in [pin.deny, ledger.deny, budget.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
+	some findings in [pin.deny, ledger.deny, budget.deny, flow.deny, unknown_args.deny, rules.deny, write_mode.deny, overrides.deny]
 	some r in findings
 ]
 

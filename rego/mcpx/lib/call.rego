@@ -47,3 +47,13 @@ destructive if {write, req.doc.destructive} == {true}
 
 # label names the call in messages: server.tool.
 label := sprintf("%s.%s", [req.call.server, req.call.tool])
+
+# labels are the labels the config gives the call's tool: its tool
+# patterns' (the pool's and the server's), and those given to every
+# open-world tool unless its openWorldHint is false (the MCP default is
+# true, and anything but false counts as open: a hint only adds labels).
+labels := facts.labels | _open_world_labels
+
+default _open_world_labels := set()
+
+_open_world_labels := facts.open_world_labels if object.get(req.doc.annotations, "openWorldHint", true) != false

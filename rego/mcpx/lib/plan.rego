@@ -63,7 +63,7 @@ else := d
 # description: |
 #   The decision, less its call, of a call to tool name on server in which
 #   the ledger, unknown-arguments, argument-rules and overrides steps find
-#   nothing (and no write budget counts the call): its write-mode and destructive-floor reasons, the verdict and
+#   nothing (no write budget counts the call, no flow rule may judge it): its write-mode and destructive-floor reasons, the verdict and
 #   the server's ConfigLoosened warnings.
 #   mode is the caller's write mode or null; read_only_hint and
 #   destructive_hint are the tool's annotations (false and true, the MCP
@@ -85,6 +85,7 @@ document(server, name, mode, read_only_hint, destructive_hint) := {
 	write := true in {read_only_hint != true, f.write}
 	is_destructive := {write, destructive_hint != false} == {true}
 	_unbudgeted(f, write)
+	f.flow_judged == false
 	m := config.effective_write_mode(f.write_mode, mode)
 	label := sprintf("%s.%s", [server, name])
 	denies := [write_mode.denied(server, label) | write; m == "deny"]

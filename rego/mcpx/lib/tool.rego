@@ -39,6 +39,9 @@ facts(server, tool) := {
 	],
 	"missing_rules": {id | some id in matched; not _compiled(id)},
 	"budgets": (patterns.values(object.get(config.pool, "budgets", {}), tool) | patterns.values(object.get(s, "budgets", {}), tool)),
+	"labels": (patterns.values(object.get(config.pool, ["labels", "tools"], {}), tool) | patterns.values(object.get(s, ["labels", "tools"], {}), tool)),
+	"open_world_labels": ({l | some l in object.get(config.pool, ["labels", "openWorld"], [])} | {l | some l in object.get(s, ["labels", "openWorld"], [])}),
+	"flow_judged": _flow_judged(server, tool, s),
 	"write_mode": write_mode,
 	"unknown_args_mode": unknown_args_mode,
 	"exempt": ({k | some k in object.get(config.global, "exemptArgs", [])} | {k | some k in object.get(s, "exemptArgs", [])}),
@@ -123,3 +126,16 @@ _nested_fact(sub) := "free" if {
 } else := object.keys(plain_properties(sub)) if {
 	plain_properties(sub)
 } else := "check"
+
+# _flow_judged holds when a flow rule of the pool or of server may judge a
+# call to tool: one of its calls labels is given to tool by pattern, or to
+# every open-world tool (whatever tool's hint: the facts see no
+# annotations). Such a call leaves the common path (lib.plan.document).
+default _flow_judged(_, _, _) := false
+
+_flow_judged(server, tool, s) if {
+	some r in object.get(config.global, "flows", {})
+	r.server in {"", server}
+	some l in r.calls
+	l in (((patterns.values(object.get(config.pool, ["labels", "tools"], {}), tool) | patterns.values(object.get(s, ["labels", "tools"], {}), tool)) | {x | some x in object.get(config.pool, ["labels", "openWorld"], [])}) | {x | some x in object.get(s, ["labels", "openWorld"], [])})
+}
