@@ -89,6 +89,20 @@ type Options struct {
 	// OnDecision, first (proxy --decision-log). An error refuses the call,
 	// unsent: a decision that must be logged is not acted on unlogged.
 	DecisionLog func(decision.Call, mcpxpolicy.Redacted) error
+	// ToolsMaxAge bounds how old the server's tool list a call is judged
+	// with may be: a list whose listing began longer ago is fetched again
+	// first. Whatever it is, a call is judged with a list fetched after the
+	// last notifications/tools/list_changed the proxy read before the call
+	// came. 0 (the default): a 2026-07-28 client's call is judged with a
+	// list fetched for it (a 2026-07-28 server announces changes only to
+	// subscribed clients), an older client's with the list kept until the
+	// server announces a change (docs/proxy.md, "The catalog").
+	ToolsMaxAge time.Duration
+
+	// now and after are the clock (tests set them; nil: the time
+	// package's).
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 
 	// shared is what the stateless requests of one HTTP handler share
 	// (stateless.go); nil for every other session.
@@ -142,8 +156,10 @@ type session struct {
 // pending is a client request the server has not answered yet.
 type pending struct {
 	method   string
-	call     string               // tools/call: the tool
-	complete bool                 // tools/list without a cursor
+	call     string // tools/call: the tool
+	complete bool   // tools/list without a cursor
+	listSeq  uint64 // and its listing (catalog.begin)
+	listAt   time.Time
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
 	// shadow is the decision of a call shadow mode let through: its
@@ -286,6 +302,9 @@ func (s *session) clientLoop() error {
 						continue
 					}
 					p.complete = !cursor
+					if p.complete {
+						p.listSeq, p.listAt = s.cat.begin(s.now())
+					}
 				default:
 					if isTasksMethod(m.Method) && !s.taskRequest(m, p) {
 						continue
@@ -372,7 +391,7 @@ func (s *session) serverLoop() error {
 				continue
 			}
 			if m.Method == "notifications/tools/list_changed" {
-				s.cat.invalidate()
+				s.cat.announce()
 				s.mu.Lock()
 				ready := s.ready
 				s.mu.Unlock()
@@ -484,7 +503,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 	if m.Error == nil {
 		switch {
 		case p.method == "tools/list":
-			filtered, err := s.filterToolsList(m, p.complete)
+			filtered, err := s.filterToolsList(m, p)
 			if err != nil {
 				// Never pass on a list that could not be filtered.
 				s.log.Warn("refused the server's tools/list answer", "err", err)
@@ -682,6 +701,22 @@ func (s *session) serverGone(err error) {
 		s.replyError(id, jsonrpc.CodeInternalError, "the MCP server's connection closed before it answered: "+err.Error())
 	}
 	s.tasksGone(err)
+}
+
+// now is the session's clock.
+func (s *session) now() time.Time {
+	if s.opts.now != nil {
+		return s.opts.now()
+	}
+	return time.Now()
+}
+
+// after is the session's timer.
+func (s *session) after(d time.Duration) <-chan time.Time {
+	if s.opts.after != nil {
+		return s.opts.after(d)
+	}
+	return time.After(d)
 }
 
 func (s *session) reply(m *jsonrpc.Response) {
