@@ -39,6 +39,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -146,6 +147,11 @@ type session struct {
 	// retry (Options.shared, else the session's own).
 	held *heldAsks
 
+	// idle hands a tools/call to a decider waiting for one;
+	// idleDeciders counts those (decider).
+	idle         chan func()
+	idleDeciders atomic.Int32
+
 	// calls are the tools/call being decided, and ledgerOps the ledger
 	// writes running off the readers' goroutines; Run waits for both
 	// before it returns.
@@ -199,6 +205,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
 		tasks:    map[string]*sessionTask{},
+		idle:     make(chan func()),
 	}
 	s.held = newHeldAsks()
 	if opts.shared != nil {
@@ -268,11 +275,17 @@ func (s *session) clientLoop() error {
 				s.mu.Lock()
 				s.deciding[m.ID] = cancel
 				s.mu.Unlock()
-				s.calls.Add(1)
-				go func() {
-					defer s.calls.Done()
-					s.toolsCall(ctx, m)
-				}()
+				job := func() { s.toolsCall(ctx, m) }
+				select {
+				case s.idle <- job:
+					// a decider that is done with its call takes it
+				default:
+					s.calls.Add(1)
+					go func() {
+						defer s.calls.Done()
+						s.decider(job)
+					}()
+				}
 			default:
 				p := &pending{method: m.Method}
 				switch m.Method {
@@ -321,6 +334,32 @@ func (s *session) clientLoop() error {
 			if err := s.server.Write(s.ctx, m); err != nil {
 				s.log.Warn("forwarding a client answer to the server failed", "err", err)
 			}
+		}
+	}
+}
+
+// maxIdleDeciders bounds the deciders of a session that wait for another
+// call once done with theirs.
+const maxIdleDeciders = 2
+
+// decider runs job, a tools/call, then waits for another while fewer than
+// maxIdleDeciders wait. A decision's evaluation grows its goroutine's
+// stack to tens of KiB, a few copies each time from a new goroutine's
+// few; a decider that stays keeps the stack it grew (until the garbage
+// collector shrinks it).
+func (s *session) decider(job func()) {
+	for {
+		job()
+		if s.idleDeciders.Add(1) > maxIdleDeciders {
+			s.idleDeciders.Add(-1)
+			return
+		}
+		select {
+		case job = <-s.idle:
+			s.idleDeciders.Add(-1)
+		case <-s.ctx.Done():
+			s.idleDeciders.Add(-1)
+			return
 		}
 	}
 }
