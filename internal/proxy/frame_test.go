@@ -167,3 +167,38 @@ func TestDecodeFrameAsTheSDK(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeFrameAsTheSDK: whatever the bytes, a frame decodeFrame takes
+// is one jsonrpc.DecodeMessage takes too, decoded to the same message and
+// written back the same.
+//
+//	go test ./internal/proxy/ -run '^$' -fuzz FuzzDecodeFrameAsTheSDK
+func FuzzDecodeFrameAsTheSDK(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"\u00e9"]}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}`,
+		`{"jsonrpc":"2.0","id":"x","result":null}`,
+		`{"jsonrpc":"2.0","id":-3,"error":{"code":-32602,"message":"m","data":{"k":1}}}`,
+		`{"id":9007199254740991,"result":{"a":"<&>"},"jsonrpc":"2.0"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		ours, err := decodeFrame(frame)
+		if err != nil {
+			return
+		}
+		sdk, err := jsonrpc.DecodeMessage(frame)
+		if err != nil {
+			t.Fatalf("%s: decodeFrame took it, the SDK refused it: %v", frame, err)
+		}
+		a, errA := jsonrpc.EncodeMessage(ours)
+		b, errB := jsonrpc.EncodeMessage(sdk)
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Fatalf("%s:\n ours %s (%v)\n  sdk %s (%v)", frame, a, errA, b, errB)
+		}
+		if !reflect.DeepEqual(ours, sdk) {
+			t.Fatalf("%s: decoded\n ours %#v\n  sdk %#v", frame, ours, sdk)
+		}
+	})
+}
