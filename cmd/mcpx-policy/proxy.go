@@ -32,6 +32,7 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set P
                          [--publish-closed-schemas]
                          [--publish-rules]
                          [--call-timeout 10m] [--task-timeout 1h] [--decide-timeout 5s]
+                         [--tools-max-age 0]
                          [--approval-ttl 5m]
                          [--approvals-page --token-file F] [--approvals-url URL]
                          [--approval-webhook URL --approval-webhook-secret-file F
@@ -76,7 +77,10 @@ unknown outcome and blocks further writes to NAME until
 'mcpx-policy writes clear NAME'. A write the server runs as an MCP task
 stays in flight until the task's terminal status: anything but completed,
 or none within the task's ttl or --task-timeout, is an unknown outcome. A decision that takes longer than
---decide-timeout is stopped and the call refused (PolicyError). Logs go to
+--decide-timeout is stopped and the call refused (PolicyError). A call is
+judged with the server's tool list as listed after the server's last
+notifications/tools/list_changed, and at most --tools-max-age old (0: a
+2026-07-28 client's call lists the tools anew). Logs go to
 stderr (an unknown-outcome ledger that stops reading, and reads again, is
 logged once each time); stdout is the client's. --record DIR writes every tools/call with
 the policy's decision to DIR for 'mcpx-policy replay', as serve --record
@@ -124,6 +128,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	publishRules := fs.Bool("publish-rules", false, "add the argument rules that apply to each tool to the inputSchema tools/list returns")
 	timeout := fs.Duration("call-timeout", 10*time.Minute, "how long a write waits for its answer before its outcome is unknown (0: forever)")
 	taskTimeout := fs.Duration("task-timeout", proxy.DefaultTaskTimeout, "how long a write the server runs as a task may take to end before its outcome is unknown")
+	toolsMaxAge := fs.Duration("tools-max-age", 0, "the oldest the server's tool list a call is judged with may be (0: a 2026-07-28 client's call lists the tools anew; an older client's session keeps the list until the server announces a change)")
 	level := fs.String("log-level", "info", "stderr log level: debug, info, warn or error")
 	decisionLog := fs.String("decision-log", "off", "append one JSON line per decided tools/call to this file, or off")
 	decideTimeout := decideTimeoutFlag(fs)
@@ -179,6 +184,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, errApprovalTTL)
 	case *taskTimeout <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--task-timeout must be more than 0"))
+	case *toolsMaxAge < 0:
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--tools-max-age must not be negative"))
 	case *maxSessions <= 0:
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--max-sessions must be more than 0"))
 	case *idle <= 0:
@@ -282,7 +289,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			return dl.Log(requestedBy, eng.Revision(), call, shown, 0)
 		}
 	}
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, Logger: logger, Commands: cmds, OnDecision: onDecision, DecisionLog: logDecision}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, ToolsMaxAge: *toolsMaxAge, Logger: logger, Commands: cmds, OnDecision: onDecision, DecisionLog: logDecision}
 	if met != nil {
 		opts.OnAskAnswered = met.AskAnswered
 	}

@@ -531,7 +531,12 @@ func (l *Ledger) unchanged(p *parsed) (bool, error) {
 	return !p.missing && l.cache == p && idOf(&st) == p.id, nil
 }
 
-func missingFile() *parsed { return &parsed{missing: true, st: emptyState()} }
+// missingFile is the parse of a ledger with no file: one for every reader
+// (a decision reads the ledger each time, and most ledgers have no file),
+// never changed — a write clones its state first, as for any parse.
+func missingFile() *parsed { return noFile }
+
+var noFile = &parsed{missing: true, st: emptyState()}
 
 // slotTester tests slots of the slot file through its own open of it, so
 // that it sees the locks of every other open, this process's included.

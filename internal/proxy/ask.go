@@ -47,19 +47,34 @@ func (s *session) noteClientMeta(params json.RawMessage) {
 	if len(params) == 0 || strictjson.Unmarshal(params, &p) != nil {
 		return
 	}
+	s.noteMeta(p.Meta)
+}
+
+// noteMeta is noteClientMeta for a request's _meta, read already. The
+// metadata kept is replaced only when it differs.
+func (s *session) noteMeta(m map[string]json.RawMessage) {
 	var version string
-	if json.Unmarshal(p.Meta[metaKeys[0]], &version) != nil || version < protocolMRTR {
+	if json.Unmarshal(m[metaKeys[0]], &version) != nil || version < protocolMRTR {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	same := s.meta != nil
+	for _, k := range metaKeys {
+		v, ok := m[k]
+		old, had := s.meta[k]
+		same = same && ok == had && bytes.Equal(v, old)
+	}
+	if same {
 		return
 	}
 	meta := map[string]json.RawMessage{}
 	for _, k := range metaKeys {
-		if v, ok := p.Meta[k]; ok {
+		if v, ok := m[k]; ok {
 			meta[k] = v
 		}
 	}
-	s.mu.Lock()
 	s.meta = meta
-	s.mu.Unlock()
 }
 
 // ownMeta is the _meta of the proxy's own requests to the server: the
@@ -108,7 +123,10 @@ type retry struct {
 func (s *session) readRetry(c *toolCall) (retry, error) {
 	var r retry
 	if raw, ok := c.members["_meta"]; ok && string(raw) != "null" {
-		s.noteClientMeta(mustParams("_meta", raw))
+		var all map[string]json.RawMessage
+		if strictjson.Unmarshal(raw, &all) == nil {
+			s.noteMeta(all)
+		}
 		var meta struct {
 			Version *string `json:"io.modelcontextprotocol/protocolVersion"`
 			Caps    *struct {
@@ -350,10 +368,4 @@ func (a *heldAsks) take(state string) *heldAsk {
 	h := a.m[state]
 	delete(a.m, state)
 	return h
-}
-
-// mustParams is {key: raw} as params.
-func mustParams(key string, raw json.RawMessage) json.RawMessage {
-	b, _ := encode(map[string]json.RawMessage{key: raw})
-	return b
 }

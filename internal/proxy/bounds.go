@@ -1,6 +1,9 @@
 package proxy
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // What one session may make the proxy hold, whatever its client and its
 // server send (docs/security.md, "Every peer's footprint is bounded"). At
@@ -28,10 +31,15 @@ func errBusy(what string, n int) string {
 	return fmt.Sprintf("mcpx-policy: refused: this session has %d %s already (the most it may have); try again when some are answered", n, what)
 }
 
+// relistSpacing is the least time between two listings relist makes.
+const relistSpacing = time.Second
+
 // relist asks for the server's tools again after
 // notifications/tools/list_changed: one listing at a time, and at most one
-// more waiting behind it however many notifications come, so a storm of
-// them costs one goroutine and two listings.
+// more waiting behind it, relistSpacing after the last, however many
+// notifications come, so a storm of them costs one goroutine and a
+// listing a second. (A call after a notification lists the tools itself
+// when no listing since fits it: tool.)
 func (s *session) relist() {
 	s.mu.Lock()
 	running := s.relisting
@@ -50,6 +58,11 @@ func (s *session) relist() {
 			s.relisting, s.relistAgain = again, false
 			s.mu.Unlock()
 			if !again {
+				return
+			}
+			select {
+			case <-s.after(relistSpacing):
+			case <-s.ctx.Done():
 				return
 			}
 		}

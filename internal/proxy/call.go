@@ -46,14 +46,11 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
-	if rt.mrtr {
-		// An MCP 2026-07-28 server tells only subscribed clients that its
-		// tools changed: the proxy cannot count on hearing it, so it
-		// judges each such call with the tool list as it is now.
-		s.cat.invalidate()
-	}
 	s.recheckConfig()
-	tool, listed, err := s.tool(ctx, params.Name)
+	// An MCP 2026-07-28 server tells only subscribed clients that its
+	// tools changed: unless the operator set a maximum age, the proxy
+	// judges each such call with the tool list as it is now.
+	tool, listed, err := s.tool(ctx, params.Name, rt.mrtr)
 	if err != nil {
 		// Never decide without the server's own definition of the tool:
 		// its annotations and inputSchema are what the policy judges by.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -117,4 +118,87 @@ func TestReadToolCallAndWire(t *testing.T) {
 	if c, err := readToolCall([]byte(`{"name":"w","arguments":[1]}`)); !errors.Is(err, errArgsNotObject) || c.Name != "w" {
 		t.Errorf("array arguments: %v %v; want errArgsNotObject with the name", c, err)
 	}
+}
+
+// TestDecodeFrameAsTheSDK: the message decodeFrame makes from its one
+// strict reading is the one jsonrpc.DecodeMessage makes of the frame, and
+// is written back the same, over every combination of the members' forms.
+func TestDecodeFrameAsTheSDK(t *testing.T) {
+	t.Parallel()
+	ids := []string{``, `"id":1`, `"id":-7`, `"id":9007199254740991`, `"id":"a"`, `"id":""`, `"id":"\u00e9\n"`, `"id":0`}
+	var frames []string
+	for _, id := range ids {
+		sep := ""
+		if id != "" {
+			sep = ","
+		}
+		for _, params := range []string{``, `,"params":null`, `,"params":{}`, `,"params":{"name":"t","arguments":{"a":[1,2.5e3,"\u2028"],"b":null},"_meta":{"x":true}}`} {
+			for _, method := range []string{`"tools/call"`, `"notifications/x"`, `"m\u00e9"`} {
+				frames = append(frames, `{"jsonrpc":"2.0"`+sep+id+`,"method":`+method+params+`}`)
+				frames = append(frames, `{`+id+sep+`"method":`+method+params+`,"jsonrpc":"2.0"}`)
+			}
+		}
+		if id == "" {
+			continue
+		}
+		for _, result := range []string{`null`, `{}`, `[]`, `"x"`, `1`, `{"content":[{"type":"text","text":"a\"b<>&"}],"isError":false}`} {
+			frames = append(frames, `{"jsonrpc":"2.0",`+id+`,"result":`+result+`}`)
+		}
+		for _, e := range []string{`{"code":-32602,"message":"bad"}`, `{"code":1,"message":"","data":null}`, `{"message":"m","code":0,"data":{"k":[1]}}`, `{"code":-32603,"message":"x","data":"s"}`} {
+			frames = append(frames, `{"jsonrpc":"2.0",`+id+`,"error":`+e+`}`)
+		}
+	}
+	for _, f := range frames {
+		ours, err := decodeFrame([]byte(f))
+		sdk, sdkErr := jsonrpc.DecodeMessage([]byte(f))
+		if err != nil || sdkErr != nil {
+			if err == nil {
+				t.Errorf("%s: decodeFrame took it, the SDK refused it: %v", f, sdkErr)
+			}
+			continue
+		}
+		a, errA := jsonrpc.EncodeMessage(ours)
+		b, errB := jsonrpc.EncodeMessage(sdk)
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("%s:\n ours %s (%v)\n  sdk %s (%v)", f, a, errA, b, errB)
+		}
+		if !reflect.DeepEqual(ours, sdk) {
+			t.Errorf("%s: decoded\n ours %#v\n  sdk %#v", f, ours, sdk)
+		}
+	}
+}
+
+// FuzzDecodeFrameAsTheSDK: whatever the bytes, a frame decodeFrame takes
+// is one jsonrpc.DecodeMessage takes too, decoded to the same message and
+// written back the same.
+//
+//	go test ./internal/proxy/ -run '^$' -fuzz FuzzDecodeFrameAsTheSDK
+func FuzzDecodeFrameAsTheSDK(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"\u00e9"]}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}`,
+		`{"jsonrpc":"2.0","id":"x","result":null}`,
+		`{"jsonrpc":"2.0","id":-3,"error":{"code":-32602,"message":"m","data":{"k":1}}}`,
+		`{"id":9007199254740991,"result":{"a":"<&>"},"jsonrpc":"2.0"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		ours, err := decodeFrame(frame)
+		if err != nil {
+			return
+		}
+		sdk, err := jsonrpc.DecodeMessage(frame)
+		if err != nil {
+			t.Fatalf("%s: decodeFrame took it, the SDK refused it: %v", frame, err)
+		}
+		a, errA := jsonrpc.EncodeMessage(ours)
+		b, errB := jsonrpc.EncodeMessage(sdk)
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Fatalf("%s:\n ours %s (%v)\n  sdk %s (%v)", frame, a, errA, b, errB)
+		}
+		if !reflect.DeepEqual(ours, sdk) {
+			t.Fatalf("%s: decoded\n ours %#v\n  sdk %#v", frame, ours, sdk)
+		}
+	})
 }

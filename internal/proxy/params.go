@@ -46,8 +46,11 @@ func readToolCall(params json.RawMessage) (toolCall, error) {
 	if p.Name == nil || *p.Name == "" {
 		return toolCall{}, errors.New(`a tool "name" (a non-empty string) is required`)
 	}
+	// The strict reading above checked all of params (strictjson.Valid);
+	// what a map is read into has no field names to check, so the members
+	// and the arguments are read as encoding/json reads them, once each.
 	c := toolCall{Name: *p.Name, Args: map[string]any{}}
-	if err := strictjson.Unmarshal(params, &c.members); err != nil {
+	if err := json.Unmarshal(params, &c.members); err != nil {
 		return toolCall{}, err
 	}
 	switch {
@@ -55,7 +58,9 @@ func readToolCall(params json.RawMessage) (toolCall, error) {
 	case p.Arguments[0] != '{':
 		return c, errArgsNotObject
 	default:
-		if err := strictjson.Unmarshal(p.Arguments, &c.Args); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(p.Arguments))
+		dec.UseNumber()
+		if err := dec.Decode(&c.Args); err != nil {
 			return toolCall{}, err
 		}
 		c.hasArgs = true

@@ -39,6 +39,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
@@ -89,6 +90,20 @@ type Options struct {
 	// OnDecision, first (proxy --decision-log). An error refuses the call,
 	// unsent: a decision that must be logged is not acted on unlogged.
 	DecisionLog func(decision.Call, mcpxpolicy.Redacted) error
+	// ToolsMaxAge bounds how old the server's tool list a call is judged
+	// with may be: a list whose listing began longer ago is fetched again
+	// first. Whatever it is, a call is judged with a list fetched after the
+	// last notifications/tools/list_changed the proxy read before the call
+	// came. 0 (the default): a 2026-07-28 client's call is judged with a
+	// list fetched for it (a 2026-07-28 server announces changes only to
+	// subscribed clients), an older client's with the list kept until the
+	// server announces a change (docs/proxy.md, "The catalog").
+	ToolsMaxAge time.Duration
+
+	// now and after are the clock (tests set them; nil: the time
+	// package's).
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 
 	// shared is what the stateless requests of one HTTP handler share
 	// (stateless.go); nil for every other session.
@@ -132,6 +147,11 @@ type session struct {
 	// retry (Options.shared, else the session's own).
 	held *heldAsks
 
+	// idle hands a tools/call to a decider waiting for one;
+	// idleDeciders counts those (decider).
+	idle         chan func()
+	idleDeciders atomic.Int32
+
 	// calls are the tools/call being decided, and ledgerOps the ledger
 	// writes running off the readers' goroutines; Run waits for both
 	// before it returns.
@@ -142,8 +162,10 @@ type session struct {
 // pending is a client request the server has not answered yet.
 type pending struct {
 	method   string
-	call     string               // tools/call: the tool
-	complete bool                 // tools/list without a cursor
+	call     string // tools/call: the tool
+	complete bool   // tools/list without a cursor
+	listSeq  uint64 // and its listing (catalog.begin)
+	listAt   time.Time
 	dispatch *mcpxpolicy.Dispatch // an allowed write
 	ignored  []string             // warn: the rider's keys
 	// shadow is the decision of a call shadow mode let through: its
@@ -183,6 +205,7 @@ func Run(ctx context.Context, opts Options, client, server Conn) error {
 		deciding: map[jsonrpc.ID]context.CancelFunc{},
 		own:      map[jsonrpc.ID]*ownRequest{},
 		tasks:    map[string]*sessionTask{},
+		idle:     make(chan func()),
 	}
 	s.held = newHeldAsks()
 	if opts.shared != nil {
@@ -252,11 +275,17 @@ func (s *session) clientLoop() error {
 				s.mu.Lock()
 				s.deciding[m.ID] = cancel
 				s.mu.Unlock()
-				s.calls.Add(1)
-				go func() {
-					defer s.calls.Done()
-					s.toolsCall(ctx, m)
-				}()
+				job := func() { s.toolsCall(ctx, m) }
+				select {
+				case s.idle <- job:
+					// a decider that is done with its call takes it
+				default:
+					s.calls.Add(1)
+					go func() {
+						defer s.calls.Done()
+						s.decider(job)
+					}()
+				}
 			default:
 				p := &pending{method: m.Method}
 				switch m.Method {
@@ -286,6 +315,9 @@ func (s *session) clientLoop() error {
 						continue
 					}
 					p.complete = !cursor
+					if p.complete {
+						p.listSeq, p.listAt = s.cat.begin(s.now())
+					}
 				default:
 					if isTasksMethod(m.Method) && !s.taskRequest(m, p) {
 						continue
@@ -302,6 +334,32 @@ func (s *session) clientLoop() error {
 			if err := s.server.Write(s.ctx, m); err != nil {
 				s.log.Warn("forwarding a client answer to the server failed", "err", err)
 			}
+		}
+	}
+}
+
+// maxIdleDeciders bounds the deciders of a session that wait for another
+// call once done with theirs.
+const maxIdleDeciders = 2
+
+// decider runs job, a tools/call, then waits for another while fewer than
+// maxIdleDeciders wait. A decision's evaluation grows its goroutine's
+// stack to tens of KiB, a few copies each time from a new goroutine's
+// few; a decider that stays keeps the stack it grew (until the garbage
+// collector shrinks it).
+func (s *session) decider(job func()) {
+	for {
+		job()
+		if s.idleDeciders.Add(1) > maxIdleDeciders {
+			s.idleDeciders.Add(-1)
+			return
+		}
+		select {
+		case job = <-s.idle:
+			s.idleDeciders.Add(-1)
+		case <-s.ctx.Done():
+			s.idleDeciders.Add(-1)
+			return
 		}
 	}
 }
@@ -372,7 +430,7 @@ func (s *session) serverLoop() error {
 				continue
 			}
 			if m.Method == "notifications/tools/list_changed" {
-				s.cat.invalidate()
+				s.cat.announce()
 				s.mu.Lock()
 				ready := s.ready
 				s.mu.Unlock()
@@ -484,7 +542,7 @@ func (s *session) answer(p *pending, m *jsonrpc.Response) {
 	if m.Error == nil {
 		switch {
 		case p.method == "tools/list":
-			filtered, err := s.filterToolsList(m, p.complete)
+			filtered, err := s.filterToolsList(m, p)
 			if err != nil {
 				// Never pass on a list that could not be filtered.
 				s.log.Warn("refused the server's tools/list answer", "err", err)
@@ -682,6 +740,22 @@ func (s *session) serverGone(err error) {
 		s.replyError(id, jsonrpc.CodeInternalError, "the MCP server's connection closed before it answered: "+err.Error())
 	}
 	s.tasksGone(err)
+}
+
+// now is the session's clock.
+func (s *session) now() time.Time {
+	if s.opts.now != nil {
+		return s.opts.now()
+	}
+	return time.Now()
+}
+
+// after is the session's timer.
+func (s *session) after(d time.Duration) <-chan time.Time {
+	if s.opts.after != nil {
+		return s.opts.after(d)
+	}
+	return time.After(d)
 }
 
 func (s *session) reply(m *jsonrpc.Response) {

@@ -229,6 +229,13 @@ type rawRig struct {
 // The client has initialized (declaring elicitation when elicit is set).
 func newRawRig(t testing.TB, config string, elicit bool, tools ...string) *rawRig {
 	t.Helper()
+	return newRawRigWith(t, config, elicit, nil, tools...)
+}
+
+// newRawRigWith is newRawRig with the proxy's options changed by with
+// (when not nil).
+func newRawRigWith(t testing.TB, config string, elicit bool, with func(proxy.Options) proxy.Options, tools ...string) *rawRig {
+	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mcpx-policy.yaml")
 	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
@@ -238,7 +245,7 @@ func newRawRig(t testing.TB, config string, elicit bool, tools ...string) *rawRi
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRaw(t, eng, tools)
+	r := startRawWith(t, eng, tools, with)
 	caps := `{}`
 	if elicit {
 		caps = `{"elicitation":{}}`
@@ -251,6 +258,12 @@ func newRawRig(t testing.TB, config string, elicit bool, tools ...string) *rawRi
 
 // startRaw runs one proxy session with eng between fresh pipes.
 func startRaw(t testing.TB, eng *mcpxpolicy.Engine, tools []string) *rawRig {
+	return startRawWith(t, eng, tools, nil)
+}
+
+// startRawWith is startRaw with the proxy's options changed by with (when
+// not nil).
+func startRawWith(t testing.TB, eng *mcpxpolicy.Engine, tools []string, with func(proxy.Options) proxy.Options) *rawRig {
 	ctx, cancel := context.WithCancel(context.Background())
 	clientEnd, proxyFront := net.Pipe()
 	proxyBack, serverEnd := net.Pipe()
@@ -286,6 +299,9 @@ func startRaw(t testing.TB, eng *mcpxpolicy.Engine, tools []string) *rawRig {
 	}()
 	opts := proxy.Options{Engine: eng, Server: "s",
 		Logger: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if with != nil {
+		opts = with(opts)
+	}
 	go func() {
 		r.done <- proxy.Run(ctx, opts, proxy.NewStreamConn(proxyFront, proxyFront), proxy.NewStreamConn(proxyBack, proxyBack))
 	}()

@@ -23,6 +23,13 @@ const listTimeout = 30 * time.Second
 // with (annotations come only from here, never from the client). It holds
 // only tools that parsed strictly and whose name the list gives once: a
 // tool the proxy cannot read is neither listed nor callable.
+//
+// Each listing — the proxy's own tools/list, or a complete one the client
+// asked for — is numbered when it begins (seq) and remembers when it began
+// (at). A list fits a call (fresh) when it began after the last
+// notifications/tools/list_changed the proxy read before the call came,
+// and within the age the call allows (Options.ToolsMaxAge); a call is
+// never judged with a list that does not fit it.
 type catalog struct {
 	mu      sync.Mutex
 	tools   map[string]decision.Tool   // nil until a complete list is known
@@ -30,23 +37,68 @@ type catalog struct {
 	list    []json.RawMessage          // those tools, as sent
 	checked []string                   // tool names of the last config check
 	rev     string                     // config revision of the last check
-	refresh sync.Mutex                 // one own tools/list at a time
+	begun   uint64                     // listings begun so far (the last one's seq)
+	seq     uint64                     // the kept list's listing
+	at      time.Time                  // when the kept list's listing began
+	// announced is begun when the server last announced a change: every
+	// listing up to it may predate the change.
+	announced uint64
+	refresh   sync.Mutex // one own tools/list at a time
 }
 
-// invalidate forgets the list (notifications/tools/list_changed).
-func (c *catalog) invalidate() {
+// fit is what a call asks of the list it is judged with: a listing after
+// seq after, begun at or after notBefore.
+type fit struct {
+	after     uint64
+	notBefore time.Time
+}
+
+// announce notes notifications/tools/list_changed: no listing begun so
+// far fits a call that comes after it.
+func (c *catalog) announce() {
 	c.mu.Lock()
-	c.tools = nil
+	c.announced = c.begun
 	c.mu.Unlock()
 }
 
-func (c *catalog) get(name string) (decision.Tool, bool, bool) {
+// begin numbers a listing that begins now.
+func (c *catalog) begin(now time.Time) (uint64, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tools == nil {
+	c.begun++
+	return c.begun, now
+}
+
+// need is what a call that comes now asks of the list: begun after the
+// last announced change; with perCall (a 2026-07-28 client, no maximum
+// age), begun after now; with maxAge > 0, begun at most maxAge ago.
+func (c *catalog) need(perCall bool, maxAge time.Duration, now time.Time) fit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := fit{after: c.announced}
+	if perCall {
+		f.after = c.begun
+	}
+	if maxAge > 0 {
+		f.notBefore = now.Add(-maxAge)
+	}
+	return f
+}
+
+// fits reports whether the kept list fits f (c.mu held).
+func (c *catalog) fits(f fit) bool {
+	return c.tools != nil && c.seq > f.after && !c.at.Before(f.notBefore)
+}
+
+// get returns the tool by name from the kept list; fresh is false when
+// there is none or it does not fit f.
+func (c *catalog) get(name string, f fit) (t decision.Tool, ok, fresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fits(f) {
 		return decision.Tool{}, false, false
 	}
-	t, ok := c.tools[name]
+	t, ok = c.tools[name]
 	return t, ok, true
 }
 
@@ -95,10 +147,11 @@ func clip(raw []byte) string {
 	return string(raw)
 }
 
-// set stores a complete list (as readTools keeps it) and reports whether
-// the config needs a check against it: its tool names differ from the last
+// set stores a complete list (as readTools keeps it) of listing seq, begun
+// at, unless a later listing's is kept already, and reports whether the
+// config needs a check against it: its tool names differ from the last
 // checked list's, or the config (revision rev) changed since.
-func (c *catalog) set(tools []decision.Tool, raws []json.RawMessage, rev string) (changed bool) {
+func (c *catalog) set(tools []decision.Tool, raws []json.RawMessage, rev string, seq uint64, at time.Time) (changed bool) {
 	m := make(map[string]decision.Tool, len(tools))
 	outputs := map[string]json.RawMessage{}
 	names := make([]string, 0, len(tools))
@@ -115,9 +168,13 @@ func (c *catalog) set(tools []decision.Tool, raws []json.RawMessage, rev string)
 	slices.Sort(names)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if seq < c.seq {
+		return false // a later listing ended first
+	}
 	c.tools = m
 	c.outputs = outputs
 	c.list = raws
+	c.seq, c.at = seq, at
 	if slices.Equal(names, c.checked) && c.checked != nil && rev == c.rev {
 		return false
 	}
@@ -145,18 +202,22 @@ func (c *catalog) stale(rev string) ([]json.RawMessage, bool) {
 	return c.list, true
 }
 
-// tool returns the server's Tool by name, listing the tools first when the
-// list is not known. known is false when the server does not list it, or
-// lists it in a form the proxy cannot read. err is set only when the list
-// could not be had: the call must then be refused, never decided without
-// the tool's definition.
-func (s *session) tool(ctx context.Context, name string) (t decision.Tool, known bool, err error) {
-	t, ok, valid := s.cat.get(name)
-	if !valid {
-		if err := s.listTools(ctx); err != nil {
+// tool returns the server's Tool by name from a list that fits a call that
+// comes now (catalog.need; perCall for a 2026-07-28 client), listing the
+// tools first when the kept list does not. known is false when the server
+// does not list it, or lists it in a form the proxy cannot read. err is
+// set only when such a list could not be had: the call must then be
+// refused, never decided without the tool's definition.
+func (s *session) tool(ctx context.Context, name string, perCall bool) (t decision.Tool, known bool, err error) {
+	f := s.cat.need(perCall && s.opts.ToolsMaxAge <= 0, s.opts.ToolsMaxAge, s.now())
+	t, ok, fresh := s.cat.get(name, f)
+	if !fresh {
+		if err := s.listTools(ctx, f); err != nil {
 			return decision.Tool{Name: name}, false, err
 		}
-		t, ok, _ = s.cat.get(name)
+		if t, ok, fresh = s.cat.get(name, f); !fresh {
+			return decision.Tool{Name: name}, false, errors.New("the server's tool list changed while it was read")
+		}
 	}
 	if !ok {
 		return decision.Tool{Name: name}, false, nil
@@ -165,14 +226,19 @@ func (s *session) tool(ctx context.Context, name string) (t decision.Tool, known
 }
 
 // listTools fetches the server's whole tool list (every page) with the
-// proxy's own tools/list and stores it. A page that does not decode
-// strictly fails the listing.
-func (s *session) listTools(ctx context.Context) error {
+// proxy's own tools/list and stores it, unless the kept list fits f
+// (another caller just listed). A page that does not decode strictly
+// fails the listing.
+func (s *session) listTools(ctx context.Context, f fit) error {
 	s.cat.refresh.Lock()
 	defer s.cat.refresh.Unlock()
-	if _, _, valid := s.cat.get(""); valid {
-		return nil // another caller just listed
+	s.cat.mu.Lock()
+	fits := s.cat.fits(f)
+	s.cat.mu.Unlock()
+	if fits {
+		return nil
 	}
+	seq, at := s.cat.begin(s.now())
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	var all []json.RawMessage
@@ -204,7 +270,7 @@ func (s *session) listTools(ctx context.Context) error {
 		case size > maxListBytes:
 			return fmt.Errorf("the server's tools take more than %d bytes", maxListBytes)
 		case page.NextCursor == nil || *page.NextCursor == "":
-			s.storeOwnList(all)
+			s.storeOwnList(all, seq, at)
 			return nil
 		case pages >= maxListPages:
 			return fmt.Errorf("the server's tool list has more than %d pages", maxListPages)
@@ -213,21 +279,11 @@ func (s *session) listTools(ctx context.Context) error {
 	}
 }
 
-// storeTools keeps a complete list — the tools that parse — and re-checks
-// the config against it when its tools changed.
-func (s *session) storeTools(raws []json.RawMessage) {
-	tools, kept, refused := readTools(raws)
-	for _, r := range refused {
-		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
-	}
-	s.storeList(tools, kept)
-}
-
-// storeOwnList is storeTools for the proxy's own tools/list, which no
-// client sees: each tool is screened as a listing would (which pins a tool
-// seen first and records a changed definition for acceptance, when the
-// server pins them).
-func (s *session) storeOwnList(raws []json.RawMessage) {
+// storeOwnList keeps the tools of the proxy's own tools/list (listing
+// seq, begun at) that parse. No client sees that list, so each tool is
+// screened as a listing would (which pins a tool seen first and records a
+// changed definition for acceptance, when the server pins them).
+func (s *session) storeOwnList(raws []json.RawMessage, seq uint64, at time.Time) {
 	tools, kept, refused := readTools(raws)
 	for _, r := range refused {
 		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
@@ -235,11 +291,13 @@ func (s *session) storeOwnList(raws []json.RawMessage) {
 	for _, t := range tools {
 		s.listed(t)
 	}
-	s.storeList(tools, kept)
+	s.storeList(tools, kept, seq, at)
 }
 
-func (s *session) storeList(tools []decision.Tool, kept []json.RawMessage) {
-	if !s.cat.set(tools, kept, s.opts.Engine.Revision()) {
+// storeList keeps a complete list of listing seq, begun at, and re-checks
+// the config against it when its tools changed.
+func (s *session) storeList(tools []decision.Tool, kept []json.RawMessage, seq uint64, at time.Time) {
+	if !s.cat.set(tools, kept, s.opts.Engine.Revision(), seq, at) {
 		return
 	}
 	s.checkTools(kept)
@@ -267,7 +325,7 @@ func (s *session) recheckConfig() {
 
 // recheck lists the tools again after notifications/tools/list_changed.
 func (s *session) recheck() {
-	if err := s.listTools(s.ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := s.listTools(s.ctx, s.cat.need(false, 0, s.now())); err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Warn("listing the tools after list_changed failed", "err", err)
 	}
 }
@@ -276,10 +334,11 @@ func (s *session) recheck() {
 // hides, those whose definition is not the pinned one, and those the proxy
 // cannot read (readTools) and, with PublishClosedSchemas, closes the input
 // schemas, with PublishRules adds the argument rules to them. A complete answer (no
-// cursor asked, none given) also becomes the catalog. Everything else in
+// cursor asked, none given) to the client's request p also becomes the
+// catalog, as the listing p began. Everything else in
 // the answer is kept as the server sent it. A result that does not decode
 // strictly is an error: it is never passed on unfiltered.
-func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.Response, error) {
+func (s *session) filterToolsList(m *jsonrpc.Response, p *pending) (*jsonrpc.Response, error) {
 	page, err := readToolsPage(m.Result)
 	if err != nil {
 		return nil, err
@@ -288,12 +347,12 @@ func (s *session) filterToolsList(m *jsonrpc.Response, complete bool) (*jsonrpc.
 	if err := strictjson.Unmarshal(m.Result, &res); err != nil {
 		return nil, err
 	}
-	if complete && (page.NextCursor == nil || *page.NextCursor == "") {
-		s.storeTools(page.Tools)
-	}
 	tools, raws, refused := readTools(page.Tools)
 	for _, r := range refused {
-		s.log.Warn("dropping a tool the policy cannot read from tools/list", "tool", r)
+		s.log.Warn("a tool of the server's list cannot be read; it is neither listed nor callable", "tool", r)
+	}
+	if p.complete && (page.NextCursor == nil || *page.NextCursor == "") {
+		s.storeList(tools, raws, p.listSeq, p.listAt)
 	}
 	kept := make([]json.RawMessage, 0, len(tools))
 	for i, t := range tools {

@@ -1,0 +1,10 @@
+package proxy
+
+import "time"
+
+// WithClock is opts with the session's clock set: now for the time, after
+// for its timers (the relist spacing).
+func WithClock(opts Options, now func() time.Time, after func(time.Duration) <-chan time.Time) Options {
+	opts.now, opts.after = now, after
+	return opts
+}
