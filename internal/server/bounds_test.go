@@ -41,18 +41,11 @@ func TestInFlightBounded(t *testing.T) {
 		return string(buf[:n])
 	}
 	for i := range 12 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "POST /v1/decide HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
-		if i < 4 {
-			continue // these hold their slots, reading a body that does not come
-		}
 		if i == 4 {
 			// The four may not be in their slots yet: a whole request (it
 			// frees any slot it gets at once) is sent until one is refused.
+			// Only then is the fifth sent: sent earlier, it could take the
+			// slot of a fourth still on its way, and wait for its body.
 			for deadline := time.Now().Add(30 * time.Second); ; {
 				p, err := net.Dial("tcp", addr)
 				if err != nil {
@@ -69,6 +62,15 @@ func TestInFlightBounded(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/decide HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
+		if i < 4 {
+			continue // these hold their slots, reading a body that does not come
 		}
 		if got := status(c); !strings.Contains(got, " 503 ") {
 			t.Fatalf("request %d past MaxInFlight: %q; want 503", i, got)
