@@ -303,10 +303,18 @@ func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[st
 			t.Fatal(err)
 		}
 	}
-	seedPageBinaries(t, map[string]string{
-		"docs-make-build": filepath.Join(r.repo, "bin", "mcpx-policy"),
-		"docs-go-install": filepath.Join(gobin, "mcpx-policy"),
-	})
+	// Only a page that builds a binary gets one seeded: a seed the page
+	// does not rebuild would run stale.
+	seeds := map[string]string{}
+	for _, b := range blocks {
+		if b.isCommand() && strings.Contains(b.body, "make demo") {
+			seeds["docs-make-build"] = filepath.Join(r.repo, "bin", "mcpx-policy")
+		}
+		if b.isCommand() && strings.Contains(b.body, "go install ./cmd/mcpx-policy") {
+			seeds["docs-go-install"] = filepath.Join(gobin, "mcpx-policy")
+		}
+	}
+	seedPageBinaries(t, seeds)
 	// The page's own binary (README's go install) comes first, then the
 	// one TestMain built; the default state dir and TMPDIR are the page's.
 	r.env = append(os.Environ(),
@@ -739,7 +747,7 @@ func lineRE(w string) *regexp.Regexp {
 
 // seedPageBinaries puts the binaries an earlier run's page built (README's
 // make demo and go install, in that run's copy of the repository) where
-// this run's page builds them, and keeps this run's for the next one
+// this run's page builds them again, and keeps this run's for the next one
 // (in the ignored bin/test/, by name): the go command finds a binary with
 // the build ID of its sources up to date and skips the link, 5 s of CPU
 // each; a changed source relinks as on a reader's machine.
