@@ -104,17 +104,8 @@ func (p *fileParser) budgets(n *yaml.Node, path string, loop bool) []*budgetDef 
 	if loop {
 		keys = loopKeys
 	}
-	if isNull(n) {
-		return nil
-	}
-	if d := deref(n); d.Kind != yaml.SequenceNode {
-		p.errAt(d, path, "want a list of budgets ({id, max, window, …}), got %s", kindName(d))
-		return nil
-	}
 	var out []*budgetDef
-	for i, c := range deref(n).Content {
-		ip := index(path, i)
-		c = deref(c)
+	for ip, c := range p.items(n, path, "a list of budgets ({id, max, window, …})") {
 		if c.Kind != yaml.MappingNode {
 			p.errAt(c, ip, "want a budget (a mapping with keys %s), got %s", "id, max, window", kindName(c))
 			continue

@@ -68,17 +68,8 @@ type Flow struct {
 
 // labels reads a scope's labels list.
 func (p *fileParser) labels(n *yaml.Node, path string) []*labelDef {
-	if isNull(n) {
-		return nil
-	}
-	if d := deref(n); d.Kind != yaml.SequenceNode {
-		p.errAt(d, path, "want a list of labels ({label, tools}), got %s", kindName(d))
-		return nil
-	}
 	var out []*labelDef
-	for i, c := range deref(n).Content {
-		ip := index(path, i)
-		c = deref(c)
+	for ip, c := range p.items(n, path, "a list of labels ({label, tools})") {
 		if c.Kind != yaml.MappingNode {
 			p.errAt(c, ip, "want a label (a mapping with keys label and tools or openWorld), got %s", kindName(c))
 			continue
@@ -133,17 +124,8 @@ func (p *fileParser) labels(n *yaml.Node, path string) []*labelDef {
 
 // flows reads a scope's flows list.
 func (p *fileParser) flows(n *yaml.Node, path string) []*flowDef {
-	if isNull(n) {
-		return nil
-	}
-	if d := deref(n); d.Kind != yaml.SequenceNode {
-		p.errAt(d, path, "want a list of flow rules ({id, after, calls, then}), got %s", kindName(d))
-		return nil
-	}
 	var out []*flowDef
-	for i, c := range deref(n).Content {
-		ip := index(path, i)
-		c = deref(c)
+	for ip, c := range p.items(n, path, "a list of flow rules ({id, after, calls, then})") {
 		if c.Kind != yaml.MappingNode {
 			p.errAt(c, ip, "want a flow rule (a mapping with keys id, after, calls, then), got %s", kindName(c))
 			continue

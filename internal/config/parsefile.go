@@ -492,17 +492,8 @@ func (p *fileParser) strings(n *yaml.Node, path, what string) []*yaml.Node {
 }
 
 func (p *fileParser) patterns(n *yaml.Node, path string) []patRef {
-	if isNull(n) {
-		return nil
-	}
-	if d := deref(n); d.Kind != yaml.SequenceNode {
-		p.errAt(d, path, "want a list of tool patterns, got %s", kindName(d))
-		return nil
-	}
 	var out []patRef
-	for i, c := range deref(n).Content {
-		c = deref(c)
-		ip := index(path, i)
+	for ip, c := range p.items(n, path, "a list of tool patterns") {
 		if c.Kind != yaml.ScalarNode || c.ShortTag() != "!!str" {
 			p.errAt(c, ip, "want a tool pattern (a string), got %s", kindName(c))
 			continue
@@ -518,17 +509,8 @@ func (p *fileParser) patterns(n *yaml.Node, path string) []patRef {
 }
 
 func (p *fileParser) unknownArgsTools(n *yaml.Node, path string) []unknownArgsRef {
-	if isNull(n) {
-		return nil
-	}
-	if d := deref(n); d.Kind != yaml.SequenceNode {
-		p.errAt(d, path, "want a list of {tools, mode} entries, got %s", kindName(d))
-		return nil
-	}
 	var out []unknownArgsRef
-	for i, c := range deref(n).Content {
-		ip := index(path, i)
-		c = deref(c)
+	for ip, c := range p.items(n, path, "a list of {tools, mode} entries") {
 		if c.Kind != yaml.MappingNode {
 			p.errAt(c, ip, "want a mapping with keys tools and mode, got %s", kindName(c))
 			continue

@@ -12,16 +12,9 @@ import (
 
 // rules reads a list of argument rules.
 func (p *fileParser) rules(n *yaml.Node, path, server string) []*ruleDef {
-	if isNull(n) {
-		return nil
-	}
-	if d := deref(n); d.Kind != yaml.SequenceNode {
-		p.errAt(d, path, "want a list of argument rules, got %s", kindName(d))
-		return nil
-	}
 	var out []*ruleDef
-	for i, c := range deref(n).Content {
-		if r := p.rule(c, index(path, i), server); r != nil {
+	for ip, c := range p.items(n, path, "a list of argument rules") {
+		if r := p.rule(c, ip, server); r != nil {
 			out = append(out, r)
 		}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math/big"
 	"regexp"
 	"strings"
@@ -16,6 +17,27 @@ func deref(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
+}
+
+// items yields the items of the list n at path, each with its path and
+// aliases followed: none when n is null, and none but the error "want
+// <want>, got …" when n is not a list.
+func (p *fileParser) items(n *yaml.Node, path, want string) iter.Seq2[string, *yaml.Node] {
+	return func(yield func(string, *yaml.Node) bool) {
+		if isNull(n) {
+			return
+		}
+		d := deref(n)
+		if d.Kind != yaml.SequenceNode {
+			p.errAt(d, path, "want %s, got %s", want, kindName(d))
+			return
+		}
+		for i, c := range d.Content {
+			if !yield(index(path, i), deref(c)) {
+				return
+			}
+		}
+	}
 }
 
 // kindName names what a node holds, for "want X, got Y" messages.
