@@ -119,14 +119,11 @@ func (p *fileParser) budgets(n *yaml.Node, path string, loop bool) []*budgetDef 
 			p.errAt(n, kp, format, args...)
 			ok = false
 		}
-		for _, e := range p.entries(c, ip) {
+		entries, known := p.knownEntries(c, ip, keys)
+		ok = ok && known
+		for _, e := range entries {
 			kp := join(ip, e.key)
 			v := deref(e.value)
-			if !slices.Contains(keys, e.key) {
-				p.unknownKey(e, ip, keys)
-				ok = false
-				continue
-			}
 			switch e.key {
 			case "id":
 				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {

@@ -76,14 +76,11 @@ func (p *fileParser) labels(n *yaml.Node, path string) []*labelDef {
 		}
 		l := &labelDef{at: p.at(c, ip)}
 		ok := true
-		for _, e := range p.entries(c, ip) {
+		entries, known := p.knownEntries(c, ip, labelKeys)
+		ok = ok && known
+		for _, e := range entries {
 			kp := join(ip, e.key)
 			v := deref(e.value)
-			if !slices.Contains(labelKeys, e.key) {
-				p.unknownKey(e, ip, labelKeys)
-				ok = false
-				continue
-			}
 			switch e.key {
 			case "label":
 				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || !labelName.MatchString(v.Value) {
@@ -136,14 +133,11 @@ func (p *fileParser) flows(n *yaml.Node, path string) []*flowDef {
 			p.errAt(n, kp, format, args...)
 			ok = false
 		}
-		for _, e := range p.entries(c, ip) {
+		entries, known := p.knownEntries(c, ip, flowKeys)
+		ok = ok && known
+		for _, e := range entries {
 			kp := join(ip, e.key)
 			v := deref(e.value)
-			if !slices.Contains(flowKeys, e.key) {
-				p.unknownKey(e, ip, flowKeys)
-				ok = false
-				continue
-			}
 			switch e.key {
 			case "id":
 				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math/big"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -38,6 +39,21 @@ func (p *fileParser) items(n *yaml.Node, path, want string) iter.Seq2[string, *y
 			}
 		}
 	}
+}
+
+// knownEntries is the entries of the mapping c at path whose keys are in
+// keys; every other key is reported (unknownKey), and known is false then.
+func (p *fileParser) knownEntries(c *yaml.Node, path string, keys []string) (out []keyValue, known bool) {
+	known = true
+	for _, e := range p.entries(c, path) {
+		if !slices.Contains(keys, e.key) {
+			p.unknownKey(e, path, keys)
+			known = false
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, known
 }
 
 // kindName names what a node holds, for "want X, got Y" messages.
