@@ -34,6 +34,9 @@ type httpRig struct {
 	// starts counts the servers started; "whoami" answers its server's
 	// number.
 	starts atomic.Int32
+	// hanging receives a value when the server starts running a call of
+	// the write "hang" (which ends only with its call).
+	hanging chan struct{}
 }
 
 func newHTTPRig(t *testing.T, idle time.Duration) *httpRig {
@@ -55,7 +58,7 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8), gate: make(chan struct{})}
+	rig := &httpRig{eng: eng, ended: make(chan struct{}, 8), gate: make(chan struct{}), hanging: make(chan struct{}, 8)}
 	start := func(ctx context.Context) (proxy.Conn, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 		n := rig.starts.Add(1)
@@ -72,6 +75,10 @@ func newHTTPRigConfig(t *testing.T, idle time.Duration, config string, opts ...p
 			}
 		}))
 		srv.AddTool(textTool("hang", false, func(ctx context.Context) string {
+			select {
+			case rig.hanging <- struct{}{}:
+			default:
+			}
 			<-ctx.Done()
 			return "too late"
 		}))
@@ -183,7 +190,12 @@ func TestHTTPWriteOfAGoneClientIsUnknown(t *testing.T) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", id)
 	go func() {
-		time.Sleep(idle / 2)
+		// the client goes once its write runs: a fixed sleep could drop
+		// it before the call was sent, on a loaded machine
+		select {
+		case <-r.hanging:
+		case <-time.After(20 * time.Second):
+		}
 		drop()
 	}()
 	if resp, err := http.DefaultClient.Do(req); err == nil {
