@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,15 +32,22 @@ import (
 )
 
 // opaBinary returns the stock OPA pinned by go.mod's tool directive (the
-// same version the engine embeds), built by `go tool -n opa`.
+// same version the engine embeds), built by `go tool -n opa`: asked once
+// per test binary, since each ask costs the go command 1½ s of CPU to
+// find the build up to date.
 func opaBinary(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "tool", "-n", "opa").Output()
+	path, err := opaPath()
 	if err != nil {
 		t.Fatalf("go tool -n opa: %v", err)
 	}
-	return strings.TrimSpace(string(out))
+	return path
 }
+
+var opaPath = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "tool", "-n", "opa").Output()
+	return strings.TrimSpace(string(out)), err
+})
 
 // opaServer runs `opa run --server` on a free loopback port with bundle and
 // returns its base URL once /health says the bundle is active.
