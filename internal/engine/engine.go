@@ -120,13 +120,15 @@ func WithQuery(query string) Option { return func(s *settings) { s.query = query
 
 // Prepare compiles p and prepares the decision query (or the one WithQuery
 // names). A module that does not parse or compile is an error naming the
-// file and line.
+// file and line. An equal small policy prepared before, whose Prepared is
+// still in use or was the last one, is answered with that Prepared
+// (reuse.go).
 func Prepare(ctx context.Context, p Policy, opts ...Option) (*Prepared, error) {
 	s := settings{query: decisionQuery, memoFunctions: true}
 	for _, o := range opts {
 		o(&s)
 	}
-	return prepare(ctx, p, s)
+	return prepareReusing(ctx, p, s)
 }
 
 func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {

@@ -38,7 +38,9 @@ decision := {
 func prepareTest(t *testing.T, src string) *Prepared {
 	t.Helper()
 	e, err := Prepare(context.Background(), Policy{
-		Modules:  map[string]string{"p.rego": src},
+		// the test's own policy: a Prepare of an equal one would share its
+		// caches (reuse.go)
+		Modules:  map[string]string{"p.rego": src + "\n# " + t.Name() + "\n"},
 		Data:     map[string]any{"config": map[string]any{"servers": map[string]any{"a": map[string]any{}, "b": map[string]any{}}}},
 		Revision: "r1",
 	})
