@@ -112,9 +112,9 @@ type Engine struct {
 	approvals *Approvals
 	cmds      Commands
 	cur       atomic.Pointer[revision]
-	mu        sync.Mutex   // serializes Reload
-	oob       sync.Mutex   // serializes finding and opening out-of-band requests
-	sessions  flowSessions // the labels each session touched (flows.go)
+	mu        sync.Mutex      // serializes Reload
+	oob       sync.Mutex      // serializes finding and opening out-of-band requests
+	sessions  flowSessions    // the labels each session touched (flows.go)
 	scratch   *ledger.Scratch // the counts of a replay (Options.Replay), else nil
 }
 
