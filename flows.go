@@ -53,8 +53,14 @@ type flowSession struct {
 // session name can neither read nor add to another caller's. The name is
 // hashed: a session's key is bounded whatever the caller sent.
 func flowKey(call decision.Call) (key, caller string) {
-	sum := sha256.Sum256([]byte(call.Session))
-	return call.Caller + "\x00" + hex.EncodeToString(sum[:16]), call.Caller
+	return call.Caller + "\x00" + sessionHash(call.Session), call.Caller
+}
+
+// sessionHash is a session's name as the Engine keeps it: 32 hex
+// characters of its SHA-256.
+func sessionHash(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:16])
 }
 
 func (s *flowSessions) bounds() (int, int, time.Duration, time.Time) {
