@@ -59,8 +59,9 @@ type Options struct {
 	// Metrics, when set, is served on GET /metrics (health.go); the
 	// Engine reports into it through mcpxpolicy.Options.Observer.
 	Metrics *metrics.Metrics
-	// OnDecision, when set, is given every call POST /v1/decide decided
-	// and its decision, redacted (serve --record), and whether it was
+	// OnDecision, when set, is given every call POST /v1/decide and the
+	// AuthZEN evaluations decided and its decision, redacted (serve
+	// --record), and whether it was
 	// dispatched (answered allowed: its caller runs it) and approved (it
 	// was decided with a person's approval, used: the allow shows it; a
 	// call whose approval could not be used is not given, its ask was
