@@ -32,7 +32,7 @@ func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledge
 	write, destructive := classify(c, call)
 	rec := ledger.Counted{Server: call.Server, Tool: call.Tool.Name, Destructive: destructive,
 		Principal: principalOf(call), Session: sessionOf(call)}
-	legacy := legacySession(call)
+	name := call.Session // the closures capture it, never call: call stays on the stack
 	var out []ledger.Limit
 	for _, b := range c.Budgets {
 		if !b.Matches(call.Server, call.Tool.Name, write, destructive) {
@@ -51,7 +51,7 @@ func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledge
 			case config.BudgetPerPrincipal:
 				return r.Principal == rec.Principal
 			case config.BudgetPerSession:
-				return r.Session == rec.Session || (legacy != "" && r.Session == legacy)
+				return r.Session == rec.Session || legacySession(r.Session, name)
 			case config.BudgetPerCall:
 				return r.Call == rec.Call
 			}
@@ -91,21 +91,21 @@ func principalOf(call decision.Call) string {
 // (the hash's fixed length keeps every caller and name apart).
 func sessionOf(call decision.Call) string {
 	if call.Session != "" {
-		return call.Caller + " session:" + sessionHash(call.Session)
+		h := sessionHash(call.Session)
+		return call.Caller + " session:" + string(h[:])
 	}
 	return call.Caller
 }
 
-// legacySession is the key builds before sessions were kept per caller
-// wrote for call's session ("session:" and the name): such records, in a
-// store an upgraded gateway shares, still count for every caller naming
-// that session until they leave their window (a day at most), so an
-// upgrade never resets a budget. "" for a call that names no session.
-func legacySession(call decision.Call) string {
-	if call.Session == "" {
-		return ""
-	}
-	return "session:" + call.Session
+// legacySession reports whether key is the key builds before sessions
+// were kept per caller wrote for the session name ("session:" and the
+// name; never for no name): such records, in a store an upgraded gateway
+// shares, still count for every caller naming that session until they
+// leave their window (a day at most), so an upgrade never resets a
+// budget.
+func legacySession(key, name string) bool {
+	const prefix = "session:"
+	return name != "" && len(key) == len(prefix)+len(name) && key[:len(prefix)] == prefix && key[len(prefix):] == name
 }
 
 // budgetView reads the counts of limits for call into led; a store that
