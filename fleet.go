@@ -58,7 +58,7 @@ func (e *Engine) ParseDecision(call decision.Call, result []byte) (decision.Deci
 	if err := decisionOf(call, d.Call); err != nil {
 		return decision.Decision{}, fmt.Errorf("mcpxpolicy: %w", err)
 	}
-	if c := e.cur.Load().compiled; len(c.Flows) > 0 {
+	if c := e.cur.Load().compiled; len(c.Flows) > 0 && (d.Outcome == decision.Allow || d.Outcome == decision.Ask) {
 		_, judged := e.pinView(c, call) // the call as OPAInput gave it to the policy
 		e.flowTouch(c, judged, d)
 	}

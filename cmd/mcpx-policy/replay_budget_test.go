@@ -102,3 +102,63 @@ func TestReplayReproducesGeneratedSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayCountsApprovedWrites: serve records a write a person approved
+// (held out of band, approved, sent again) as dispatched and approved.
+// Replay cannot decide it with the approval — it is not comparable — but
+// counts its write, so the next write, past the budget of one, is decided
+// again as the budget's deny.
+func TestReplayCountsApprovedWrites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "policy.yaml")
+	conf := "version: 1\npolicy:\n  write: ask\nservers:\n  notes:\n    budgets:\n      - {id: one-write, max: 1, window: 1h}\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: []string{cfg}, Env: []string{}, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	rec, err := mcpxpolicy.OpenRecorder(mcpxpolicy.RecorderOptions{Dir: filepath.Join(dir, "rec")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(id int) []byte {
+		return []byte(fmt.Sprintf(`{"server": "notes", "tool": {"name": "append_note", "annotations": {"readOnlyHint": false}}, "args": {"id": %d}}`, id))
+	}
+	answer := func(raw []byte) mcpxpolicy.Answer {
+		t.Helper()
+		// as serve answers and records POST /v1/decide
+		ans := eng.Answer(ctx, raw, mcpxpolicy.AnswerOptions{OutOfBand: true, Dispatch: true, Caller: "daemon:10.0.0.1"})
+		allowed := ans.Err == nil && ans.Decision.Decision().Outcome == decision.Allow
+		if ans.Approval == "" || allowed {
+			if err := rec.Record(ans.Call, ans.Decision, eng.Revision(), allowed, ans.Approval != ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ans
+	}
+	held := answer(doc(1))
+	if held.Held == nil {
+		t.Fatalf("the first write was not held for a person: %+v", held.Decision.Decision())
+	}
+	if _, err := eng.Approvals().Approve(held.Held.ID, held.Held.SHA256); err != nil {
+		t.Fatal(err)
+	}
+	if ran := answer(doc(1)); ran.Decision.Decision().Outcome != decision.Allow || ran.Approval == "" {
+		t.Fatalf("the approved write sent again: %+v", ran.Decision.Decision())
+	}
+	if past := answer(doc(2)); past.Decision.Decision().First().Code != decision.WriteBudgetExceeded {
+		t.Fatalf("the write past the budget: %+v", past.Decision.Decision())
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "--config", cfg, filepath.Join(dir, "rec")}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 || !strings.Contains(out, "replayed 3 calls: 0 decided differently (its recorded decision), 1 not comparable") ||
+		!strings.Contains(out, "not comparable: it ran with a person's approval") {
+		t.Errorf("replay exited %d:\n%s%s", code, out, stderr.String())
+	}
+}
