@@ -60,12 +60,11 @@ type Options struct {
 	// Engine reports into it through mcpxpolicy.Options.Observer.
 	Metrics *metrics.Metrics
 	// OnDecision, when set, is given every call POST /v1/decide and the
-	// AuthZEN evaluations decided and its decision, redacted (serve
-	// --record), and whether it was
-	// dispatched (answered allowed: its caller runs it) and approved (it
-	// was decided with a person's approval, used: the allow shows it; a
-	// call whose approval could not be used is not given, its ask was
-	// when first asked).
+	// AuthZEN evaluations decided, its decision, redacted (serve
+	// --record), whether it was dispatched (answered allowed: its caller
+	// runs it) and whether it was approved (decided with a person's
+	// approval, used: the allow shows it). A call whose approval could not
+	// be used is not given: its ask was, when first asked.
 	OnDecision func(call decision.Call, shown mcpxpolicy.Redacted, dispatched, approved bool)
 	// ApprovalsPage, when set, is served at /approvals and under it (serve
 	// --approvals-page, internal/approvalpage): a page of HTML forms,
