@@ -172,6 +172,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		a.Approval = ""
 		return e.unread(a, opts, err, start)
 	}
+	e.replayClock(doc)
 	d, err := e.Decide(ctx, call)
 	r := redact.Of(d, call.Args)
 	if err == nil && a.Approval != "" {
@@ -245,6 +246,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 			r = redact.Of(d, call.Args)
 		}
 	}
+	e.replayDispatch(call, doc)
 	a.Decision = Redacted{r: r}
 	a.Rendering, err = renderAnswer(call, a.Decision, a.Held, a.hold, prompt)
 	if err != nil && a.Err == nil {

@@ -32,6 +32,7 @@ func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledge
 	write, destructive := classify(c, call)
 	rec := ledger.Counted{Server: call.Server, Tool: call.Tool.Name, Destructive: destructive,
 		Principal: principalOf(call), Session: sessionOf(call)}
+	name := call.Session // the closures capture it, never call: call stays on the stack
 	var out []ledger.Limit
 	for _, b := range c.Budgets {
 		if !b.Matches(call.Server, call.Tool.Name, write, destructive) {
@@ -50,7 +51,7 @@ func budgetLimits(c *config.Compiled, call decision.Call) ([]ledger.Limit, ledge
 			case config.BudgetPerPrincipal:
 				return r.Principal == rec.Principal
 			case config.BudgetPerSession:
-				return r.Session == rec.Session
+				return r.Session == rec.Session || legacySession(r.Session, name)
 			case config.BudgetPerCall:
 				return r.Call == rec.Call
 			}
@@ -81,13 +82,30 @@ func principalOf(call decision.Call) string {
 }
 
 // sessionOf is the session a budget per session counts call under: the
-// call's Session, else its Caller (the proxy's MCP session). A caller's
-// own session names are kept apart from the proxy's by their prefix.
+// session the call names (Session: a call document's "session") as its
+// caller's (Caller: serve's HTTP caller, the SDK's Call.Caller) — so one
+// caller naming another's session neither reads nor spends the other's
+// budget, as the data-flow rules keep sessions apart (flowKey) —, else
+// its Caller (the proxy's MCP session). The name is hashed, so a record's
+// key is bounded whatever the caller sent: "<caller> session:<32 hex>"
+// (the hash's fixed length keeps every caller and name apart).
 func sessionOf(call decision.Call) string {
 	if call.Session != "" {
-		return "session:" + call.Session
+		h := sessionHash(call.Session)
+		return call.Caller + " session:" + string(h[:])
 	}
 	return call.Caller
+}
+
+// legacySession reports whether key is the key builds before sessions
+// were kept per caller wrote for the session name ("session:" and the
+// name; never for no name): such records, in a store an upgraded gateway
+// shares, still count for every caller naming that session until they
+// leave their window (a day at most), so an upgrade never resets a
+// budget.
+func legacySession(key, name string) bool {
+	const prefix = "session:"
+	return name != "" && len(key) == len(prefix)+len(name) && key[:len(prefix)] == prefix && key[len(prefix):] == name
 }
 
 // budgetView reads the counts of limits for call into led; a store that

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
+	"github.com/mcpx/mcpx-policy/decision"
 )
 
 // TestCommandsQuote: the commands every output names are quoted so that a
@@ -62,8 +63,9 @@ func TestTheAnswerSpellsCommands(t *testing.T) {
 	  {"code":"ToolDefinitionChanged","step":"pin","message":"fs.write_file: changed; refused until an operator reviews the change and accepts it with: mcpx-policy pins accept fs write_file --sha256 ` + sum + `","details":{"accept":"mcpx-policy pins accept fs write_file --sha256 ` + sum + `","sha256":"` + sum + `"}},
 	  {"code":"LedgerUnreadable","step":"ledger","message":"` + msg + `","details":{"writes":"mcpx-policy writes"}},
 	  {"code":"OverrideDeny","step":"overrides","message":"see mcpx-policy writes clear fs","details":{"clear":"mcpx-policy writes clear fs","code":"x"}}]`
-	d, err := eng.ParseDecision([]byte(`{"outcome":"allow","step":"","reasons":[],"warnings":[],"write":true,"destructive":true,
-	  "call":{"server":"fs","tool":"write_file","sha256":""},"shadow":{"outcome":"deny","step":"pin","reasons":` + reasons + `}}`))
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "write_file"}}
+	d, err := eng.ParseDecision(call, []byte(`{"outcome":"allow","step":"","reasons":[],"warnings":[],"write":true,"destructive":true,
+	  "call":{"server":"fs","tool":"write_file","sha256":""},"shadow":{"outcome":"deny","step":"pin","reasons":`+reasons+`}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,18 @@ type Options struct {
 	// cannot make another's un-approvable (docs/surfaces.md#fairness-one-caller-cannot-starve-another).
 	// 0 (or less) means 16 (and never more than a surface may hold).
 	MaxApprovalsPerCaller int
+	// Replay makes an Engine that decides recorded calls again
+	// (`mcpx-policy replay`, docs/rollout.md#replay): its write budgets'
+	// counts are a throwaway store in memory, never the config's ledger
+	// (a PostgreSQL ledger section is not opened; the approvals and pins
+	// are the files in StateDir, which should be a scratch directory too),
+	// no unknown-outcome entry is ever pending, and Answer decides a
+	// recorded call document at the time it was recorded and then counts
+	// its write when the recording says it was dispatched — so the calls
+	// of a recording, answered in the order they were recorded, are
+	// decided on the counts their gateway read. Its Answers must come one
+	// at a time, in that order. false, the default, is a gateway.
+	Replay bool
 }
 
 // DefaultDecideTimeout is how long one decision may take when neither the
@@ -100,9 +112,10 @@ type Engine struct {
 	approvals *Approvals
 	cmds      Commands
 	cur       atomic.Pointer[revision]
-	mu        sync.Mutex   // serializes Reload
-	oob       sync.Mutex   // serializes finding and opening out-of-band requests
-	sessions  flowSessions // the labels each session touched (flows.go)
+	mu        sync.Mutex      // serializes Reload
+	oob       sync.Mutex      // serializes finding and opening out-of-band requests
+	sessions  flowSessions    // the labels each session touched (flows.go)
+	scratch   *ledger.Scratch // the counts of a replay (Options.Replay), else nil
 }
 
 type revision struct {
@@ -129,9 +142,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStores(rev.compiled.Ledger, dir)
+	lc := rev.compiled.Ledger
+	if opts.Replay {
+		lc = config.LedgerConfig{Store: config.StoreFile} // never the fleet's database
+	}
+	st, err := openStores(lc, dir)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Replay {
+		e.scratch = &ledger.Scratch{}
+		st.ledger = e.scratch
 	}
 	if e.approvals, err = st.approvals(opts); err == nil {
 		e.pins, err = st.pins()

@@ -132,10 +132,11 @@ func ExampleWrites_Clear() {
 func ExampleEngine_ParseDecision() {
 	eng, done := exampleEngine(exampleConfig)
 	defer done()
-	d, err := eng.ParseDecision([]byte(`{"outcome":"allow","reasons":[],"warnings":[],"write":false,"destructive":false,"call":{"server":"fs","tool":"read_file","sha256":""}}`))
+	call := decision.Call{Server: "fs", Tool: decision.Tool{Name: "read_file"}, Args: map[string]any{}}
+	d, err := eng.ParseDecision(call, []byte(`{"outcome":"allow","reasons":[],"warnings":[],"write":false,"destructive":false,"call":{"server":"fs","tool":"read_file","sha256":""}}`))
 	fmt.Println(d.Outcome, err)
 
-	_, err = eng.ParseDecision([]byte(`{"outcome":"allow-anyway"}`))
+	_, err = eng.ParseDecision(call, []byte(`{"outcome":"allow-anyway"}`))
 	fmt.Println(err != nil)
 	// Output:
 	// allow <nil>

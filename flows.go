@@ -53,8 +53,17 @@ type flowSession struct {
 // session name can neither read nor add to another caller's. The name is
 // hashed: a session's key is bounded whatever the caller sent.
 func flowKey(call decision.Call) (key, caller string) {
-	sum := sha256.Sum256([]byte(call.Session))
-	return call.Caller + "\x00" + hex.EncodeToString(sum[:16]), call.Caller
+	h := sessionHash(call.Session)
+	return call.Caller + "\x00" + string(h[:]), call.Caller
+}
+
+// sessionHash is a session's name as the Engine keeps it: 32 hex
+// characters of its SHA-256 (an array: the key it goes into is the one
+// allocation).
+func sessionHash(name string) (out [32]byte) {
+	sum := sha256.Sum256([]byte(name))
+	hex.Encode(out[:], sum[:16])
+	return out
 }
 
 func (s *flowSessions) bounds() (int, int, time.Duration, time.Time) {

@@ -245,8 +245,13 @@ func OpenRecorder(opts RecorderOptions) (*Recorder, error) {
 // Record writes one decided call: its arguments redacted as
 // RecorderOptions.Redact says, its decision as shown (redacted with the
 // call, Redact), revision the config revision that decided it
-// (Engine.Revision, Answer.Revision). A call larger than the whole cap is
-// not written, and is an error.
-func (r *Recorder) Record(call decision.Call, shown Redacted, revision string) error {
-	return r.r.Record(call, shown.r, revision)
+// (Engine.Revision, Answer.Revision), dispatched whether the gateway let
+// the call run (serve answered it allowed to a caller that runs it, the
+// proxy sent it on: an ask once a person approved it), approved whether
+// it ran with a person's approval that shown already shows used (serve's
+// allow of an approved call). `mcpx-policy replay` counts the writes
+// recorded dispatched for the write budgets and loop breakers. A call
+// larger than the whole cap is not written, and is an error.
+func (r *Recorder) Record(call decision.Call, shown Redacted, revision string, dispatched, approved bool) error {
+	return r.r.Record(call, shown.r, revision, dispatched, approved)
 }

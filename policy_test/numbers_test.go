@@ -140,7 +140,7 @@ func TestStockOPANumbers(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatalf("%s: opa answered %d %s", raw, status, body)
 		}
-		got, err := eng.ParseDecision(result)
+		got, err := eng.ParseDecision(call, result)
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}

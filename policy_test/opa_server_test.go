@@ -342,11 +342,44 @@ func TestStockOPAEquivalence(t *testing.T) {
 				writeBundle(t, opts, tarball, nil)
 			}
 			base := opaServer(t, tarball, extra...)
+			// With flow rules, a gateway that asks the stock OPA alone
+			// (OPAInput, then ParseDecision: never Decide) remembers the
+			// labels its calls touch as the engine does, so every one of
+			// its decisions is the engine's — the write after the read is
+			// the flow rule's too.
+			var gateway *mcpxpolicy.Engine
+			if strings.Contains(c.name, "flows") {
+				if gateway, err = mcpxpolicy.New(context.Background(), opts); err != nil {
+					t.Fatal(err)
+				}
+				defer gateway.Close()
+			}
 			relaxed := 0
 			for _, path := range c.calls {
 				call := readCallFile(t, path)
-				if d := compareOne(t, eng, base, filepath.Base(path), call, c.evalError, got); d.Relaxed() {
+				d := compareOne(t, eng, base, filepath.Base(path), call, c.evalError, got)
+				if d.Relaxed() {
 					relaxed++
+				}
+				if gateway == nil {
+					continue
+				}
+				input, err := gateway.OPAInput(call)
+				if err != nil {
+					t.Fatal(err)
+				}
+				status, result, raw := postDecision(t, base, input)
+				if status != http.StatusOK {
+					t.Fatalf("%s: opa answered %d %s", path, status, raw)
+				}
+				gd, err := gateway.ParseDecision(call, result)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := generic(t, gd), generic(t, d); !reflect.DeepEqual(g, w) {
+					ge, de := gd.Enforced(), d.Enforced()
+					t.Errorf("%s: the gateway asking the stock OPA alone decided %s (%s), the engine %s (%s)", filepath.Base(path),
+						ge.Outcome, ge.First().Code, de.Outcome, de.First().Code)
 				}
 			}
 			if strings.HasPrefix(c.name, "shadow") != (relaxed > 0) {
@@ -397,7 +430,7 @@ func compareOne(t *testing.T, eng *mcpxpolicy.Engine, base, name string, call de
 	if derr != nil {
 		t.Fatalf("%s: engine: %v", name, derr)
 	}
-	got, err := eng.ParseDecision(result)
+	got, err := eng.ParseDecision(call, result)
 	if err != nil {
 		t.Fatalf("%s: opa decision %s: %v", name, result, err)
 	}

@@ -244,7 +244,7 @@ func TestQuickStartRuleOnEverySurface(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := eng.ParseDecision(result)
+			got, err := eng.ParseDecision(c, result)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -194,9 +194,10 @@ func TestOPAInputCarriesThePin(t *testing.T) {
 		t.Fatalf("input.tool.pin = %v; want %v", in.Tool.Pin, want)
 	}
 	bare := "mcpx-policy pins accept fs read_file --sha256 " + now
-	answer, err := eng.ParseDecision([]byte(`{"outcome":"deny","step":"pin","reasons":[{"code":"ToolDefinitionChanged","step":"pin",
-	  "message":"fs.read_file: changed; refused until an operator reviews the change and accepts it with: ` + bare + `",
-	  "details":{"accept":"` + bare + `","sha256":"` + now + `"}}],"warnings":[],"write":false,"destructive":true,
+	call := decision.Call{Server: "fs", Tool: changed, Args: map[string]any{}}
+	answer, err := eng.ParseDecision(call, []byte(`{"outcome":"deny","step":"pin","reasons":[{"code":"ToolDefinitionChanged","step":"pin",
+	  "message":"fs.read_file: changed; refused until an operator reviews the change and accepts it with: `+bare+`",
+	  "details":{"accept":"`+bare+`","sha256":"`+now+`"}}],"warnings":[],"write":false,"destructive":true,
 	  "call":{"server":"fs","tool":"read_file","sha256":""}}`))
 	spelled := bare + " --state-dir " + filepath.Join(dir, "state")
 	if err != nil || answer.Reasons[0].Details["accept"] != spelled || !strings.HasSuffix(answer.Reasons[0].Message, "accepts it with: "+spelled) {

@@ -27,7 +27,7 @@ import (
 // stockDecider evaluates the bundle opts compile to as a stock OPA does
 // (OPA's rego package, its in-memory store, the policy's own Rego for
 // every predicate), in process: input JSON in, decision out.
-func stockDecider(t *testing.T, eng *mcpxpolicy.Engine, opts mcpxpolicy.Options) func(input []byte) decision.Decision {
+func stockDecider(t *testing.T, eng *mcpxpolicy.Engine, opts mcpxpolicy.Options) func(call decision.Call, input []byte) decision.Decision {
 	t.Helper()
 	files, err := mcpxpolicy.BundleFiles(opts)
 	if err != nil {
@@ -52,7 +52,7 @@ func stockDecider(t *testing.T, eng *mcpxpolicy.Engine, opts mcpxpolicy.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(input []byte) decision.Decision {
+	return func(call decision.Call, input []byte) decision.Decision {
 		t.Helper()
 		rs, err := pq.Eval(context.Background(), rego.EvalInput(decodeNumbers(t, input)))
 		if err != nil || len(rs) != 1 {
@@ -62,7 +62,7 @@ func stockDecider(t *testing.T, eng *mcpxpolicy.Engine, opts mcpxpolicy.Options)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := eng.ParseDecision(raw)
+		d, err := eng.ParseDecision(call, raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g, w := generic(t, stock(input)), generic(t, d); !reflect.DeepEqual(g, w) {
+		if g, w := generic(t, stock(call, input)), generic(t, d); !reflect.DeepEqual(g, w) {
 			gj, _ := json.MarshalIndent(g, "", "  ")
 			wj, _ := json.MarshalIndent(w, "", "  ")
 			t.Errorf("%s: stock OPA decided\n%s\nthe engine decided\n%s", c.name, gj, wj)

@@ -289,7 +289,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			return dl.Log(requestedBy, eng.Revision(), call, shown, 0)
 		}
 	}
-	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, ToolsMaxAge: *toolsMaxAge, Logger: logger, Commands: cmds, OnDecision: onDecision, DecisionLog: logDecision}
+	opts := proxy.Options{Engine: eng, Server: *name, PublishClosedSchemas: *closed, PublishRules: *publishRules, CallTimeout: *timeout, TaskTimeout: *taskTimeout, ToolsMaxAge: *toolsMaxAge, Logger: logger, Commands: cmds, DecisionLog: logDecision}
+	if onDecision != nil {
+		// the proxy's decision is the policy's own (an ask's, however a
+		// person answered it): never an approval's allow
+		opts.OnDecision = func(call decision.Call, shown mcpxpolicy.Redacted, dispatched bool) {
+			onDecision(call, shown, dispatched, false)
+		}
+	}
 	if met != nil {
 		opts.OnAskAnswered = met.AskAnswered
 	}

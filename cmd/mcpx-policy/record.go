@@ -31,8 +31,9 @@ func addRecordFlags(fs *flag.FlagSet) *recordFlags {
 }
 
 // open opens the recorder, nil without --record; its callback records a
-// decision and logs a failure (a recording never stops a call).
-func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(decision.Call, mcpxpolicy.Redacted), error) {
+// decision, whether it was dispatched and approved, and logs a failure (a
+// recording never stops a call).
+func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(call decision.Call, shown mcpxpolicy.Redacted, dispatched, approved bool), error) {
 	if *r.dir == "" {
 		if len(r.redact) > 0 {
 			return nil, errors.New("--record-redact needs --record DIR")
@@ -56,8 +57,8 @@ func (r *recordFlags) open(eng *mcpxpolicy.Engine, logger *slog.Logger) (func(de
 		return nil, err
 	}
 	logger.Info("recording decided calls", "dir", absPath(*r.dir), "max_bytes", int64(r.maxBytes), "max_age", r.maxAge.String())
-	return func(call decision.Call, shown mcpxpolicy.Redacted) {
-		if err := rec.Record(call, shown, eng.Revision()); err != nil {
+	return func(call decision.Call, shown mcpxpolicy.Redacted, dispatched, approved bool) {
+		if err := rec.Record(call, shown, eng.Revision(), dispatched, approved); err != nil {
 			logger.Warn("a decided call was not recorded", "server", call.Server, "tool", call.Tool.Name, "err", err)
 		}
 	}, nil

@@ -29,14 +29,21 @@ compared: what would the change do to real traffic? A DIR stands for the
 reads will do with --against.
 
 The calls are decided in the order they were recorded, each under the
-session it was recorded with, so the labels data-flow rules remember are
-remembered as they were live: a replay of a whole recording reproduces its
-data-flow decisions (a replay of part of it starts its sessions clean).
-The unknown-outcome ledger and the write budgets' counts are left out:
-each config decides as if no write were pending or counted, so a call
-recorded while the ledger or a budget blocked writes is reported as not
-comparable rather than as a change. Arguments redacted
-when the call was recorded are decided as the placeholder "[REDACTED]":
+session it was recorded with and at the time it was recorded, so the
+labels data-flow rules remember are remembered as they were live, and the
+write budgets and loop breakers count the writes the recording says were
+dispatched (serve answered them allowed, the proxy sent them on): a replay
+of a whole recording reproduces its data-flow and budget decisions (a
+replay of part of it starts its sessions clean and its counts at zero).
+The counts are the replay's own, in memory: never the ledger's. A write a
+changed budget would have refused is not counted. The unknown-outcome
+ledger is left out: each config decides as if no write were pending, so a
+call recorded while the ledger blocked writes is reported as not
+comparable rather than as a change; so is a call that ran with a person's
+approval (replay has none), and a budget's decision once a call recorded
+without its time or without saying whether it was dispatched (by an older
+build) came before it. Arguments redacted when the call was recorded are
+decided as the placeholder "[REDACTED]" (a loop breaker counts them so):
 such a call says so next to its change.
 
   mcpx-policy replay --config /etc/mcpx-policy/config.yaml /var/lib/mcpx-policy/record
@@ -107,8 +114,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err, "")
 	}
-	// Each config decides without the ledger and without asks on hold: a
-	// state dir of its own, removed at the end.
+	// Each config decides without the ledger and without asks on hold,
+	// its budgets counted in memory (Options.Replay): a state dir of its
+	// own for the approvals and pins, removed at the end.
 	state, err := os.MkdirTemp("", "mcpx-policy-replay-")
 	if err != nil {
 		return fail(stderr, err, "")
@@ -116,7 +124,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(state)
 	ctx := context.Background()
 	open := func(paths []string, which string) (*mcpxpolicy.Engine, bool) {
-		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Env: os.Environ(), Catalog: *catalog, Set: set.options(), StateDir: state, DecideTimeout: *decideTimeout})
+		eng, err := mcpxpolicy.New(ctx, mcpxpolicy.Options{ConfigPaths: paths, Env: os.Environ(), Catalog: *catalog, Set: set.options(), StateDir: state, DecideTimeout: *decideTimeout, Replay: true})
 		if err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", which, err), "run 'mcpx-policy check --config …' to see every config problem")
 			return nil, false
@@ -138,8 +146,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	failed := false
 	var n, changed, skipped int
+	var counts uncounted
 	for _, path := range files {
-		r, err := replayOne(ctx, eng, other, path)
+		r, err := replayOne(ctx, eng, other, path, &counts)
 		if err != nil {
 			fail(stderr, fmt.Errorf("%s: %w", path, err), "")
 			failed = true
@@ -182,13 +191,43 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// uncounted is why the budgets' counts of a replay cannot be trusted:
+// a call before this one was recorded without its time, or without
+// saying whether it was dispatched (by an older build, or a call file
+// that is no recording), so its write may be missing from the counts.
+// "" while every call so far said both.
+type uncounted string
+
+// note reads what a recorded call says of its time and dispatch.
+func (u *uncounted) note(raw []byte) {
+	if *u != "" {
+		return
+	}
+	var rec struct {
+		Time     string `json:"time"`
+		Decision *struct {
+			Dispatched *bool `json:"dispatched"`
+		} `json:"decision"`
+	}
+	switch err := json.Unmarshal(raw, &rec); {
+	case err != nil:
+		*u = "it or a call before it could not be read"
+	case rec.Time == "":
+		*u = "it or a call before it was recorded without its time, so the write budgets' counts cannot be rebuilt"
+	case rec.Decision == nil || rec.Decision.Dispatched == nil:
+		*u = "it or a call before it was recorded without saying whether it was dispatched (by an older build), so the write budgets' counts cannot be rebuilt"
+	}
+}
+
 // replayOne decides one call file: under eng, and under other when given
-// (else the file's recorded decision is the one before).
-func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) (replayed, error) {
+// (else the file's recorded decision is the one before). counts says
+// whether the budgets' counts can be trusted for it.
+func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string, counts *uncounted) (replayed, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return replayed{}, err
 	}
+	counts.note(raw)
 	decide := func(e *mcpxpolicy.Engine) (mcpxpolicy.Answer, verdict, error) {
 		ans := e.Answer(ctx, raw, mcpxpolicy.AnswerOptions{DefaultSurface: mcpxpolicy.SurfaceCLI, Name: "call file"})
 		d := ans.Decision.Decision()
@@ -212,14 +251,18 @@ func replayOne(ctx context.Context, eng, other *mcpxpolicy.Engine, path string) 
 	default:
 		rd := ans.Recorded
 		r.Before = verdict{Outcome: rd.Outcome, Step: rd.Step, Code: rd.Code, Message: rd.Message}
-		switch rd.Step {
-		case decision.StepLedger:
+		switch {
+		case rd.Step == decision.StepLedger:
 			r.Skipped = "it was decided by the unknown-outcome ledger, which replay leaves out"
 			return r, nil
-		case decision.StepBudget:
-			r.Skipped = "it was decided by a write budget's count, which replay leaves out"
+		case rd.Approved:
+			r.Skipped = "it ran with a person's approval, which replay does not have (its write is counted)"
 			return r, nil
 		}
+	}
+	if *counts != "" && (r.Before.Step == decision.StepBudget || r.After.Step == decision.StepBudget) {
+		r.Skipped = string(*counts)
+		return r, nil
 	}
 	r.Changed = !r.Before.same(r.After)
 	return r, nil

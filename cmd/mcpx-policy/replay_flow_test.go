@@ -63,7 +63,7 @@ func TestReplayReproducesDataFlowDecisions(t *testing.T) {
 		if got := string(ans.Decision.Decision().Outcome); got != c.outcome {
 			t.Fatalf("%+v decided %s live", c, got)
 		}
-		if err := rec.Record(ans.Call, ans.Decision, eng.Revision()); err != nil {
+		if err := rec.Record(ans.Call, ans.Decision, eng.Revision(), c.outcome == "allow", false); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, c.outcome)

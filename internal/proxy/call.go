@@ -95,9 +95,21 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			return
 		}
 	}
-	if s.opts.OnDecision != nil && listed {
-		s.opts.OnDecision(call, show())
+	// record gives OnDecision the policy's decision once what became of
+	// the call is known: sent on (record(true), just before it is), or
+	// not (when this returns without sending it).
+	recorded := s.opts.OnDecision == nil || !listed
+	var policy mcpxpolicy.Redacted
+	if !recorded {
+		policy = show()
 	}
+	record := func(dispatched bool) {
+		if !recorded {
+			recorded = true
+			s.opts.OnDecision(call, policy, dispatched)
+		}
+	}
+	defer record(false)
 	hidden := d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool
 	if hidden || !listed {
 		// A hidden tool and a tool the server does not list get the same
@@ -203,6 +215,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
+	record(true)
 	s.forward(&jsonrpc.Request{ID: m.ID, Method: m.Method, Params: judged}, p)
 }
 

@@ -77,9 +77,12 @@ type Options struct {
 	// outcomes); nil discards.
 	Logger *slog.Logger
 	// OnDecision, when set, is given every tools/call of a tool the
-	// server lists (a hidden one too) and the policy's decision, redacted,
-	// before an ask is put to the person (proxy --record).
-	OnDecision func(decision.Call, mcpxpolicy.Redacted)
+	// server lists (a hidden one too), the policy's decision, redacted (an
+	// ask's, however a person answered it), and whether the call was
+	// dispatched — sent on to the server —, once that is known: just
+	// before it is sent, or when it is refused or dropped (proxy
+	// --record).
+	OnDecision func(call decision.Call, shown mcpxpolicy.Redacted, dispatched bool)
 	// OnAskAnswered, when set, is told what the client got for each ask
 	// once it ended: an allow (a person approved it), a deny and its
 	// code (ConfirmationDeclined, or ConfirmationUnavailable when the ask

@@ -21,7 +21,7 @@ func TestRefusalRedactsOnce(t *testing.T) {
 	srv.AddTool(textTool("read", true, func(context.Context) string { return "read" }))
 	srv.AddTool(textTool("write", false, func(context.Context) string { return "written" }))
 	var recorded []mcpxpolicy.Redacted
-	r := newRig(t, "version: 1\npolicy: {write: deny}\nservers: {s: {}}\n", proxy.Options{OnDecision: func(_ decision.Call, shown mcpxpolicy.Redacted) {
+	r := newRig(t, "version: 1\npolicy: {write: deny}\nservers: {s: {}}\n", proxy.Options{OnDecision: func(_ decision.Call, shown mcpxpolicy.Redacted, _ bool) {
 		recorded = append(recorded, shown)
 	}}, srv)
 	ctx := context.Background()

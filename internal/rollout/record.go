@@ -211,9 +211,11 @@ func (r *Recorder) prune(room int64) {
 // Record writes one decided call: its arguments redacted as
 // RecorderOptions.Redact says, its decision shown as every output shows it
 // (shown, redacted with the call's arguments), revision the config
-// revision that decided it. A call larger than the whole cap is not
-// written (ErrRecordTooLarge).
-func (r *Recorder) Record(call decision.Call, shown redact.Decision, revision string) error {
+// revision that decided it, dispatched whether the gateway let it run and
+// approved whether it ran with a person's approval that shown already
+// shows used. A call larger than the whole cap is not written
+// (ErrRecordTooLarge).
+func (r *Recorder) Record(call decision.Call, shown redact.Decision, revision string, dispatched, approved bool) error {
 	now := r.opts.Now().UTC()
 	args, redacted, secrets := r.redact.apply(call.Args)
 	d := shown.Doc()
@@ -226,7 +228,7 @@ func (r *Recorder) Record(call decision.Call, shown redact.Decision, revision st
 		Session: recordedSession(call),
 		Time:    now.Format(time.RFC3339Nano),
 		Decision: decision.Recorded{Outcome: d.Outcome, Step: d.Step, Code: d.First().Code, Message: msg,
-			SHA256: d.Call.SHA256, Revision: revision},
+			SHA256: d.Call.SHA256, Revision: revision, Dispatched: &dispatched, Approved: approved},
 		Redacted: redacted,
 	}
 	var buf bytes.Buffer

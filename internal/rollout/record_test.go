@@ -98,7 +98,7 @@ func TestRecorderRedacts(t *testing.T) {
 			}
 			in := args()
 			d := askDecision("fs.write_file: k-42-secret and hello there are quoted here")
-			if err := r.Record(testCall(in), redact.Of(d, in), "rev1"); err != nil {
+			if err := r.Record(testCall(in), redact.Of(d, in), "rev1", false, false); err != nil {
 				t.Fatal(err)
 			}
 			_, recs := records(t, dir)
@@ -159,7 +159,7 @@ func TestRecorderCaps(t *testing.T) {
 	}
 	record := func(i int) {
 		t.Helper()
-		if err := r.Record(testCall(map[string]any{"path": "/workspace/" + strings.Repeat("x", 200), "n": json.Number(string(rune('0' + i)))}), redact.Of(askDecision("m"), nil), "rev"); err != nil {
+		if err := r.Record(testCall(map[string]any{"path": "/workspace/" + strings.Repeat("x", 200), "n": json.Number(string(rune('0' + i)))}), redact.Of(askDecision("m"), nil), "rev", false, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestRecorderCaps(t *testing.T) {
 		t.Errorf("after the age cap: files %v, want the new record and notes.txt", names)
 	}
 	// A record larger than the whole cap is refused, nothing removed.
-	err = r.Record(testCall(map[string]any{"content": strings.Repeat("y", 3000)}), redact.Of(askDecision("m"), nil), "rev")
+	err = r.Record(testCall(map[string]any{"content": strings.Repeat("y", 3000)}), redact.Of(askDecision("m"), nil), "rev", false, false)
 	if !errors.Is(err, rollout.ErrRecordTooLarge) {
 		t.Errorf("a record above the cap: %v, want ErrRecordTooLarge", err)
 	}
@@ -259,7 +259,7 @@ func TestRecorderRedactsTheCorpus(t *testing.T) {
 	}
 	for _, c := range cases {
 		b, _ := json.Marshal(c.Args)
-		if err := r.Record(testCall(c.Args), redact.Of(askDecision("fs.write_file: "+string(b)), c.Args), "rev1"); err != nil {
+		if err := r.Record(testCall(c.Args), redact.Of(askDecision("fs.write_file: "+string(b)), c.Args), "rev1", false, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,7 +299,7 @@ func TestRecorderKeepsWhatAReplayJudges(t *testing.T) {
 	}
 	path := "/tmp/TestProxyRecordsCallsForReplay3400554693/001/workspace/a.txt"
 	args := map[string]any{"path": path, "note": "key AKIAIOSFODNN7EXAMPLE in " + path}
-	if err := r.Record(testCall(args), redact.Of(askDecision("m"), args), "rev"); err != nil {
+	if err := r.Record(testCall(args), redact.Of(askDecision("m"), args), "rev", false, false); err != nil {
 		t.Fatal(err)
 	}
 	names, _ := records(t, dir)

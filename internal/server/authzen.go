@@ -229,20 +229,29 @@ func (h *Handler) evaluations(w http.ResponseWriter, r *http.Request) {
 }
 
 // evaluate decides one complete evaluation: it maps the 4-tuple to a call
-// document (azDocument) and has the Engine answer it. An error is a
-// decision the decision log could not take (a *LogUnwritableError): it is
-// not answered.
+// document (azDocument) and has the Engine answer it as POST /v1/decide
+// does: for the HTTP caller (its sessions, its budgets per session), and
+// an evaluation answered true is taken as the call running — the PEP
+// asked because it is about to act —, so a write that write budgets or
+// loop breakers count is counted then, and one found spent meanwhile is
+// the deny (docs/service.md#authzen). An error is a decision the decision
+// log could not take (a *LogUnwritableError): it is not answered.
 func (h *Handler) evaluate(r *http.Request, ev EvaluationRequest) (EvaluationResponse, error) {
 	start := time.Now()
 	doc, err := h.azDocument(ev)
 	// Bounded by the engine's DecideTimeout (see decide).
-	ans := h.eng.Answer(r.Context(), doc, mcpxpolicy.AnswerOptions{Surface: mcpxpolicy.SurfaceDaemon,
+	ans := h.eng.Answer(r.Context(), doc, mcpxpolicy.AnswerOptions{Surface: mcpxpolicy.SurfaceDaemon, Dispatch: true, Caller: callerOf(r),
 		ToolHint: "start serve with --catalog, or send the tool's annotations and inputSchema in resource.properties", Unread: err})
 	if ans.Err != nil && ans.Unread == nil {
 		h.opts.Logger.Warn("decision failed (denied)", "server", ans.Call.Server, "tool", ans.Call.Tool.Name, "err", ans.Err)
 	}
 	if err := h.log.write(r, ans.Revision, ans.Call, ans.Decision, time.Since(start)); err != nil {
 		return EvaluationResponse{}, err
+	}
+	if h.opts.OnDecision != nil && ans.Unread == nil {
+		// recorded as POST /v1/decide records, so that a replay counts
+		// the writes this route dispatched too
+		h.opts.OnDecision(ans.Call, ans.Decision, ans.Err == nil && ans.Decision.Decision().Outcome == decision.Allow, false)
 	}
 	return answer(ans.Decision), nil
 }

@@ -34,8 +34,8 @@ func TestEachAnswerRedactsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(eng, server.Options{DecisionLog: io.Discard, OnDecision: func(call decision.Call, shown mcpxpolicy.Redacted) {
-		if err := rec.Record(call, shown, eng.Revision()); err != nil {
+	h := server.New(eng, server.Options{DecisionLog: io.Discard, OnDecision: func(call decision.Call, shown mcpxpolicy.Redacted, _, _ bool) {
+		if err := rec.Record(call, shown, eng.Revision(), false, false); err != nil {
 			t.Error(err)
 		}
 	}})

@@ -59,10 +59,13 @@ type Options struct {
 	// Metrics, when set, is served on GET /metrics (health.go); the
 	// Engine reports into it through mcpxpolicy.Options.Observer.
 	Metrics *metrics.Metrics
-	// OnDecision, when set, is given every call POST /v1/decide decided
-	// and its decision, redacted (serve --record); not a call decided with
-	// an approval, whose ask it was given when first asked.
-	OnDecision func(decision.Call, mcpxpolicy.Redacted)
+	// OnDecision, when set, is given every call POST /v1/decide and the
+	// AuthZEN evaluations decided, its decision, redacted (serve
+	// --record), whether it was dispatched (answered allowed: its caller
+	// runs it) and whether it was approved (decided with a person's
+	// approval, used: the allow shows it). A call whose approval could not
+	// be used is not given: its ask was, when first asked.
+	OnDecision func(call decision.Call, shown mcpxpolicy.Redacted, dispatched, approved bool)
 	// ApprovalsPage, when set, is served at /approvals and under it (serve
 	// --approvals-page, internal/approvalpage): a page of HTML forms,
 	// which checks its own requests (a session, a form token, the same
@@ -235,8 +238,9 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		h.logAnswer(ans)
-		if h.opts.OnDecision != nil && ans.Approval == "" {
-			h.opts.OnDecision(ans.Call, ans.Decision)
+		allowed := ans.Err == nil && ans.Decision.Decision().Outcome == decision.Allow
+		if h.opts.OnDecision != nil && (ans.Approval == "" || allowed) {
+			h.opts.OnDecision(ans.Call, ans.Decision, allowed, ans.Approval != "")
 		}
 	}
 	// The answer carries the decision redacted, like every rendering and
