@@ -134,3 +134,13 @@ func (e *Prepared) WellFormedCall(call decision.Call, led *Ledger) (fast, slow b
 	}
 	return fast, wellFormed(&callArgs{goArgs: call.Args, lite: true, verdicts: verdicts{}}, in)
 }
+
+// Nearest is the Go form of text.nearest(key, candidates), candidates
+// sorted as the unknown-arguments step sorts them.
+func Nearest(key string, candidates []string) string {
+	shapes := make([]shape, len(candidates))
+	for i, c := range candidates {
+		shapes[i] = shapeOf(c)
+	}
+	return nearest(key, candidates, shapes)
+}
