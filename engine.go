@@ -338,8 +338,16 @@ func (e *Engine) decide(ctx context.Context, call decision.Call, touch bool) (de
 	}
 	ctx = engine.WithBudget(ctx, limit)
 	rev := e.cur.Load()
-	led, call := e.stateView(rev.compiled, call)
-	d, err := rev.engine.Decide(ctx, call, led)
+	pin, call := e.pinView(rev.compiled, call)
+	// a tool met hidden before is decided without the ledger, budgets and
+	// labels, which its decision does not read (internal/engine/hidden.go)
+	d, hidden := rev.engine.DecideHidden(ctx, call, pin)
+	led := &engine.Ledger{Pin: pin}
+	var err error
+	if !hidden {
+		led = e.restOfState(rev.compiled, call, pin)
+		d, err = rev.engine.Decide(ctx, call, led)
+	}
 	if touch {
 		e.flowTouch(rev.compiled, call, d)
 	}

@@ -23,15 +23,22 @@ import (
 // definition differs from its pin, its annotations are the stricter of
 // the two.
 func (e *Engine) stateView(c *config.Compiled, call decision.Call) (*engine.Ledger, decision.Call) {
+	pin, call := e.pinView(c, call)
+	return e.restOfState(c, call, pin), call
+}
+
+// restOfState is stateView for a call whose pin pinView has read: the
+// ledger's view, the budgets' counts and the session's labels.
+func (e *Engine) restOfState(c *config.Compiled, call decision.Call, pin *engine.Pin) *engine.Ledger {
 	led := e.ledgerView(call.Server)
-	led.Pin, call = e.pinView(c, call)
+	led.Pin = pin
 	if limits, _ := budgetLimits(c, call); len(limits) > 0 {
 		e.budgetView(led, call.Server, limits)
 	}
 	if len(c.Flows) > 0 {
 		e.flowView(c, led, call)
 	}
-	return led, call
+	return led
 }
 
 // ledgerView is what the policy sees of server's unknown-outcome entries:

@@ -63,6 +63,9 @@ type Prepared struct {
 	// in Go (refusals, refusal.go)
 	planning bool
 	refusals *refusals
+	// hidden are the plans of hidden tools met (hidden.go), nil without
+	// the common half
+	hidden   *hiddenPlans
 	revision string
 	memo     *memo
 	schemas  *schemaCache
@@ -220,6 +223,9 @@ func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 		schemas:  newSchemaCache(),
 		builtins: cache.NewInterQueryValueCache(ctx, &cache.Config{InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &entries}}),
 	}
+	if e.common != nil {
+		e.hidden = newHiddenPlans()
+	}
 	if !callsNondeterministic(compiler) {
 		e.decisions = newDecisionCache(decisionCacheSize)
 	}
@@ -352,6 +358,13 @@ type Pin struct {
 // evaluation fails the decision is a PolicyError deny and the error is
 // returned as well (fail closed).
 func (e *Prepared) Decide(ctx context.Context, call decision.Call, led *Ledger) (decision.Decision, error) {
+	var pin *Pin
+	if led != nil {
+		pin = led.Pin
+	}
+	if d, ok := e.DecideHidden(ctx, call, pin); ok {
+		return d, nil
+	}
 	schema := e.schemas.tool(call.Tool.InputSchema)
 	digest := digestCall(call)
 	var key cacheKey
@@ -382,6 +395,9 @@ func (e *Prepared) Decide(ctx context.Context, call decision.Call, led *Ledger) 
 		return d, err
 	}
 	e.memo.commit(learned)
+	if d.Step == decision.StepHidden && d.Outcome == decision.Deny {
+		e.learnHidden(call)
+	}
 	d.Call.SHA256 = sum
 	if cacheable {
 		e.decisions.put(key, d)

@@ -116,3 +116,31 @@ func (e *Prepared) ExplainWith(f func(x *schemarego.Explainer, v ast.Value, poin
 	e.refusals.memo.m = nil // findings kept before are the Explainer's
 	e.refusals.memo.mu.Unlock()
 }
+
+// WellFormedCall reports, for call with the ledger led, what the hidden
+// tools' fast path asks (wellFormedCall) and what the evaluation's
+// predicate answers on the input it would read (wellFormed on
+// inputWithoutArgs; false when that input cannot be built): the first
+// must imply the second.
+func (e *Prepared) WellFormedCall(call decision.Call, led *Ledger) (fast, slow bool) {
+	sum, err := decision.CallSHA256(call.Server, call.Tool.Name, call.Args)
+	if err != nil {
+		sum = ""
+	}
+	fast = wellFormedCall(call)
+	in, err := inputWithoutArgs(call, led, sum, e.schemas.tool(call.Tool.InputSchema), e.schemas)
+	if err != nil {
+		return fast, false
+	}
+	return fast, wellFormed(&callArgs{goArgs: call.Args, lite: true, verdicts: verdicts{}}, in)
+}
+
+// Nearest is the Go form of text.nearest(key, candidates), candidates
+// sorted as the unknown-arguments step sorts them.
+func Nearest(key string, candidates []string) string {
+	shapes := make([]shape, len(candidates))
+	for i, c := range candidates {
+		shapes[i] = shapeOf(c)
+	}
+	return nearest(key, candidates, shapes)
+}

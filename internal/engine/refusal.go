@@ -45,11 +45,12 @@ type refusals struct {
 	mu         sync.RWMutex
 	explainers map[string]*schemarego.Explainer // nil: no Go violations for the package
 	docs       map[ast.Value]plannedDoc         // planned documents decoded, by term value
+	valids     map[string]*validNames           // tools' argument names, by list (refusal_unknown.go)
 	memo       findings                         // findings of scalar values (refusal_memo.go)
 }
 
 func newRefusals(preds *predicates, data map[string]any) *refusals {
-	r := &refusals{preds: preds, explainers: map[string]*schemarego.Explainer{}, docs: map[ast.Value]plannedDoc{}, violations: (*schemarego.Explainer).Violations}
+	r := &refusals{preds: preds, explainers: map[string]*schemarego.Explainer{}, docs: map[ast.Value]plannedDoc{}, valids: map[string]*validNames{}, violations: (*schemarego.Explainer).Violations}
 	r.codes, _ = data["codes"].(map[string]any)
 	if cfg, ok := data["config"].(map[string]any); ok {
 		r.rules, _ = cfg["rules"].(map[string]any)

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"sort"
 	"strings"
 
@@ -119,32 +118,34 @@ func lastKey(ptr string) (string, bool) {
 // nearest is text.nearest(key, candidates): the candidate most like key,
 // "" when none is at least half alike (the Dice coefficient over the
 // bigrams of the lowercased, space-padded names, 0.9 for an anagram; ties
-// to the first in sort order). The likeness is compared exactly, as a
-// fraction: OPA divides on floats of 64 bits of precision, which round
-// two fractions of such small terms alike only when they are equal.
-func nearest(key string, candidates []string) string {
+// to the first in sort order). shapes are the candidates' shapes
+// (shapeOf), in their order. The likeness is compared exactly, as a
+// fraction of two integers: OPA divides on floats of 64 bits of
+// precision, which round two fractions of such small terms alike only
+// when they are equal.
+func nearest(key string, candidates []string, shapes []shape) string {
 	k := shapeOf(key)
-	best, bestC := new(big.Rat), ""
+	var bestNum, bestDen int64
+	bestC := ""
 	found := false
-	for _, c := range candidates {
-		b := shapeOf(c)
+	for i, c := range candidates {
+		b := shapes[i]
 		common := 0
 		for g := range k.bigrams {
 			if b.bigrams[g] {
 				common++
 			}
 		}
-		l := big.NewRat(int64(2*common), int64(len(k.bigrams)+len(b.bigrams)))
-		if slicesEqual(k.letters, b.letters) {
-			if a := big.NewRat(9, 10); a.Cmp(l) > 0 {
-				l = a
-			}
+		// the likeness num/den (den > 0: a padded name has a bigram)
+		num, den := int64(2*common), int64(len(k.bigrams)+len(b.bigrams))
+		if slicesEqual(k.letters, b.letters) && 9*den > 10*num {
+			num, den = 9, 10
 		}
-		if l.Cmp(big.NewRat(1, 2)) < 0 {
+		if 2*num < den {
 			continue
 		}
-		if !found || l.Cmp(best) > 0 || (l.Cmp(best) == 0 && c < bestC) {
-			best, bestC, found = l, c, true
+		if !found || num*bestDen > bestNum*den || (num*bestDen == bestNum*den && c < bestC) {
+			bestNum, bestDen, bestC, found = num, den, c, true
 		}
 	}
 	return bestC

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -52,16 +53,11 @@ func (r *refusals) unknownFindings(in ast.Object, ga *callArgs, facts ast.Object
 		return nil, nil, true
 	}
 	sort.Strings(unknown)
-	valid := make([]string, 0, props.Len())
-	props.Foreach(func(k, _ *ast.Term) {
-		if s, isString := k.Value.(ast.String); isString {
-			valid = append(valid, string(s))
-		}
-	})
-	if len(valid) != props.Len() {
+	vn, ok := r.validOf(props)
+	if !ok {
 		return nil, nil, false
 	}
-	sort.Strings(valid)
+	valid := vn.names
 
 	shown := unknown[:min(len(unknown), maxEcho)]
 	more := len(unknown) - len(shown)
@@ -73,7 +69,7 @@ func (r *refusals) unknownFindings(in ast.Object, ga *callArgs, facts ast.Object
 		if !ok1 || !ok2 {
 			return nil, nil, false
 		}
-		suggestion := nearest(k, valid)
+		suggestion := nearest(k, valid, vn.shapes)
 		items[i] = map[string]any{"path": cut(path, 200), "key": cut(key, 80), "suggestion": suggestion}
 		keyTexts[i] = quote(key, 80)
 		if suggestion != "" {
@@ -94,7 +90,7 @@ func (r *refusals) unknownFindings(in ast.Object, ga *callArgs, facts ast.Object
 	if more > 0 {
 		keys = fmt.Sprintf("%s and %d more", keys, more)
 	}
-	summary := fmt.Sprintf("unknown %s %s; valid %s: %s", noun, keys, "arguments", namesText(valid))
+	summary := fmt.Sprintf("unknown %s %s; valid %s: %s", noun, keys, "arguments", vn.text)
 	reason := func(codeName, tail string) (decision.Reason, bool) {
 		code, step, ok := r.code(codeName)
 		return decision.Reason{Code: code, Step: step, Message: fmt.Sprintf("%s: %s; %s", label, summary, tail), Details: details}, ok
@@ -117,4 +113,51 @@ func namesText(names []string) string {
 		parts[i] = jsonString(n)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// validNames are a tool's declared argument names, sorted, and what the
+// step derives from them alone: their text (namesText) and their shapes
+// for the suggestions (shapeOf). Kept per list of names (refusals.valids),
+// shared by the decisions, which copy what they hold.
+type validNames struct {
+	names  []string
+	text   string
+	shapes []shape
+}
+
+// validOf is the validNames of an inputSchema's properties; ok is false
+// when a property's name is not a string.
+func (r *refusals) validOf(props ast.Object) (*validNames, bool) {
+	valid := make([]string, 0, props.Len())
+	props.Foreach(func(k, _ *ast.Term) {
+		if s, isString := k.Value.(ast.String); isString {
+			valid = append(valid, string(s))
+		}
+	})
+	if len(valid) != props.Len() {
+		return nil, false
+	}
+	sort.Strings(valid)
+	var key strings.Builder
+	for _, n := range valid {
+		key.WriteString(strconv.Itoa(len(n)))
+		key.WriteByte(':')
+		key.WriteString(n)
+	}
+	r.mu.RLock()
+	vn := r.valids[key.String()]
+	r.mu.RUnlock()
+	if vn != nil {
+		return vn, true
+	}
+	vn = &validNames{names: valid, text: namesText(valid), shapes: make([]shape, len(valid))}
+	for i, n := range valid {
+		vn.shapes[i] = shapeOf(n)
+	}
+	r.mu.Lock()
+	if len(r.valids) < memoSize {
+		r.valids[key.String()] = vn
+	}
+	r.mu.Unlock()
+	return vn, true
 }
