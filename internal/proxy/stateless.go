@@ -87,11 +87,12 @@ func (sh *statelessShared) callerOf(r *http.Request) string {
 // DiscoverUpstream has the stateless requests about the server rather
 // than one request — server/discover and subscriptions/listen — answered
 // by the server, as every other stateless request is: right for a remote
-// server, which stateless requests share. Without it the proxy answers
-// them itself, right for a server that is a command, which each stateless
-// request starts: it declines server/discover (method not found), so that
-// the client initializes, and acknowledges a subscriptions/listen with
-// nothing agreed (listenNothing).
+// server on Streamable HTTP, which stateless requests share. Without it
+// the proxy answers them itself, right for a server that is a command,
+// which each stateless request starts, and for one on the legacy SSE
+// transport, which predates them: it declines server/discover (method not
+// found), so that the client initializes, and acknowledges a
+// subscriptions/listen with nothing agreed (listenNothing).
 func DiscoverUpstream() HTTPOption {
 	return func(h *HTTPHandler) { h.discover = true }
 }

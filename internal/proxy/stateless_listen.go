@@ -24,8 +24,11 @@ import (
 // as it must for any type a server does not agree to), and ends it at once
 // with its result — as the MCP Go SDK's own server does when it agrees to
 // no notification. No process is started and nothing from a server reaches
-// the client on it. With a remote server (DiscoverUpstream) the listen goes
-// to the server, which stateless requests share.
+// the client on it. The same holds in front of a server on the legacy SSE
+// transport, which predates the method (and whose changes the proxy does
+// not turn into a listen's notifications). With a remote server on
+// Streamable HTTP (DiscoverUpstream) the listen goes to the server, which
+// stateless requests share.
 
 const (
 	methodListen       = "subscriptions/listen"
