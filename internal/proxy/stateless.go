@@ -84,10 +84,15 @@ func (sh *statelessShared) callerOf(r *http.Request) string {
 	return sh.caller + ":addr-" + host
 }
 
-// DiscoverUpstream has a stateless server/discover answered by the
-// server, as every other stateless request is. Without it the proxy
-// declines it (method not found), so that the client initializes: right
-// for a server that is a command, which each stateless request starts.
+// DiscoverUpstream has the stateless requests about the server rather
+// than one request — server/discover and subscriptions/listen — answered
+// by the server, as every other stateless request is: right for a remote
+// server on Streamable HTTP, which stateless requests share. Without it
+// the proxy answers them itself, right for a server that is a command,
+// which each stateless request starts, and for one on the legacy SSE
+// transport, which predates them: it declines server/discover (method not
+// found), so that the client initializes, and acknowledges a
+// subscriptions/listen with nothing agreed (listenNothing).
 func DiscoverUpstream() HTTPOption {
 	return func(h *HTTPHandler) { h.discover = true }
 }
@@ -177,6 +182,12 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, req
 		// keeps its server.
 		writeRPC(w, http.StatusOK, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeMethodNotFound, Message: "mcpx-policy proxy: server/discover is not supported; initialize instead"}})
+		return
+	}
+	if req.Method == methodListen && !h.discover {
+		// No change a server process of one request sees is one the
+		// client's later requests meet (stateless_listen.go).
+		h.listenNothing(w, r, req)
 		return
 	}
 	spare, why := h.reserveStateless()

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -319,4 +320,108 @@ func TestHTTPStatelessStartsAhead(t *testing.T) {
 	if a := r.tryStateless(t, list); a.status != http.StatusServiceUnavailable {
 		t.Fatalf("a stateless request with two sessions open: %d; want 503 (no server ahead left to take)", a.status)
 	}
+}
+
+// TestHTTPStatelessListen: a stateless subscriptions/listen in front of a
+// command — each stateless request to which is served by a server of its
+// own, so no change one server sees is one the client's later requests
+// meet — is answered by the proxy without starting a server: the
+// acknowledgement first, agreeing to no notification whatever was asked,
+// then the listen's result, both naming the subscription by the request's
+// id. Malformed params are refused. With a remote server
+// (DiscoverUpstream) the listen goes to the server.
+func TestHTTPStatelessListen(t *testing.T) {
+	t.Parallel()
+	r := newHTTPRig(t, time.Minute)
+	listen := func(r *httpRig, accept, notifications string) (contentType string, frames frames) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		body := `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{` + statelessMeta + notifications + `}}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", r.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("subscriptions/listen: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		contentType = resp.Header.Get("Content-Type")
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(contentType, "text/event-stream") {
+				if !strings.HasPrefix(line, "data: ") {
+					continue
+				}
+				line = strings.TrimPrefix(line, "data: ")
+			}
+			if line == "" {
+				continue
+			}
+			var f map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(line), &f); err != nil {
+				t.Fatalf("subscriptions/listen: %s %q: %v", resp.Status, b, err)
+			}
+			frames = append(frames, f)
+		}
+		return contentType, frames
+	}
+
+	ct, frames := listen(r, "application/json, text/event-stream",
+		`,"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["file:///a"]}`)
+	if len(frames) != 2 || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("subscriptions/listen: %s %v; want a stream of the acknowledgement and the result", ct, frames)
+	}
+	ack, res := frames[0], frames[1]
+	if string(ack["method"]) != `"notifications/subscriptions/acknowledged"` || string(ack["id"]) != "" ||
+		compactJSON(t, ack["params"]) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":9},"notifications":{}}` {
+		t.Errorf("the first frame: %v; want the acknowledgement of subscription 9 agreeing to nothing", frames[:1])
+	}
+	if string(res["id"]) != "9" || res["error"] != nil ||
+		compactJSON(t, res["result"]) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":9},"resultType":"complete"}` {
+		t.Errorf("the second frame: %v; want the result of listen 9", frames[1:])
+	}
+	// A client that takes no stream gets the result alone.
+	if ct, frames = listen(r, "application/json", `,"notifications":{"toolsListChanged":true}`); len(frames) != 1 || string(frames[0]["id"]) != "9" || frames[0]["result"] == nil {
+		t.Errorf("subscriptions/listen as JSON: %s %v; want the result alone", ct, frames)
+	}
+	for _, bad := range []string{``, `,"notifications":[]`, `,"notifications":null`} {
+		if _, frames = listen(r, "application/json, text/event-stream", bad); len(frames) != 1 || !strings.Contains(string(frames[0]["error"]), "-32602") {
+			t.Errorf("subscriptions/listen with params {_meta%s}: %v; want invalid params", bad, frames)
+		}
+	}
+	if n := r.starts.Load(); n != 0 {
+		t.Errorf("%d servers were started for the listens; want none", n)
+	}
+
+	up := newHTTPRigConfig(t, time.Minute, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.DiscoverUpstream())
+	if _, frames = listen(up, "application/json, text/event-stream", `,"notifications":{}`); len(frames) == 0 || up.starts.Load() != 1 {
+		t.Errorf("subscriptions/listen with DiscoverUpstream: %v, %d servers started; want the server's answer", frames, up.starts.Load())
+	}
+}
+
+// frames are JSON-RPC messages, shown as their JSON.
+type frames []map[string]json.RawMessage
+
+func (fs frames) String() string {
+	var b strings.Builder
+	for _, f := range fs {
+		j, _ := json.Marshal(f)
+		b.Write(j)
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// compactJSON is raw without insignificant space, its keys sorted.
+func compactJSON(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
