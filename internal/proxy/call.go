@@ -110,13 +110,20 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 	}
 	defer record(false)
+	// settled is done for an answer that does not send the call: the
+	// record is written first, so records come in the order of the
+	// answers their client saw.
+	settled := func() bool {
+		record(false)
+		return done()
+	}
 	hidden := d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool
 	if hidden || !listed {
 		// A hidden tool and a tool the server does not list get the same
 		// answer: the unknown-tool error. Unlisted tools are never sent on,
 		// so nothing reaches the server without the server's own
 		// annotations behind its decision.
-		if done() {
+		if settled() {
 			code, msg := mcpgate.UnknownTool(params.Name)
 			s.replyError(m.ID, code, msg)
 		}
@@ -131,7 +138,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			return
 		}
 		if o.pending != nil {
-			if done() {
+			if settled() {
 				s.replyResult(m.ID, o.pending)
 			}
 			return
@@ -143,7 +150,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		if s.opts.DecisionLog != nil {
 			if err := s.opts.DecisionLog(call, show()); err != nil {
 				s.log.Error("decision log", "tool", params.Name, "err", err)
-				if done() {
+				if settled() {
 					s.replyRefusal(m.ID, call, decision.Denied(d.Call, decision.PolicyError,
 						"the decision could not be written to the decision log, so the call was not sent; it can be sent again once the log can be written"))
 				}
@@ -152,7 +159,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 	}
 	if d.Outcome != decision.Allow { // after ask an ask is an allow or a deny: forward only an allow
-		if done() {
+		if settled() {
 			s.replyShown(m.ID, call, show())
 		}
 		return
@@ -170,7 +177,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		busy := s.writesInFlight() >= maxWrites
 		s.mu.Unlock()
 		if busy {
-			if done() {
+			if settled() {
 				s.log.Warn("refused a write: too many in flight", "tool", params.Name)
 				s.replyError(m.ID, jsonrpc.CodeInternalError, errBusy("writes in flight", maxWrites))
 			}
@@ -181,13 +188,13 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		if errors.As(err, &refused) {
 			// a write budget spent since the decision (another gateway
 			// counted first): its deny, not sent
-			if done() {
+			if settled() {
 				s.replyRefusal(m.ID, call, refused.Decision)
 			}
 			return
 		}
 		if err != nil {
-			if done() {
+			if settled() {
 				s.log.Error("recording the write in flight failed; not sent", "tool", params.Name, "err", err)
 				d := decision.Denied(decision.CallRef{Server: s.opts.Server, Tool: params.Name}, decision.LedgerUnreadable,
 					"the write could not be recorded in the unknown-outcome ledger before sending, so it was not sent: "+err.Error())
@@ -204,7 +211,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		if p.dispatch != nil {
 			p.dispatch.Abort()
 		}
-		if done() {
+		if settled() {
 			s.replyError(m.ID, jsonrpc.CodeInternalError, "mcpx-policy: encoding the call failed: "+err.Error())
 		}
 		return
