@@ -10,6 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
+// outcomeUnknownTool is the decision log line's outcome for a call to a
+// tool the server does not list: answered with the unknown-tool error,
+// neither judged nor sent.
+const outcomeUnknownTool = "unknown-tool"
+
 // toolsCall gates one tools/call: decide, then answer or forward.
 func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	// done takes the call off the deciding list; false means the client
@@ -62,6 +67,19 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return
 	}
+	if !listed {
+		// A tool the server does not list is answered with the unknown-tool
+		// error and never sent on, so nothing reaches the server without the
+		// server's own annotations behind its decision. It is not judged
+		// either: a decision no one acts on would read as an allow in the
+		// log, the metrics and the session's data-flow labels.
+		if done() {
+			s.log.Info("decision", "tool", params.Name, "outcome", outcomeUnknownTool)
+			code, msg := mcpgate.UnknownTool(params.Name)
+			s.replyError(m.ID, code, msg)
+		}
+		return
+	}
 	call := decision.Call{Surface: mcpxpolicy.SurfaceMCP, Caller: s.caller, Server: s.opts.Server, Tool: tool, Args: args}
 	d, err := s.opts.Engine.Decide(ctx, call)
 	if err != nil && ctx.Err() == nil {
@@ -85,7 +103,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		}
 		return *shown
 	}
-	if s.opts.DecisionLog != nil && listed {
+	if s.opts.DecisionLog != nil {
 		if err := s.opts.DecisionLog(call, show()); err != nil {
 			s.log.Error("decision log", "tool", params.Name, "err", err)
 			if done() {
@@ -98,7 +116,7 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	// record gives OnDecision the policy's decision once what became of
 	// the call is known: sent on (record(true), just before it is), or
 	// not (when this returns without sending it).
-	recorded := s.opts.OnDecision == nil || !listed
+	recorded := s.opts.OnDecision == nil
 	var policy mcpxpolicy.Redacted
 	if !recorded {
 		policy = show()
@@ -118,11 +136,9 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 		return done()
 	}
 	hidden := d.Outcome == decision.Deny && d.First().Code == decision.HiddenTool
-	if hidden || !listed {
-		// A hidden tool and a tool the server does not list get the same
-		// answer: the unknown-tool error. Unlisted tools are never sent on,
-		// so nothing reaches the server without the server's own
-		// annotations behind its decision.
+	if hidden {
+		// A hidden tool gets the answer of a tool the server does not
+		// list: the unknown-tool error.
 		if settled() {
 			code, msg := mcpgate.UnknownTool(params.Name)
 			s.replyError(m.ID, code, msg)

@@ -100,3 +100,50 @@ func TestDecisionLogSaysWhatTheClientGot(t *testing.T) {
 		t.Errorf("asks' ends: %s; want %s", got, want)
 	}
 }
+
+// TestUnlistedToolLogsWhatHappened: a call to a tool the server does not
+// list is answered as an unknown tool, and the proxy's log says so — not
+// an allow — while the decision log and the record of decisions get
+// nothing that claims it was judged or sent.
+func TestUnlistedToolLogsWhatHappened(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv.AddTool(textTool("read", true, func(context.Context) string { return "read" }))
+	var mu sync.Mutex
+	var logged []string
+	var dispatched []bool
+	r := newRig(t, "version: 1\npolicy: {write: allow}\nservers: {s: {}}\n", proxy.Options{
+		DecisionLog: func(c decision.Call, shown mcpxpolicy.Redacted) error {
+			mu.Lock()
+			logged = append(logged, c.Tool.Name+" "+string(shown.Decision().Outcome))
+			mu.Unlock()
+			return nil
+		},
+		OnDecision: func(c decision.Call, _ mcpxpolicy.Redacted, sent bool) {
+			mu.Lock()
+			dispatched = append(dispatched, sent)
+			mu.Unlock()
+		},
+	}, srv)
+	ctx := context.Background()
+	_, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "test_simple_text"`) {
+		t.Fatalf("calling an unlisted tool: %v; want the unknown-tool error", err)
+	}
+	// a listed call after it, so its line is in the log before we read it
+	if res, err := r.client.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("calling a listed tool: %v %v", res, err)
+	}
+	r.log.waitFor(t, "msg=decision server=s tool=read outcome=allow")
+	log := r.log.String()
+	if !strings.Contains(log, "msg=decision server=s tool=test_simple_text outcome=unknown-tool") {
+		t.Fatalf("the log does not say the unlisted call was answered as an unknown tool:\n%s", log)
+	}
+	if strings.Contains(log, "tool=test_simple_text outcome=allow") {
+		t.Fatalf("the log says an unlisted call was allowed:\n%s", log)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || logged[0] != "read allow" || len(dispatched) != 1 || !dispatched[0] {
+		t.Fatalf("decision log %q, records %v; want only the listed call, logged and recorded as sent", logged, dispatched)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -71,6 +72,10 @@ type httpSession struct {
 	cancel    context.CancelFunc
 	done      <-chan struct{} // closed when the session ends
 	replay    *replayStore    // its resumable POST streams (http_resume.go)
+	// listening counts the standalone streams (GET without Last-Event-ID)
+	// being served: with none, the client has nowhere to receive what is
+	// sent outside a call's answer.
+	listening *atomic.Int32
 
 	mu          sync.Mutex
 	active      int         // requests of the session in progress, streams open
@@ -167,6 +172,10 @@ func (h *HTTPHandler) serve(id string, s *httpSession, w http.ResponseWriter, r 
 		h.resume(s, w, r)
 	case call && req.IsCall():
 		h.serveResumable(s, w, r, req.ID)
+	case r.Method == http.MethodGet:
+		s.listening.Add(1)
+		defer s.listening.Add(-1)
+		s.transport.ServeHTTP(w, r)
 	default:
 		s.transport.ServeHTTP(w, r)
 	}
@@ -315,7 +324,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request, msg *js
 		http.Error(w, "starting the MCP server failed", http.StatusBadGateway)
 		return
 	}
-	s := &httpSession{transport: t, conn: client, cancel: cancel, done: ctx.Done(), replay: replay}
+	s := &httpSession{transport: t, conn: client, cancel: cancel, done: ctx.Done(), replay: replay, listening: new(atomic.Int32)}
 	// A session must be initialized within InitTimeout of its
 	// initialize's answer (and of its start, should that answer never
 	// come).
@@ -328,7 +337,7 @@ func (h *HTTPHandler) newSession(w http.ResponseWriter, r *http.Request, msg *js
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		err := Run(ctx, h.opts, resumeConn{checkedConn{client}, replay}, server)
+		err := Run(ctx, h.opts, resumeConn{checkedConn{client}, replay, s.listening}, server)
 		h.log.Info("session ended", "session", id, "err", err)
 		h.end(id)
 	}()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -423,10 +424,29 @@ func parseReplayID(id string) (name string, n int, ok bool) {
 
 // resumeConn is a session's client connection over --listen: when the
 // session reads a request whose POST stream is resumable, the stream is
-// primed (the transport has accepted the POST as an event stream).
+// primed (the transport has accepted the POST as an event stream). A
+// notification the transport could not send while the client had no
+// standalone stream open fails with errNoStream.
 type resumeConn struct {
 	checkedConn
-	replay *replayStore
+	replay    *replayStore
+	listening *atomic.Int32 // the session's standalone streams being served
+}
+
+// errNoStream: a notification was not sent because the client has no
+// stream open to carry it (no standalone GET stream, which is where the
+// transport sends everything that is not part of a call's answer). A
+// client that opens one gets the notifications sent from then on.
+var errNoStream = errors.New("the client has no standalone stream open to carry it")
+
+// Write sends msg. It is always tried, so a stream opened meanwhile gets
+// it; only a failed notification is told apart.
+func (c resumeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.checkedConn.Write(ctx, msg)
+	if req, ok := msg.(*jsonrpc.Request); err != nil && ok && !req.IsCall() && c.listening.Load() == 0 {
+		return fmt.Errorf("%w: %v", errNoStream, err)
+	}
+	return err
 }
 
 func (c resumeConn) Read(ctx context.Context) (jsonrpc.Message, error) {

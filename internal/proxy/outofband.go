@@ -124,7 +124,7 @@ func (s *session) askByURL(ctx context.Context, call decision.Call) decision.Dec
 	}
 	if n, err := notification("notifications/elicitation/complete", map[string]any{"elicitationId": eid}); err == nil {
 		if err := s.client.Write(s.ctx, n); err != nil {
-			s.log.Warn("telling the client the elicitation is complete failed", "err", err)
+			s.writeFailed("telling the client the elicitation is complete failed", n.Method, err)
 		}
 	}
 	d, err := eng.DecideApproved(ctx, call, req.ID)

@@ -143,6 +143,7 @@ type session struct {
 	// relistAgain: another notification came meanwhile (relist).
 	relisting, relistAgain bool
 	serverErr              error // set once the server's connection ended
+	toldNoStream           bool  // writeFailed logged a notification with no stream to carry it
 
 	cat catalog
 
@@ -445,7 +446,7 @@ func (s *session) serverLoop() error {
 				}
 			}
 			if err := s.client.Write(s.ctx, m); err != nil {
-				s.log.Warn("forwarding to the client failed", "method", m.Method, "err", err)
+				s.writeFailed("forwarding to the client failed", m.Method, err)
 			}
 		case *jsonrpc.Response:
 			if s.ownReply(m, s.server) {
@@ -759,6 +760,24 @@ func (s *session) after(d time.Duration) <-chan time.Time {
 		return s.opts.after(d)
 	}
 	return time.After(d)
+}
+
+// writeFailed logs a message to the client that could not be sent: a
+// warning, but for a notification the client had no stream open to
+// receive (errNoStream), which is normal for a client that never opens
+// its standalone stream and is logged once a session, at debug level.
+func (s *session) writeFailed(msg, method string, err error) {
+	if !errors.Is(err, errNoStream) {
+		s.log.Warn(msg, "method", method, "err", err)
+		return
+	}
+	s.mu.Lock()
+	told := s.toldNoStream
+	s.toldNoStream = true
+	s.mu.Unlock()
+	if !told {
+		s.log.Debug("the client has no standalone stream open: notifications are not sent until it opens one", "method", method)
+	}
 }
 
 func (s *session) reply(m *jsonrpc.Response) {
