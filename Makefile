@@ -105,7 +105,9 @@ bench:
 	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/bench/ && \
 	   $(GO) test -run '^$$' -bench '^Benchmark(DecideNewTools|MatchSchema|RulesOnly)$$' -benchmem \
 	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 60m ./internal/engine/ && \
-	   $(GO) test -run '^$$' -bench '^BenchmarkPrepare$$' -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/bench/; \
+	   $(GO) test -run '^$$' -bench '^BenchmarkPrepare$$' -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/bench/ && \
+	   $(GO) test -run '^$$' -bench '^Benchmark(BudgetDecide|FlowDecide)$$' -benchmem \
+	     -benchtime $(BENCH_CALLS)x -count $(BENCH_COUNT) -timeout 30m ./policy_test/; \
 	 } > $(BENCH_OUT) || { cat $(BENCH_OUT); exit 1; }
 	@$(GO) run ./internal/bench/benchtable < $(BENCH_OUT)
 

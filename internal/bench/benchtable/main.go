@@ -1,7 +1,8 @@
-// Command benchtable reads `go test -bench` output of internal/bench and
-// internal/engine (any number of -count runs, the packages one after the
-// other) on stdin and prints one summary table: the median of each metric
-// over the runs. `make bench` pipes into it.
+// Command benchtable reads `go test -bench` output of internal/bench,
+// internal/engine and policy_test (any number of -count runs, the packages
+// one after the other) on stdin and prints one summary table: the median
+// of each metric over the runs, and a second one of the session policy's
+// steps. `make bench` pipes into it.
 package main
 
 import (
@@ -230,6 +231,41 @@ func main() {
 	a, aok := res.get("Decide/L", "p50-ns")
 	b, bok := res.get("Decide/M", "p50-ns")
 	fmt.Printf("\nL p50 / M p50: %s   runs per figure: %d   %s\n", ratio(a, aok, b, bok), res.runs("Decide/M", "p50-ns"), strings.Join(context, "; "))
+	sessionTable(res)
+}
+
+// sessionTable prints the cost of the session policy's steps (write
+// budgets and loop breakers, data-flow rules) on one call, each against
+// the same call without them (policy_test's BenchmarkBudgetDecide and
+// BenchmarkFlowDecide, a small config), when the input has them.
+func sessionTable(res results) {
+	rows := []struct{ label, bench, base string }{
+		{"a write, no budget (the common call)", "BudgetDecide/unbudgeted", ""},
+		{"a write a budget and a loop breaker count", "BudgetDecide/budgeted", "BudgetDecide/unbudgeted"},
+		{"a call, no flow rules (the common call)", "FlowDecide/no-rules", ""},
+		{"flow rules: a call no rule judges or remembers", "FlowDecide/unlabelled", "FlowDecide/no-rules"},
+		{"flow rules: a call whose label is remembered", "FlowDecide/remembered", "FlowDecide/no-rules"},
+		{"flow rules: a call a rule judges", "FlowDecide/judged", "FlowDecide/no-rules"},
+	}
+	if _, ok := res.get(rows[0].bench, "ns/op"); !ok {
+		return
+	}
+	w := 0
+	for _, r := range rows {
+		w = max(w, len([]rune(r.label)))
+	}
+	fmt.Printf("\n%-*s  %12s  %10s  %18s\n", w, "session policy, one decision (median of runs)", "time", "allocs/op", "× the common call")
+	fmt.Printf("%s  %s  %s  %s\n", strings.Repeat("-", w), strings.Repeat("-", 12), strings.Repeat("-", 10), strings.Repeat("-", 18))
+	for _, r := range rows {
+		t, tok := res.get(r.bench, "ns/op")
+		al, aok := res.get(r.bench, "allocs/op")
+		x := ""
+		if r.base != "" {
+			bt, bok := res.get(r.base, "ns/op")
+			x = ratio(t, tok, bt, bok)
+		}
+		fmt.Printf("%-*s  %12s  %10s  %18s\n", w, r.label, us(t, tok), num(al, aok, ""), x)
+	}
 }
 
 // pathRows are the figures of BenchmarkDecidePaths (M only): a call that a
