@@ -73,13 +73,13 @@ func SecretKey(key string) bool {
 		}
 	}
 	n := b.String()
-	if n == "" || table.counts[n] {
+	if n == "" || table().counts[n] {
 		return false
 	}
-	if table.exact[n] {
+	if table().exact[n] {
 		return true
 	}
-	for _, p := range table.parts {
+	for _, p := range table().parts {
 		if strings.Contains(n, p) {
 			return true
 		}
@@ -153,7 +153,7 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 	// Random-looking runs are judged with the shapes' finds masked, so a
 	// run is never a shape's secret plus its surroundings.
 	masked := apply(s, hits)
-	for _, run := range table.run.FindAllString(masked, -1) {
+	for _, run := range table().run.FindAllString(masked, -1) {
 		if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
 			// A path: judge each segment on its own.
 			if !pathSegments {
@@ -161,15 +161,15 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 			}
 			for _, seg := range strings.Split(run, "/") {
 				if highEntropy(seg) {
-					add(seg, hit{"high-entropy", len(table.shapes)})
-					found[seg] = hit{"high-entropy", len(table.shapes)}
+					add(seg, hit{"high-entropy", len(table().shapes)})
+					found[seg] = hit{"high-entropy", len(table().shapes)}
 				}
 			}
 			continue
 		}
 		if highEntropy(run) {
-			add(run, hit{"high-entropy", len(table.shapes)})
-			found[run] = hit{"high-entropy", len(table.shapes)}
+			add(run, hit{"high-entropy", len(table().shapes)})
+			found[run] = hit{"high-entropy", len(table().shapes)}
 		}
 	}
 	out := map[string]string{}
@@ -183,7 +183,7 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 func shapeSecrets(s string) map[string]hit {
 	out := map[string]hit{}
 	var lower string
-	for rank, sh := range table.shapes {
+	for rank, sh := range table().shapes {
 		if !sh.need.Maybe(s, &lower) || !sh.re.MatchString(s) {
 			continue
 		}
@@ -197,7 +197,7 @@ func shapeSecrets(s string) map[string]hit {
 				if m[2*sh.Name] < 0 || !SecretKey(s[m[2*sh.Name]:m[2*sh.Name+1]]) {
 					continue
 				}
-				if table.schemes[strings.ToLower(strings.Trim(val, Secrets.Trim))] {
+				if table().schemes[strings.ToLower(strings.Trim(val, Secrets.Trim))] {
 					continue // "Authorization: Bearer …": the credential is its own shape
 				}
 			}
@@ -290,7 +290,7 @@ func apply(s string, hits map[string]hit) string {
 // entropy per character.
 func highEntropy(run string) bool {
 	e := Secrets.Entropy
-	if len(run) < e.MinRun || table.uuid.MatchString(run) || table.hex.MatchString(run) {
+	if len(run) < e.MinRun || table().uuid.MatchString(run) || table().hex.MatchString(run) {
 		return false
 	}
 	var upper, lower, digit int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"sync"
 
 	"github.com/mcpx/mcpx-policy/internal/regexneed"
 )
@@ -248,7 +249,9 @@ type compiledShape struct {
 	need regexneed.Need // what every match holds: a string without it is skipped
 }
 
-var table = compile(Secrets)
+// table is Secrets compiled, on first use: a command that redacts
+// nothing (check, diff, version) does not compile its regular expressions.
+var table = sync.OnceValue(func() *compiled { return compile(Secrets) })
 
 func compile(t SecretTable) *compiled {
 	set := func(xs []string) map[string]bool {

@@ -14,7 +14,7 @@ import (
 // name and by its shape, but by what is beside it (Secrets.NameFields,
 // Secrets.PairKey), by the command line the strings of an array make, and
 // by the JSON text a string holds. rego/mcpx/lib/text.rego applies the
-// same rules from the same table.
+// same rules from the same table().
 
 // MaxJSONDepth is how many levels of JSON text inside strings are read as
 // JSON: a string holding JSON text whose strings hold JSON text is read
@@ -40,13 +40,13 @@ func normalise(key string) string {
 
 // nameField reports whether an object member named k names the other
 // members of its object (Secrets.NameFields).
-func nameField(k string) bool { return table.names[normalise(k)] }
+func nameField(k string) bool { return table().names[normalise(k)] }
 
 // valueField reports whether an object member named k holds the value a
 // name field beside it names (Secrets.ValueFields, Secrets.ValueParts).
 func valueField(k string) bool {
 	n := normalise(k)
-	if table.values[n] {
+	if table().values[n] {
 		return true
 	}
 	for _, p := range Secrets.ValueParts {
@@ -75,7 +75,7 @@ func pairNamed(a []any, i int) bool {
 		return false
 	}
 	s, ok := a[i-1].(string)
-	return ok && table.pairKey.MatchString(s) && SecretKey(s)
+	return ok && table().pairKey.MatchString(s) && SecretKey(s)
 }
 
 // commandLine is the text the strings of array a make as one command line,

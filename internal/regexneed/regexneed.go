@@ -9,6 +9,8 @@ package regexneed
 import (
 	"regexp/syntax"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -37,13 +39,35 @@ func (n Need) Any() bool { return len(n.lits) == 0 }
 // (also what an invalid byte of the searched string reads as) needs
 // nothing; a folded literal needs its longest run of letters whose case
 // variants are all ASCII (not k, s), nothing when it has none.
+//
+// A need is found once per process for each of the first maxKnown
+// expressions (the secret table's shapes, which both the engine and
+// redaction search): a Need is never changed once made, so callers share
+// it. Safe for concurrent use.
 func Of(expr string) (Need, error) {
+	if n, ok := known.Load(expr); ok {
+		return n.(Need), nil
+	}
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return Need{}, err
 	}
-	return of(re.Simplify()), nil
+	n := of(re.Simplify())
+	if knownCount.Load() < maxKnown {
+		if _, loaded := known.LoadOrStore(expr, n); !loaded {
+			knownCount.Add(1)
+		}
+	}
+	return n, nil
 }
+
+// maxKnown bounds the expressions whose need Of keeps.
+const maxKnown = 256
+
+var (
+	known      sync.Map // expression → Need
+	knownCount atomic.Int64
+)
 
 // MaxClass bounds the characters of a class taken as literals.
 const MaxClass = 64

@@ -15,8 +15,9 @@ import (
 // the templates, their placeholders replaced by the schema's terms, and
 // printed; the printed text is parsed again and must give the same AST,
 // and that AST must compile. The helper rules (helpers.go) are fixed text:
-// once per process they are parsed, printed, re-parsed and compiled, and
-// the function type the compiler infers for each is kept. A module's check
+// each is parsed, printed, re-parsed and compiled once per process, the
+// first time a module uses it, and the function type the compiler infers
+// for it is kept. A module's check
 // then compiles its generated rules only, with each helper it calls
 // declared by that type, and its text ends with the helpers' printed text
 // as it is.
@@ -43,48 +44,113 @@ type helperRule struct {
 
 const helperPkg = "mcpx.rules.helpers"
 
-var helperRules = sync.OnceValues(func() (map[string]helperRule, error) {
-	out := make(map[string]helperRule, len(helperSrc))
+// parsedHelper is one helper parsed and printed: its rules and its printed
+// text.
+type parsedHelper struct {
+	mod  *ast.Module
+	text string
+}
+
+// helperChecks are, per helper, its parse and its check, each done once
+// per process and only when a module first uses the helper: a config
+// whose rules need two helpers does not pay for the others (a one-shot
+// command's load would otherwise spend a quarter of the config's compile
+// on helpers it never prints).
+var helperChecks = sync.OnceValue(func() map[string]*helperCheck {
+	out := make(map[string]*helperCheck, len(helperSrc))
+	for name := range helperSrc {
+		out[name] = &helperCheck{}
+	}
+	for name, c := range out {
+		c.parsed = sync.OnceValues(func() (parsedHelper, error) { return parseHelper(name) })
+		c.typed = sync.OnceValues(func() (helperRule, error) { return typeHelper(name, out) })
+	}
+	return out
+})
+
+type helperCheck struct {
+	parsed func() (parsedHelper, error)
+	typed  func() (helperRule, error)
+}
+
+// helperRuleOf is the helper name, checked (parseHelper, typeHelper).
+func helperRuleOf(name string) (helperRule, error) {
+	c, ok := helperChecks()[name]
+	if !ok {
+		return helperRule{}, fmt.Errorf("no helper %s", name)
+	}
+	return c.typed()
+}
+
+// parseHelper parses the helper's text, prints it, and checks the printed
+// text parses to the same AST.
+func parseHelper(name string) (parsedHelper, error) {
+	pkg := "package " + helperPkg + "\n\n"
+	mod, err := ast.ParseModuleWithOpts(name+".rego", pkg+helperSrc[name], parserOpts())
+	if err != nil {
+		return parsedHelper{}, fmt.Errorf("helper %s does not parse: %w", name, err)
+	}
+	text, err := format.AstWithOpts(mod, formatOpts())
+	if err != nil {
+		return parsedHelper{}, fmt.Errorf("helper %s: %w", name, err)
+	}
+	again, err := ast.ParseModuleWithOpts(name+".rego", string(text), parserOpts())
+	if err != nil || !again.Equal(mod) {
+		return parsedHelper{}, fmt.Errorf("helper %s: printed text differs from its AST (%v)", name, err)
+	}
+	body, ok := strings.CutPrefix(string(text), pkg)
+	if !ok {
+		return parsedHelper{}, fmt.Errorf("helper %s: unexpected printed form", name)
+	}
+	return parsedHelper{mod: mod, text: body}, nil
+}
+
+// typeHelper compiles the helper with the helpers it uses (helperDeps, all
+// the way down: a helper calls no other) and keeps the function type the
+// compiler infers for it.
+func typeHelper(name string, checks map[string]*helperCheck) (helperRule, error) {
 	all := &ast.Module{}
-	for name, src := range helperSrc {
-		pkg := "package " + helperPkg + "\n\n"
-		mod, err := ast.ParseModuleWithOpts(name+".rego", pkg+src, parserOpts())
-		if err != nil {
-			return nil, fmt.Errorf("helper %s does not parse: %w", name, err)
+	seen := map[string]bool{}
+	var add func(string) error
+	add = func(n string) error {
+		if seen[n] {
+			return nil
 		}
-		text, err := format.AstWithOpts(mod, formatOpts())
-		if err != nil {
-			return nil, fmt.Errorf("helper %s: %w", name, err)
-		}
-		again, err := ast.ParseModuleWithOpts(name+".rego", string(text), parserOpts())
-		if err != nil || !again.Equal(mod) {
-			return nil, fmt.Errorf("helper %s: printed text differs from its AST (%v)", name, err)
-		}
-		body, ok := strings.CutPrefix(string(text), pkg)
+		seen[n] = true
+		c, ok := checks[n]
 		if !ok {
-			return nil, fmt.Errorf("helper %s: unexpected printed form", name)
+			return fmt.Errorf("helper %s uses an unknown helper %s", name, n)
 		}
-		out[name] = helperRule{text: body}
+		p, err := c.parsed()
+		if err != nil {
+			return err
+		}
 		if all.Package == nil {
-			*all = *mod
+			*all = *p.mod
 			all.Rules = nil
 		}
-		all.Rules = append(all.Rules, mod.Rules...)
+		all.Rules = append(all.Rules, p.mod.Rules...)
+		for _, d := range helperDeps[n] {
+			if err := add(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := add(name); err != nil {
+		return helperRule{}, err
 	}
 	c := checkCompiler()
 	if c.Compile(map[string]*ast.Module{"helpers.rego": all}); c.Failed() {
-		return nil, fmt.Errorf("helpers do not compile: %w", c.Errors)
+		return helperRule{}, fmt.Errorf("helper %s does not compile: %w", name, c.Errors)
 	}
-	for name, h := range out {
-		fn, ok := c.TypeEnv.Get(ast.MustParseRef("data." + helperPkg + "." + name)).(*types.Function)
-		if !ok {
-			return nil, fmt.Errorf("helper %s is not a function", name)
-		}
-		h.decl = &ast.Builtin{Name: name, Decl: fn}
-		out[name] = h
+	fn, ok := c.TypeEnv.Get(ast.MustParseRef("data." + helperPkg + "." + name)).(*types.Function)
+	if !ok {
+		return helperRule{}, fmt.Errorf("helper %s is not a function", name)
 	}
-	return out, nil
-})
+	p, _ := checks[name].parsed()
+	return helperRule{text: p.text, decl: &ast.Builtin{Name: name, Decl: fn}}, nil
+}
 
 // checkCompiler is the compiler of the self-check: every stage that can
 // reject a module (references, local variables, safety, conflicts,
@@ -164,9 +230,13 @@ func (g *gen) module(pkg, root string, rv *vres) (string, error) {
 		g.emit("_check(v, p) := [] if {\n%s\n} "+refuse, strings.Join(g.typed([]string{"v"}, g.inl(rv, "v")), "\n"), root)
 	}
 	g.emitGuards()
-	helpers, err := helperRules()
-	if err != nil {
-		return "", &Error{Msg: "internal error: " + err.Error()}
+	helpers := make(map[string]helperRule, len(g.helperOrder))
+	for _, name := range g.helperOrder {
+		h, err := helperRuleOf(name)
+		if err != nil {
+			return "", &Error{Msg: "internal error: " + err.Error()}
+		}
+		helpers[name] = h
 	}
 	var head strings.Builder
 	fmt.Fprintf(&head, "package mcpx.rules.%s\n\n", pkg)

@@ -58,15 +58,33 @@ func TestModuleRefusesBrokenCode(t *testing.T) {
 
 // TestHelpersCheckedOnce: every helper parses, prints back to its AST and
 // compiles, and each is known to the module check by its function type.
+// All of them compile together as well: a generated module prints any of
+// them side by side, so no two may define the same rule.
 func TestHelpersCheckedOnce(t *testing.T) {
-	helpers, err := helperRules()
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := &ast.Module{}
 	for name := range helperSrc {
-		h, ok := helpers[name]
-		if !ok || h.decl == nil || h.decl.Decl == nil || !strings.HasPrefix(h.text, name) {
+		h, err := helperRuleOf(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.decl == nil || h.decl.Decl == nil || !strings.HasPrefix(h.text, name) {
 			t.Errorf("helper %s: %+v", name, h)
 		}
+		p, err := helperChecks()[name].parsed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all.Package == nil {
+			*all = *p.mod
+			all.Rules = nil
+		}
+		all.Rules = append(all.Rules, p.mod.Copy().Rules...)
+	}
+	c := checkCompiler()
+	if c.Compile(map[string]*ast.Module{"helpers.rego": all}); c.Failed() {
+		t.Fatalf("the helpers do not compile together: %v", c.Errors)
+	}
+	if _, err := helperRuleOf("_no_such_helper"); err == nil {
+		t.Error("an unknown helper was found")
 	}
 }
