@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func TestDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := testNames(t, root)
+	// The pages whose commands write only in their own tmp/ (writesOnlyTmp)
+	// share one copy of the repository, each through a folder of links
+	// with a tmp/ of its own: 814 files copied once, not once per page
+	// (a quarter of a second of CPU each).
+	sharedDir := filepath.Join(t.TempDir(), "repo")
+	shared := sync.OnceValues(func() (string, error) { return sharedDir, copyRepo(root, sharedDir) })
 	for _, page := range pages {
 		src, err := os.ReadFile(filepath.Join(root, page))
 		if err != nil {
@@ -62,7 +69,7 @@ func TestDocs(t *testing.T) {
 		}
 		t.Run(page, func(t *testing.T) {
 			t.Parallel()
-			runDocPage(t, root, page, blocks, tests)
+			runDocPage(t, root, page, blocks, tests, shared)
 		})
 	}
 }
@@ -291,10 +298,19 @@ type docRun struct {
 	lastErr string
 }
 
-func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[string]bool) {
+func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[string]bool, shared func() (string, error)) {
 	work := t.TempDir()
 	r := &docRun{t: t, page: page, repo: filepath.Join(work, "repo"), tmp: filepath.Join(work, "tmp"), port: freePort(t)}
-	if err := copyRepo(root, r.repo); err != nil {
+	if writesOnlyTmp(blocks) {
+		src, err := shared()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := linkRepo(src, r.repo); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("writes only in its tmp/: runs in links to the shared copy of the repository")
+	} else if err := copyRepo(root, r.repo); err != nil {
 		t.Fatal(err)
 	}
 	gobin := filepath.Join(work, "gobin")
@@ -315,10 +331,20 @@ func runDocPage(t *testing.T, root, page string, blocks []docBlock, tests map[st
 		}
 	}
 	seedPageBinaries(t, seeds)
+	// A page's `go tool opa` runs the OPA go.mod pins, the binary `go tool
+	// -n opa` names: asked once per test binary (opaPath), not by each
+	// command, where the go command spends 1½ s of CPU finding it built.
+	shim := ""
+	for _, b := range blocks {
+		if b.isCommand() && b.skip == "" && b.see == nil && strings.Contains(b.body, "go tool opa ") {
+			shim = goToolOPAShim(t, filepath.Join(work, "goshim"))
+			break
+		}
+	}
 	// The page's own binary (README's go install) comes first, then the
 	// one TestMain built; the default state dir and TMPDIR are the page's.
 	r.env = append(os.Environ(),
-		"PATH="+gobin+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATH="+shim+gobin+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"GOBIN="+gobin,
 		// README's go install builds in a copy of the repository: with
 		// -trimpath its packages' cache keys do not name the copy's folder,
@@ -782,6 +808,118 @@ func seedPageBinaries(t *testing.T, binaries map[string]string) {
 			}
 		}
 	})
+}
+
+// goToolOPAShim writes in dir a go command that runs `go tool opa ARGS` as
+// the pinned OPA (the path `go tool -n opa` prints, which is what the go
+// command executes) and hands every other command to the real go; it
+// returns dir and a path list separator, to put first in PATH.
+func goToolOPAShim(t *testing.T, dir string) string {
+	t.Helper()
+	opa := opaBinary(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if goCmd, err = filepath.Abs(goCmd); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{opa, goCmd} {
+		if strings.ContainsAny(p, "'\n") {
+			t.Fatalf("%q: a path the shim cannot quote", p)
+		}
+	}
+	script := "#!/bin/sh\nif [ \"$1\" = tool ] && [ \"$2\" = opa ]; then shift 2; exec '" + opa + "' \"$@\"; fi\nexec '" + goCmd + "' \"$@\"\n"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir + string(os.PathListSeparator)
+}
+
+// readOnlyCommand is a command line that writes nowhere but in the page's
+// own tmp/: a decision (eval writes only in its --state-dir, an ask's
+// approval request) or the copy of an example into tmp/.
+var readOnlyCommand = regexp.MustCompile(`^(mcpx-policy eval |mkdir -p tmp/[\w./-]+$|cp examples/[\w./-]+ tmp/[\w./-]+(\s+#.*)?$)`)
+
+// writesOnlyTmp reports whether every block of a page that runs writes
+// only in the page's own tmp/ (relative to the repository) or /tmp/, so the
+// page can run in links to a shared copy of the repository: its commands
+// are readOnlyCommand lines with no redirection, no second command and no
+// .., eval's state dir (if given) is under tmp/, and it starts no server.
+func writesOnlyTmp(blocks []docBlock) bool {
+	for _, b := range blocks {
+		if b.skip != "" || b.see != nil {
+			continue
+		}
+		if b.role == "file" {
+			if !strings.HasPrefix(b.file, "tmp/") && !strings.HasPrefix(b.file, "/tmp/") {
+				return false
+			}
+			continue
+		}
+		if !b.isCommand() {
+			continue
+		}
+		if b.bg || len(b.except) > 0 {
+			return false
+		}
+		cont := false
+		for _, l := range strings.Split(b.body, "\n") {
+			command := cont
+			if !cont {
+				if b.info == "console" {
+					if !strings.HasPrefix(l, "$ ") {
+						continue // what a command printed
+					}
+					l = l[2:]
+				}
+				if strings.TrimSpace(l) != "" && !readOnlyCommand.MatchString(l) {
+					return false
+				}
+				command = true
+			}
+			if command && (strings.ContainsAny(l, "<>|;&`$") || strings.Contains(l, "..")) {
+				return false // a redirection, a second command, a way out of tmp/
+			}
+			if f := strings.Fields(l); command {
+				for i := range f {
+					if f[i] == "--state-dir" && (i+1 == len(f) || !strings.HasPrefix(f[i+1], "tmp/")) {
+						return false
+					}
+					if strings.HasPrefix(f[i], "--state-dir=") {
+						return false
+					}
+				}
+			}
+			cont = strings.HasSuffix(l, "\\")
+		}
+	}
+	return true
+}
+
+// linkRepo makes dst a folder of links to each top-level entry of the copy
+// src: a page that writes only in its own tmp/ (which src lacks) reads the
+// shared copy through them.
+func linkRepo(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "tmp" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyRepo copies the repository's files to dst, without .git and build

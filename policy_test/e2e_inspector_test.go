@@ -162,10 +162,18 @@ servers:
 	}
 }
 
-// TestInspectorRejectAndAskGate: an unknown-argument refusal and an ask the
-// Inspector cannot show (it declares no elicitation) reach it as what they
-// are; neither call ran.
-func TestInspectorRejectAndAskGate(t *testing.T) {
+// TestInspectorAskApprovedOutOfBand: the Inspector cannot show an ask, so
+// the proxy holds it for a person: the refusal the agent reads names the
+// request and the exact `mcpx-policy approve …` command for this state
+// dir, and says the same call sent again then runs once. A person runs
+// that command as printed (through a shell, from the text alone); the
+// Inspector's retry of the same call runs — the file is written — and a
+// second retry is refused again, for a new request: the approval was used
+// once. A changed call never uses it. Under unknownArgs reject, an
+// unknown-argument refusal reaches the Inspector as what it is, and a read
+// runs. (One test: each Inspector call starts three processes, two of them
+// node.)
+func TestInspectorAskApprovedOutOfBand(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
@@ -176,41 +184,12 @@ policy: {write: ask, unknownArgs: reject}
 servers:
   fs: {}
 `, root)
+	target := root + "/b.txt"
 
 	r := g.result(t, "an unknown-argument refusal", "read_text_file", "path="+root+"/notes.txt", "lines=1")
 	r.refusal(t, "an unknown-argument refusal", "UnknownArguments", "Unknown arguments: lines", "Valid arguments: head, path, tail")
 
-	r = g.result(t, "an ask the client cannot show", "write_file", "path="+root+"/b.txt", "content=x")
-	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's approval", "mcpx-policy approve ")
-
-	if _, err := os.Stat(filepath.Join(root, "b.txt")); !os.IsNotExist(err) {
-		t.Errorf("b.txt exists (%v): the unconfirmed write ran", err)
-	}
-	r = g.result(t, "a read", "read_text_file", "path="+root+"/notes.txt")
-	if r.IsError || !strings.Contains(r.text(), "one\ntwo") {
-		t.Errorf("a read: %s", r.text())
-	}
-}
-
-// TestInspectorAskApprovedOutOfBand: the Inspector cannot show an ask, so
-// the proxy holds it for a person: the refusal the agent reads names the
-// request and the exact `mcpx-policy approve …` command for this state
-// dir, and says the same call sent again then runs once. A person runs
-// that command as printed (through a shell, from the text alone); the
-// Inspector's retry of the same call runs — the file is written — and a
-// second retry is refused again, for a new request: the approval was used
-// once. A changed call never uses it.
-func TestInspectorAskApprovedOutOfBand(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	g := newInspectorGate(t, `version: 1
-policy: {write: ask}
-servers:
-  fs: {}
-`, root)
-	target := root + "/b.txt"
-
-	r := g.result(t, "an ask the client cannot show", "write_file", "path="+target, "content=x")
+	r = g.result(t, "an ask the client cannot show", "write_file", "path="+target, "content=x")
 	r.refusal(t, "an ask the client cannot show", "ConfirmationUnavailable", "needs a person's approval", "mcpx-policy approve ",
 		"sent again unchanged, runs once", "--state-dir ")
 	approve, id := heldCommand(t, r)
@@ -261,6 +240,11 @@ servers:
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("b.txt exists again (%v): the approval ran the call twice", err)
+	}
+
+	r = g.result(t, "a read", "read_text_file", "path="+root+"/notes.txt")
+	if r.IsError || !strings.Contains(r.text(), "one\ntwo") {
+		t.Errorf("a read: %s", r.text())
 	}
 }
 

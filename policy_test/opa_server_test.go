@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -50,34 +51,46 @@ var opaPath = sync.OnceValues(func() (string, error) {
 })
 
 // opaServer runs `opa run --server` on a free loopback port with bundle and
-// returns its base URL once /health says the bundle is active.
+// returns its base URL once /health says the bundle is active; the server
+// is killed when t ends.
 func opaServer(t *testing.T, bundle string, extra ...string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := startOPAServer(opaBinary(t), bundle, extra...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return base
+}
+
+// startOPAServer is opaServer for a server that outlives one test: stop
+// kills it.
+func startOPAServer(opa, bundle string, extra ...string) (base string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
 	args := append([]string{"run", "--server", "--addr", addr, "--log-level", "error", "--disable-telemetry", "--bundle", bundle}, extra...)
-	cmd := exec.Command(opaBinary(t), args...)
+	cmd := exec.Command(opa, args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() {
+	stop = func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	})
-	base := "http://" + addr
+	}
+	base = "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(base + "/health?bundles=true")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return base, stop, nil
 			}
 		}
 		if cmd.ProcessState != nil {
@@ -85,8 +98,8 @@ func opaServer(t *testing.T, bundle string, extra ...string) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("opa server did not become healthy: %s", stderr.String())
-	return ""
+	stop()
+	return "", nil, fmt.Errorf("opa server did not become healthy: %s", stderr.String())
 }
 
 // postDecision sends input to the server's decision endpoint and returns
@@ -275,12 +288,15 @@ func TestStockOPAEquivalence(t *testing.T) {
 	}
 	seen := map[decision.Code]bool{}
 	done := make(chan map[decision.Code]bool, len(cases))
+	servers := &bundleServers{opa: opaBinary(t), started: map[[sha256.Size]byte]func() (string, error){}}
+	t.Cleanup(servers.stopAll)
 	t.Cleanup(func() {
 		for range cases {
 			for c := range <-done {
 				seen[c] = true
 			}
 		}
+		t.Logf("%d cases, %d stock OPA servers (one per distinct bundle)", len(cases), len(servers.started))
 		for _, info := range []decision.Code{
 			decision.HiddenTool, decision.UnknownOutcomePending, decision.LedgerUnreadable, decision.UnknownArguments,
 			decision.IgnoredArguments, decision.ArgumentRuleViolation, decision.WriteDenied, decision.WriteNeedsConfirmation,
@@ -341,7 +357,10 @@ func TestStockOPAEquivalence(t *testing.T) {
 			} else {
 				writeBundle(t, opts, tarball, nil)
 			}
-			base := opaServer(t, tarball, extra...)
+			base, err := servers.get(tarball, extra...)
+			if err != nil {
+				t.Fatal(err)
+			}
 			// With flow rules, a gateway that asks the stock OPA alone
 			// (OPAInput, then ParseDecision: never Decide) remembers the
 			// labels its calls touch as the engine does, so every one of
@@ -386,6 +405,52 @@ func TestStockOPAEquivalence(t *testing.T) {
 				t.Errorf("%d decisions relaxed by shadow mode; want some exactly when fs is in shadow mode", relaxed)
 			}
 		})
+	}
+}
+
+// bundleServers starts one stock OPA server per distinct bundle: cases
+// whose bundles are the same bytes (the same configuration layers; the
+// ledger and the pins are the input's, not the bundle's) ask one server
+// loaded with exactly their bundle, at 1 s of CPU per server spared.
+type bundleServers struct {
+	opa     string
+	mu      sync.Mutex
+	started map[[sha256.Size]byte]func() (string, error)
+	stops   []func()
+}
+
+// get returns the base URL of the server loaded with the bundle at
+// tarball (and the extra flags), starting it on the first ask.
+func (s *bundleServers) get(tarball string, extra ...string) (string, error) {
+	b, err := os.ReadFile(tarball)
+	if err != nil {
+		return "", err
+	}
+	key := sha256.Sum256(append(b, []byte("\x00"+strings.Join(extra, "\x00"))...))
+	s.mu.Lock()
+	start, ok := s.started[key]
+	if !ok {
+		start = sync.OnceValues(func() (string, error) {
+			base, stop, err := startOPAServer(s.opa, tarball, extra...)
+			if err == nil {
+				s.mu.Lock()
+				s.stops = append(s.stops, stop)
+				s.mu.Unlock()
+			}
+			return base, err
+		})
+		s.started[key] = start
+	}
+	s.mu.Unlock()
+	return start()
+}
+
+// stopAll kills the servers; it runs when every case has ended.
+func (s *bundleServers) stopAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, stop := range s.stops {
+		stop()
 	}
 }
 
