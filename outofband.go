@@ -21,11 +21,9 @@ import (
 // the answer and is decided with it — once. See docs/approvals.md.
 
 // Completing an ask out of band (DecideApproved with id ""): the engine
-// looks for a live approval request this caller made for exactly this ask
-// — the call's caller and principal (as its quota counts them), its sha256
-// and everything else an approval is bound to (RequestApproval), the
-// config revision included; another caller's identical ask has a request
-// of its own and is never answered by this one's — and
+// looks for a live approval request made for exactly this ask — the
+// call's sha256 and everything else an approval is bound to
+// (RequestApproval), the config revision included — and
 //   - when a person approved one, uses it (once, as DecideApproved with
 //     its id does) and returns the allow and a nil error;
 //   - when a person declined one, spends it and returns the
@@ -60,7 +58,7 @@ func (e *Engine) outOfBand(call decision.Call, d decision.Decision, r redact.Dec
 		return render.Unavailable(d), decision.ApprovalRequest{}, err
 	}
 	e.oob.Lock()
-	rec, found, err := e.approvals.waiting(callerOf(call), principalID(call), prompt.SHA256, bind)
+	rec, found, err := e.approvals.waiting(prompt.SHA256, bind)
 	if err != nil {
 		e.oob.Unlock()
 		return render.Unavailable(d), decision.ApprovalRequest{}, err
@@ -112,12 +110,11 @@ func (e *Engine) holdOf(req decision.ApprovalRequest) render.Hold {
 	return h
 }
 
-// waiting finds the live request caller (as principal) made for the call
-// of sha256 whose binding is bind: an approved one first, then a declined
-// one, then a pending one, oldest first within each; found is false when
-// there is none. Another caller's request for the same call is not
-// waiting for this one: its answer was given to that caller.
-func (a *Approvals) waiting(caller, principal, sha256, bind string) (approval.Record, bool, error) {
+// waiting finds the live request made for the call of sha256 whose
+// binding is bind: an approved one first, then a declined one, then a
+// pending one, oldest first within each; found is false when there is
+// none.
+func (a *Approvals) waiting(sha256, bind string) (approval.Record, bool, error) {
 	rs, err := a.s.List()
 	if err != nil {
 		return approval.Record{}, false, err
@@ -125,7 +122,7 @@ func (a *Approvals) waiting(caller, principal, sha256, bind string) (approval.Re
 	rank := map[approval.State]int{approval.Approved: 0, approval.Declined: 1, approval.Pending: 2}
 	best, found := approval.Record{}, false
 	for _, r := range rs {
-		if r.SHA256 != sha256 || r.Binding != bind || r.Caller != caller || r.Principal != principal {
+		if r.SHA256 != sha256 || r.Binding != bind {
 			continue
 		}
 		if !found || rank[r.State] < rank[best.State] {

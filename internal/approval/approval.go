@@ -16,10 +16,8 @@
 // consumers, in any processes, wins. A request expires TTL after it was
 // opened. Nothing is ever approved but by Approve.
 //
-// Fairness: an ask identical to one of the same caller still pending
-// (same caller and principal, sha256 and binding) is that request again,
-// not a new one — another caller's identical ask is a request of its own;
-// and the live requests
+// Fairness: an ask identical to one still pending (same sha256 and
+// binding) is that request again, not a new one; and the live requests
 // are capped per caller (MaxPerCaller, Caller and Principal together),
 // per surface (MaxPerSurface, Caller's surface) and in all (MaxLive), so
 // one caller flooding asks cannot make another's un-approvable
@@ -131,8 +129,7 @@ type Record struct {
 	Answered time.Time `json:"answered,omitzero"`
 	// Binding is compared, as an opaque string, by Consume: the caller's
 	// digest of what else must not change between the ask and the use.
-	// Requests with equal SHA256 and Binding from the same Caller and
-	// Principal are the same ask (AskKey).
+	// Requests with equal SHA256 and Binding are the same ask.
 	Binding string `json:"binding"`
 	// Prompt is the redacted prompt as the approver is shown it (JSON),
 	// kept as given.
@@ -146,9 +143,8 @@ type Backend interface {
 	// Request opens a pending request from r's SHA256, Server, Tool,
 	// Surface, Caller, Principal, Binding and Prompt, with a fresh random
 	// ID, Created now and Expires TTL later, and returns it once it is
-	// durable — or, when a live pending request of r's Caller and
-	// Principal has r's SHA256 and Binding already, returns that one and
-	// opens nothing. Errors:
+	// durable — or, when a live pending request has r's SHA256 and
+	// Binding already, returns that one and opens nothing. Errors:
 	// ErrTooLarge, ErrFull (a cap of Limits), an *UnreadableError, I/O
 	// errors.
 	Request(r Record) (Record, error)

@@ -23,11 +23,8 @@ func SurfaceOf(caller string) string {
 // Principal.
 func CallerKey(r Record) string { return r.Caller + "\x00" + r.Principal }
 
-// AskKey is what makes two asks the same ask: r's SHA256 and Binding,
-// asked by the same caller (CallerKey). Another caller's identical ask is
-// an ask of its own: it counts against its own quota, and it is answered
-// by whoever answers it, never by the answer to someone else's.
-func AskKey(r Record) string { return CallerKey(r) + "\x00" + r.SHA256 + "\x00" + r.Binding }
+// AskKey is what makes two asks the same ask: r's SHA256 and Binding.
+func AskKey(r Record) string { return r.SHA256 + "\x00" + r.Binding }
 
 // Counts are the live requests a store holds, as Admit weighs them: in
 // all, of r's surface, of r's caller.

@@ -70,8 +70,8 @@ func (a *Approvals) Request(r approval.Record) (approval.Record, error) {
 		if _, err := tx.Exec(ctx, "DELETE FROM mcpx_approvals WHERE expires <= $1", now); err != nil {
 			return err
 		}
-		same, err := scanApproval(tx.QueryRow(ctx, "SELECT "+approvalCols+" FROM mcpx_approvals WHERE sha256 = $1 AND binding = $2 AND caller = $3 AND principal = $4 AND state = 'pending' ORDER BY created, id LIMIT 1",
-			r.SHA256, r.Binding, r.Caller, r.Principal))
+		same, err := scanApproval(tx.QueryRow(ctx, "SELECT "+approvalCols+" FROM mcpx_approvals WHERE sha256 = $1 AND binding = $2 AND state = 'pending' ORDER BY created, id LIMIT 1",
+			r.SHA256, r.Binding))
 		switch {
 		case err == nil:
 			out = same
