@@ -124,19 +124,11 @@ func (p *fileParser) budgets(n *yaml.Node, path string, loop bool) []*budgetDef 
 		for _, e := range entries {
 			kp := join(ip, e.key)
 			v := deref(e.value)
+			if handled, good := p.idOrDescription(e.key, v, kp, ip, &b.id, &b.at, &b.description); handled {
+				ok = ok && good
+				continue
+			}
 			switch e.key {
-			case "id":
-				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
-					bad(v, kp, "want a non-empty string id")
-					continue
-				}
-				b.id, b.at = v.Value, p.at(v, ip)
-			case "description":
-				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
-					bad(v, kp, "want a string")
-					continue
-				}
-				b.description = v.Value
 			case "tools":
 				b.tools = p.patterns(e.value, kp)
 				if len(b.tools) == 0 {

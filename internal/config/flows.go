@@ -138,19 +138,11 @@ func (p *fileParser) flows(n *yaml.Node, path string) []*flowDef {
 		for _, e := range entries {
 			kp := join(ip, e.key)
 			v := deref(e.value)
+			if handled, good := p.idOrDescription(e.key, v, kp, ip, &f.id, &f.at, &f.description); handled {
+				ok = ok && good
+				continue
+			}
 			switch e.key {
-			case "id":
-				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
-					bad(v, kp, "want a non-empty string id")
-					continue
-				}
-				f.id, f.at = v.Value, p.at(v, ip)
-			case "description":
-				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
-					bad(v, kp, "want a string")
-					continue
-				}
-				f.description = v.Value
 			case "after", "calls":
 				ls, good := p.labelList(v, kp)
 				if !good {

@@ -227,3 +227,27 @@ func join(path, key string) string {
 func index(path string, i int) string {
 	return fmt.Sprintf("%s[%d]", path, i)
 }
+
+// idOrDescription reads a budget's or a flow rule's id (a non-empty
+// string; at becomes its place) or description (a string) into id, at or
+// description. handled is false for another key; good is false, the error
+// reported, when the value is not what the key needs.
+func (p *fileParser) idOrDescription(key string, v *yaml.Node, kp, ip string, id *string, at *origin, description *string) (handled, good bool) {
+	switch key {
+	case "id":
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || v.Value == "" {
+			p.errAt(v, kp, "want a non-empty string id")
+			return true, false
+		}
+		*id, *at = v.Value, p.at(v, ip)
+	case "description":
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+			p.errAt(v, kp, "want a string")
+			return true, false
+		}
+		*description = v.Value
+	default:
+		return false, true
+	}
+	return true, true
+}
