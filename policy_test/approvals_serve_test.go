@@ -194,7 +194,7 @@ func TestServeApprovalFlow(t *testing.T) {
 	if outcome, st, code, _ := f.decideHTTP(t, callDoc("/workspace/a", id)); outcome != "deny" || st != http.StatusForbidden || code != "ConfirmationDeclined" {
 		t.Fatalf("a declined approval = %s %d %s; want the 403 ConfirmationDeclined deny", outcome, st, code)
 	}
-	if !strings.Contains(f.stderr.String(), "approval answered over HTTP") {
+	if !f.stderr.await("approval answered over HTTP") {
 		t.Errorf("answers are not logged:\n%s", f.stderr)
 	}
 }

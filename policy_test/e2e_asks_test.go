@@ -63,6 +63,7 @@ func (g *notesGate) notes(t *testing.T) string {
 // approvalIDs are the approval requests the proxy's log names, in order.
 func (g *notesGate) approvalIDs() []string {
 	var ids []string
+	g.stderr.await(" approval=")
 	for _, m := range regexp.MustCompile(`asked for confirmation.* approval=([0-9a-f]{32})`).FindAllStringSubmatch(g.stderr.String(), -1) {
 		ids = append(ids, m[1])
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -84,6 +85,19 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// await reports whether the buffer holds substr within ten seconds. A
+// child's stderr reaches the buffer through a goroutine that copies its
+// pipe, so a line the child wrote before it answered may not be here yet
+// when the answer is.
+func (s *syncBuffer) await(substr string) bool {
+	for until := time.Now().Add(10 * time.Second); !strings.Contains(s.String(), substr); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(until) {
+			return false
+		}
+	}
+	return true
 }
 
 // gate is one proxy setup: a config and a state dir.

@@ -3,7 +3,6 @@ package policy_test
 import (
 	"net/http"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 )
@@ -50,13 +49,9 @@ func startServe(t testing.TB, cmd *exec.Cmd, addr string) *serveProcess {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				// serve writes its start-up lines before it listens, but
-				// the copy of its stderr pipe into the buffer runs in a
-				// goroutine of its own and may still be on its way: a
+				// serve writes its start-up lines before it listens: a
 				// test that reads the start-up warnings must find them
-				for until := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), "serving decisions") && time.Now().Before(until); {
-					time.Sleep(10 * time.Millisecond)
-				}
+				p.stderr.await("serving decisions")
 				return p
 			}
 		}
