@@ -24,6 +24,7 @@ import (
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 	"github.com/mcpx/mcpx-policy/opabundle"
 )
 
@@ -395,6 +396,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	sweep.LessGC()
 	code := m.Run()
 	stopMu.Lock()
 	for _, stop := range stops {

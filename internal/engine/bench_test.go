@@ -25,6 +25,7 @@ import (
 	"github.com/mcpx/mcpx-policy/decision"
 	"github.com/mcpx/mcpx-policy/internal/bench"
 	"github.com/mcpx/mcpx-policy/internal/engine"
+	"github.com/mcpx/mcpx-policy/internal/sweep"
 )
 
 // fixture is a reference workload with what the benchmarks share,
@@ -76,6 +77,7 @@ func (f *fixture) policy(b *testing.B) engine.Policy {
 }
 
 func TestMain(m *testing.M) {
+	sweep.LessGC()
 	code := m.Run()
 	for _, f := range fixtures {
 		os.RemoveAll(f.dir)
