@@ -144,8 +144,7 @@ var emptyLedger = ast.NewObject(
 )
 
 func ledgerValue(led *Ledger) ast.Object {
-	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && len(led.Budgets) == 0 &&
-		led.Labels == nil && led.LabelsError == "" {
+	if ledgerIsEmpty(led) {
 		return emptyLedger
 	}
 	obj := ast.NewObjectWithCapacity(6)
