@@ -110,14 +110,19 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// warmTools decides one call on every tool of every server, once.
+// warmTools decides two calls on every tool of every server, once: one
+// the argument rules accept and one they refuse (a path outside the
+// workspace), as a gateway has met each tool's common and refusal paths
+// after a while.
 func (f *fixture) warmTools(b testing.TB) {
 	f.warm.Do(func() {
 		ctx := context.Background()
 		for _, srv := range f.w.Servers {
 			for _, t := range srv.Tools {
-				if _, err := f.eng.Decide(ctx, decision.Call{Server: srv.Name, Tool: t, Args: map[string]any{"path": "/workspace/warm"}}); err != nil {
-					b.Fatal(err)
+				for _, path := range []string{"/workspace/warm", "/etc/warm"} {
+					if _, err := f.eng.Decide(ctx, decision.Call{Server: srv.Name, Tool: t, Args: map[string]any{"path": path}}); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		}
