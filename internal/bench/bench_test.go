@@ -89,9 +89,10 @@ var shapes = []Shape{M, L}
 
 // BenchmarkDecide is the embedded engine through the SDK (ledger read,
 // canonical hash, input, evaluation, output) on distinct calls, once the
-// engine has seen every tool of the workload once (as a gateway has after
-// a few calls per tool): each tool's config facts are memoized (ADR 0005),
-// the arguments are new on every call.
+// engine has seen every tool of the workload accept a call and refuse one
+// (warmTools, as a gateway has after a few calls per tool): each tool's
+// config facts are memoized (ADR 0005), its refusals' planned answer kept
+// (ADR 0036), the arguments are new on every call.
 func BenchmarkDecide(b *testing.B) {
 	for _, s := range shapes {
 		b.Run(s.Name, func(b *testing.B) {
