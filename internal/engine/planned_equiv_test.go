@@ -42,18 +42,22 @@ type plannedCall struct {
 // plannedCalls are n generated calls; each choice from its own bits of a
 // mix of i, so that every combination turns up in a sample. Most ledgers
 // are empty (the calls the fast path may decide).
-func plannedCalls(n int) []plannedCall {
-	yes, no := true, false
-	servers := []string{"s", "s", "s", "shadowed", "pa", "pd", ""}
-	modes := []string{"", "", "", "ask", "allow", "deny", "bogus"}
-	anns := []*decision.Annotations{nil, {ReadOnlyHint: &yes}, {ReadOnlyHint: &no, DestructiveHint: &no}, {ReadOnlyHint: &no, DestructiveHint: &yes, Title: "t"}}
-	pins := []*engine.Pin{
+var (
+	hintTrue, hintFalse = true, false
+	plannedModes        = []string{"", "", "", "ask", "allow", "deny", "bogus"}
+	plannedAnns         = []*decision.Annotations{nil, {ReadOnlyHint: &hintTrue}, {ReadOnlyHint: &hintFalse, DestructiveHint: &hintFalse}, {ReadOnlyHint: &hintFalse, DestructiveHint: &hintTrue, Title: "t"}}
+	plannedPins         = []*engine.Pin{
 		nil,
 		{Status: "ok", SHA256: strings.Repeat("b", 64), PinnedSHA256: strings.Repeat("b", 64)},
 		{Status: "new", SHA256: strings.Repeat("c", 64)},
 		{Status: "changed", SHA256: strings.Repeat("d", 64), PinnedSHA256: strings.Repeat("e", 64), Changed: []string{"description"}},
 		{Status: "error", Error: "the pin store cannot be read"},
 	}
+)
+
+func plannedCalls(n int) []plannedCall {
+	servers := []string{"s", "s", "s", "shadowed", "pa", "pd", ""}
+	modes, anns, pins := plannedModes, plannedAnns, plannedPins
 	values := []any{
 		"/workspace/a", "/etc/x", "", "x", 1, 2.5, 0.005, -1000, true, nil, []any{"a", "a"}, []any{"ok", 1},
 		map[string]any{"x": 1}, map[string]any{"X": 1, "y": 1.5}, "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
@@ -138,6 +142,27 @@ func TestPlannedRefusalsWithoutEvaluation(t *testing.T) {
 					t.Errorf("%s, ledger %d: decided without an evaluation under a ledger that is not empty (%v)", what, k+1, err)
 				}
 				c.compare(t, fmt.Sprintf("%s, ledger %d", what, k+1), true, again, pc.call, led)
+			}
+			// the same arguments under every other key: each answer kept
+			// must serve only its own key
+			var variants []plannedCall
+			for _, pin := range plannedPins {
+				variants = append(variants, plannedCall{pc.call, &engine.Ledger{Pin: pin}})
+			}
+			for _, m := range plannedModes {
+				v := pc.call
+				v.Mode = m
+				variants = append(variants, plannedCall{v, pc.led})
+			}
+			for _, a := range plannedAnns {
+				v := pc.call
+				v.Tool.Annotations = a
+				variants = append(variants, plannedCall{v, pc.led})
+			}
+			for k, v := range variants {
+				if again, built, _, err := c.eng.DecideCounted(ctx, v.call, v.led); err == nil {
+					c.compare(t, fmt.Sprintf("%s, variant %d", what, k), built, again, v.call, v.led)
+				}
 			}
 		}
 		if t.Failed() {
