@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/decision"
@@ -216,4 +217,63 @@ func TestPlannedRefusalNotEvaluatedAgain(t *testing.T) {
 	if err == nil || d.Outcome != decision.Deny || d.First().Code != decision.PolicyError {
 		t.Errorf("a call whose context is done: %s %s, %v; want a PolicyError deny and an error", d.Outcome, d.First().Code, err)
 	}
+}
+
+// TestPlannedRefusalsConcurrently decides refusals and allowed calls on
+// one tool from several goroutines at once, the planned answer learned
+// and read concurrently, and requires every decision to equal a fresh
+// engine's serial one. Run it with -race.
+func TestPlannedRefusalsConcurrently(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "planned.yaml")
+	if err := os.WriteFile(cfg, []byte(plannedConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := policyOf(t, cfg)
+	serial, err := engine.Prepare(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := engine.Prepare(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make([]decision.Call, 60)
+	for i := range calls {
+		path := fmt.Sprintf("/workspace/%d", i)
+		switch i % 3 {
+		case 1:
+			path = fmt.Sprintf("/etc/%d", i)
+		case 2:
+			path = fmt.Sprintf("/tmp/%d", i)
+		}
+		calls[i] = decision.Call{Server: "s", Tool: fuzzTools[1+i%2], Args: map[string]any{"path": path, "pth": i % 5}}
+	}
+	want := make([]string, len(calls))
+	for i, c := range calls {
+		d, err := serial.Decide(context.Background(), c, &engine.Ledger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = fmt.Sprintf("%+v", d)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range calls {
+				i := (j + g*17) % len(calls)
+				d, err := shared.Decide(context.Background(), calls[i], &engine.Ledger{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := fmt.Sprintf("%+v", d); got != want[i] {
+					t.Errorf("call %d decided differently under concurrency:\n%s\nwant\n%s", i, got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
