@@ -90,9 +90,10 @@ var shapes = []Shape{M, L}
 
 // BenchmarkDecide is the embedded engine through the SDK (ledger read,
 // canonical hash, input, evaluation, output) on distinct calls, once the
-// engine has seen every tool of the workload once (as a gateway has after
-// a few calls per tool): each tool's config facts are memoized (ADR 0005),
-// the arguments are new on every call.
+// engine has seen every tool of the workload accept a call and refuse one
+// (warmTools, as a gateway has after a few calls per tool): each tool's
+// config facts are memoized (ADR 0005), its refusals' planned answer kept
+// (ADR 0036), the arguments are new on every call.
 func BenchmarkDecide(b *testing.B) {
 	for _, s := range shapes {
 		b.Run(s.Name, func(b *testing.B) {
@@ -111,14 +112,19 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// warmTools decides one call on every tool of every server, once.
+// warmTools decides two calls on every tool of every server, once: one
+// the argument rules accept and one they refuse (a path outside the
+// workspace), as a gateway has met each tool's common and refusal paths
+// after a while.
 func (f *fixture) warmTools(b testing.TB) {
 	f.warm.Do(func() {
 		ctx := context.Background()
 		for _, srv := range f.w.Servers {
 			for _, t := range srv.Tools {
-				if _, err := f.eng.Decide(ctx, decision.Call{Server: srv.Name, Tool: t, Args: map[string]any{"path": "/workspace/warm"}}); err != nil {
-					b.Fatal(err)
+				for _, path := range []string{"/workspace/warm", "/etc/warm"} {
+					if _, err := f.eng.Decide(ctx, decision.Call{Server: srv.Name, Tool: t, Args: map[string]any{"path": path}}); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		}

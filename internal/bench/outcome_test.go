@@ -12,7 +12,9 @@ import (
 
 // BenchmarkDecideOutcome is BenchmarkDecide/M on the calls of one outcome
 // class only (outcomeClass: "allow", "ask:write_mode", "deny:hidden", …;
-// MCPX_CLASS, default allow), picked by the native baseline's decision:
+// MCPX_CLASS, default allow), picked by the native baseline's decision,
+// and of one argument shape only if MCPX_SHAPE names one (argShape:
+// "private-key", "path-outside", …):
 // what one class of call costs, allocs/op included. Profiles of the timed
 // calls alone, without the fixture's setup, go to MCPX_CPU (a CPU
 // profile) and MCPX_MEM (the allocation profiles before and after, for
@@ -21,7 +23,7 @@ import (
 //
 //	MCPX_CLASS=allow go test -run '^$' -bench DecideOutcome -benchmem -benchtime 3000x ./internal/bench/
 func BenchmarkDecideOutcome(b *testing.B) {
-	want := os.Getenv("MCPX_CLASS")
+	want, shape := os.Getenv("MCPX_CLASS"), os.Getenv("MCPX_SHAPE")
 	if want == "" {
 		want = "allow"
 	}
@@ -32,8 +34,8 @@ func BenchmarkDecideOutcome(b *testing.B) {
 		if tries > 100 {
 			b.Fatalf("fewer than %d calls of class %q", b.N, want)
 		}
-		for _, c := range f.w.Fresh(b.N) {
-			if len(calls) < b.N && outcomeClass(f.native.Decide(c)) == want {
+		for _, c := range f.w.Fresh(max(b.N, 1000)) {
+			if len(calls) < b.N && outcomeClass(f.native.Decide(c)) == want && (shape == "" || argShape(c) == shape) {
 				calls = append(calls, c)
 			}
 		}

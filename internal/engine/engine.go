@@ -65,7 +65,9 @@ type Prepared struct {
 	refusals *refusals
 	// hidden are the plans of hidden tools met (hidden.go), nil without
 	// the common half
-	hidden   *hiddenPlans
+	hidden *hiddenPlans
+	// plans are the planned answers met (planned.go), nil without planning
+	plans    *plannedAnswers
 	revision string
 	memo     *memo
 	schemas  *schemaCache
@@ -225,6 +227,9 @@ func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 	}
 	if e.common != nil {
 		e.hidden = newHiddenPlans()
+	}
+	if e.planning {
+		e.plans = newPlannedAnswers()
 	}
 	if !callsNondeterministic(compiler) {
 		e.decisions = newDecisionCache(decisionCacheSize)
@@ -430,6 +435,16 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
 	ga := &callArgs{goArgs: call.Args, verdicts: verdicts{}}
+	if d, ok := e.decidePlanned(call, led, in, ga); ok {
+		if seen, ok := ctx.Value(builtKey{}).(*bool); ok {
+			*seen = true
+		}
+		if n, ok := ctx.Value(unevaluatedKey{}).(*int); ok {
+			*n++
+		}
+		d.Call = decision.CallRef{Server: call.Server, Tool: call.Tool.Name, SHA256: sum}
+		return d, nil, nil
+	}
 	ctx = context.WithValue(ctx, callArgsKey{}, ga)
 	var learned []memoEntry
 	var t *ast.Term
@@ -446,7 +461,7 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 			// whose findings the engine builds in Go when it can
 			var d decision.Decision
 			var built bool
-			if t, d, built = e.firstAnswer(call, in, ga, t); built {
+			if t, d, built = e.firstAnswer(call, led, in, ga, t); built {
 				ga.lite = false
 				if seen, ok := ctx.Value(builtKey{}).(*bool); ok {
 					*seen = true
@@ -505,7 +520,7 @@ type builtKey struct{}
 // firstAnswer reads common_or_planned's answer t: the common document
 // (t itself: it has no "planned" key), or for a planned call the decision
 // built in Go (built), or neither (the Rego's uncommon half decides).
-func (e *Prepared) firstAnswer(call decision.Call, in ast.Object, ga *callArgs, t *ast.Term) (*ast.Term, decision.Decision, bool) {
+func (e *Prepared) firstAnswer(call decision.Call, led *Ledger, in ast.Object, ga *callArgs, t *ast.Term) (*ast.Term, decision.Decision, bool) {
 	obj, ok := t.Value.(ast.Object)
 	if !ok {
 		return nil, decision.Decision{}, false
@@ -517,6 +532,7 @@ func (e *Prepared) firstAnswer(call decision.Call, in ast.Object, ga *callArgs, 
 	if !ok {
 		return nil, decision.Decision{}, false
 	}
+	e.plans.learn(plannedKeyOf(call, led), pl)
 	d, ok := e.refusals.buildPlanned(call, in, ga, pl)
 	return nil, d, ok
 }

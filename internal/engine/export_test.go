@@ -107,6 +107,15 @@ func (e *Prepared) DecideBuilt(ctx context.Context, call decision.Call, led *Led
 	return d, built, err
 }
 
+// DecideCounted is DecideBuilt, reporting also whether the decision was
+// made from a planned answer met before, without an evaluation
+// (planned.go).
+func (e *Prepared) DecideCounted(ctx context.Context, call decision.Call, led *Ledger) (d decision.Decision, built, unevaluated bool, err error) {
+	n := 0
+	d, built, err = e.DecideBuilt(context.WithValue(ctx, unevaluatedKey{}, &n), call, led)
+	return d, built, n > 0, err
+}
+
 // ExplainWith makes e compute a value's violations with f instead of the
 // package's Explainer: a test's way to make the Go violations differ
 // from santhosh's verdict (refusal_rules.go) and see the Rego decide.

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -143,8 +144,7 @@ var emptyLedger = ast.NewObject(
 )
 
 func ledgerValue(led *Ledger) ast.Object {
-	if led.Unreadable == "" && len(led.Entries) == 0 && led.Total <= 0 && len(led.Budgets) == 0 &&
-		led.Labels == nil && led.LabelsError == "" {
+	if ledgerIsEmpty(led) {
 		return emptyLedger
 	}
 	obj := ast.NewObjectWithCapacity(6)
@@ -404,7 +404,21 @@ func (c *converter) value(v any) (ast.Value, error) {
 	case string:
 		return ast.String(x), nil
 	case json.Number:
+		if !isJSONNumber(string(x)) {
+			// OPA panics comparing a number that does not parse
+			return nil, fmt.Errorf("arguments must be JSON values: %q is not a JSON number", string(x))
+		}
 		return ast.Number(x), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("arguments must be JSON values: %v is not a JSON number", x)
+		}
+		return ast.InterfaceToValue(x)
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("arguments must be JSON values: %v is not a JSON number", x)
+		}
+		return ast.InterfaceToValue(x)
 	case map[string]any:
 		obj := ast.NewObjectWithCapacity(len(x))
 		for k, e := range x {
@@ -432,6 +446,44 @@ func (c *converter) value(v any) (ast.Value, error) {
 	default:
 		return ast.InterfaceToValue(v)
 	}
+}
+
+// isJSONNumber reports whether s is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(s string) bool {
+	i := 0
+	digits := func() bool {
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case !digits():
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // InputJSON is the policy input as JSON (callInput): the exact document the engine evaluates, for

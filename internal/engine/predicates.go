@@ -136,7 +136,7 @@ func (p *predicates) options() []func(*rego.Rego) {
 				return ast.InternedTerm(wellFormed(goArgsOf(bctx), in.Value)), nil
 			}),
 		rego.Function2(decl("no_unknown_args"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
-			return ast.InternedTerm(noUnknownArgs(goArgsOf(bctx), in.Value, facts.Value)), nil
+			return ast.InternedTerm(noUnknownArgsOnce(goArgsOf(bctx), in.Value, facts.Value)), nil
 		}),
 		rego.Function1(&rego.Function{Name: engineBuiltinPrefix + "nested_keys_known", Decl: types.NewFunction(types.Args(types.A), types.B)},
 			func(bctx rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
@@ -147,7 +147,7 @@ func (p *predicates) options() []func(*rego.Rego) {
 		}),
 		rego.Function2(decl("common_case"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			ga := goArgsOf(bctx)
-			ok := wellFormed(ga, in.Value) && noUnknownArgs(ga, in.Value, facts.Value) && p.rulesAccept(ga, in.Value, facts.Value)
+			ok := wellFormed(ga, in.Value) && noUnknownArgsOnce(ga, in.Value, facts.Value) && p.rulesAccept(ga, in.Value, facts.Value)
 			return ast.InternedTerm(ok), nil
 		}),
 		rego.Function3(&rego.Function{Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},

@@ -20,6 +20,10 @@ type callArgs struct {
 	goArgs   map[string]any
 	lite     bool     // the input has no arguments yet: read goArgs
 	verdicts verdicts // package → verdict on these arguments
+	// noUnknown is noUnknownArgs on the input without the arguments
+	// (lite), once asked before the evaluation (decidePlanned): 0 not
+	// asked, 1 yes, 2 no
+	noUnknown uint8
 }
 
 // isLite reports whether the evaluation's input leaves the arguments out

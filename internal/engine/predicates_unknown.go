@@ -55,6 +55,16 @@ func noUnknownArgs(ga *callArgs, v, factsV ast.Value) bool {
 	return ok
 }
 
+// noUnknownArgsOnce is noUnknownArgs, answered from ga when it was asked
+// on the same input without the arguments before the evaluation (the
+// facts are the tool's: a function of the config and the names).
+func noUnknownArgsOnce(ga *callArgs, v, factsV ast.Value) bool {
+	if ga.isLite() && ga.noUnknown != 0 {
+		return ga.noUnknown == 1
+	}
+	return noUnknownArgs(ga, v, factsV)
+}
+
 // callTool reads the input v of the key predicates: its tool, and its
 // arguments, or lite when the arguments are read from the caller's Go
 // values (an input without them, in the common half). ok is false when v

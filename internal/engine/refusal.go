@@ -141,19 +141,50 @@ func (r *refusals) code(name string) (decision.Code, decision.Step, bool) {
 // mode applied. ok is false when any part is not built exactly: then the
 // Rego decides.
 func (r *refusals) buildPlanned(call decision.Call, in ast.Object, ga *callArgs, pl planned) (decision.Decision, bool) {
+	f, ok := r.plannedFindings(call, in, ga, pl, false)
+	if !ok {
+		return decision.Decision{}, false
+	}
+	return r.assemble(call, pl, f)
+}
+
+// stepFindings are a planned call's findings of the unknown-arguments and
+// argument-rules steps.
+type stepFindings struct {
+	uaDeny, uaWarn, ar []decision.Reason
+}
+
+// any reports whether either step found something: then neither step's
+// predicate holds on a stock OPA (each holds exactly when its step finds
+// nothing), so the common case does not decide the call.
+func (f stepFindings) any() bool { return len(f.uaDeny)+len(f.uaWarn)+len(f.ar) > 0 }
+
+// plannedFindings builds the two steps' findings in Go (ok false when
+// either is not built exactly).
+// noUnknown tells that the unknown-arguments step finds nothing (its Go
+// predicate said so): its findings are not built.
+func (r *refusals) plannedFindings(call decision.Call, in ast.Object, ga *callArgs, pl planned, noUnknown bool) (stepFindings, bool) {
+	label := call.Server + "." + call.Tool.Name
+	var f stepFindings
+	var ok bool
+	if !noUnknown {
+		if f.uaDeny, f.uaWarn, ok = r.unknownFindings(in, ga, pl.facts, label); !ok {
+			return stepFindings{}, false
+		}
+	}
+	if f.ar, ok = r.ruleFindings(ga, pl.facts, label); !ok {
+		return stepFindings{}, false
+	}
+	return f, true
+}
+
+// assemble is the decision of a planned call with findings f.
+func (r *refusals) assemble(call decision.Call, pl planned, f stepFindings) (decision.Decision, bool) {
 	d, ok := r.document(pl.doc)
 	if !ok {
 		return decision.Decision{}, false
 	}
-	label := call.Server + "." + call.Tool.Name
-	uaDeny, uaWarn, ok := r.unknownFindings(in, ga, pl.facts, label)
-	if !ok {
-		return decision.Decision{}, false
-	}
-	ar, ok := r.ruleFindings(ga, pl.facts, label)
-	if !ok {
-		return decision.Decision{}, false
-	}
+	uaDeny, uaWarn, ar := f.uaDeny, f.uaWarn, f.ar
 	out := decision.Decision{Write: d.Write, Destructive: d.Destructive}
 	switch {
 	case len(uaDeny) > 0:

@@ -88,6 +88,14 @@ func (c *decider) check(t testing.TB, what string, call decision.Call, led *engi
 		c.built++
 		c.classes[string(got.Outcome)+":"+string(got.Step)]++
 	}
+	c.compare(t, what, built, got, call, led)
+	return got, built
+}
+
+// compare fails t when got is not the decision a stock OPA makes on call.
+func (c *decider) compare(t testing.TB, what string, built bool, got decision.Decision, call decision.Call, led *engine.Ledger) {
+	t.Helper()
+	ctx := context.Background()
 	raw, err := engine.InputJSON(call, led)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -111,7 +119,6 @@ func (c *decider) check(t testing.TB, what string, call decision.Call, led *engi
 	if !bytes.Equal(g, w) {
 		t.Errorf("%s (built in Go: %v): the engine's decision is not the Rego's\ninput %s\nengine %s\nrego   %s", what, built, cut(string(raw)), g, w)
 	}
-	return got, built
 }
 
 func (c *decider) report(t testing.TB) {
