@@ -164,20 +164,17 @@ func of(re *syntax.Regexp) Need {
 const MaxPrefixes = 16
 
 // exact returns every string re matches, when they are at most
-// MaxPrefixes, none case folded and none holding U+FFFD; ok is false
-// otherwise. An assertion (\b, ^, $) matches the empty string.
+// MaxPrefixes, none has a case-folded letter and none holds U+FFFD; ok is
+// false otherwise. An assertion (\b, ^, $) matches the empty string.
 func exact(re *syntax.Regexp) (set []string, ok bool) {
 	switch re.Op {
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
 		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
 		return []string{""}, true
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return nil, false
-		}
 		for _, r := range re.Rune {
-			if r == utf8.RuneError {
-				return nil, false
+			if r == utf8.RuneError || (re.Flags&syntax.FoldCase != 0 && unicode.SimpleFold(r) != r) {
+				return nil, false // a folded letter has case variants
 			}
 		}
 		return []string{string(re.Rune)}, true
