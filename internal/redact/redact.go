@@ -113,15 +113,16 @@ type hit struct {
 // → kind, secrets seen elsewhere) and of each secret the table finds in s.
 // It returns the result and what it found in s itself (text → kind).
 func redactText(s string, known map[string]string) (string, map[string]string) {
-	return redactTextCtx(s, known, nil, true)
+	return redactTextCtx(s, known, nil, true, nil)
 }
 
 // redactTextCtx is redactText that also replaces every occurrence in s of
 // each text of extra: secrets found around s (the command line an
 // argument vector makes, the JSON text s holds), named by their hit. When
 // pathSegments is false, a random-looking segment of a path is kept (a
-// recording keeps what a replay judges a path by).
-func redactTextCtx(s string, known map[string]string, extra map[string]hit, pathSegments bool) (string, map[string]string) {
+// recording keeps what a replay judges a path by). m (nil: none) keeps
+// the escapings of known's secrets.
+func redactTextCtx(s string, known map[string]string, extra map[string]hit, pathSegments bool, m *memo) (string, map[string]string) {
 	hits := map[string]hit{}
 	add := func(text string, h hit) {
 		if text == "" {
@@ -135,7 +136,7 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 		if len(sec) < Secrets.MinScrub {
 			continue
 		}
-		for _, v := range escapings(sec) {
+		for _, v := range m.escapings(sec) {
 			if strings.Contains(s, v) {
 				add(v, hit{kind, -1})
 			}
@@ -153,7 +154,7 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 	// Random-looking runs are judged with the shapes' finds masked, so a
 	// run is never a shape's secret plus its surroundings.
 	masked := apply(s, hits)
-	for _, run := range table().run.FindAllString(masked, -1) {
+	for _, run := range runs(masked) {
 		if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
 			// A path: judge each segment on its own.
 			if !pathSegments {
@@ -183,8 +184,9 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 func shapeSecrets(s string) map[string]hit {
 	out := map[string]hit{}
 	var lower string
+	ref := reference.Load()
 	for rank, sh := range table().shapes {
-		if !sh.need.Maybe(s, &lower) || !sh.re.MatchString(s) {
+		if (!ref && !sh.need.Maybe(s, &lower)) || !sh.re.MatchString(s) {
 			continue
 		}
 		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {
@@ -347,10 +349,14 @@ type redactor struct {
 	// keepPaths keeps the random-looking segments of a path in argument
 	// strings: a recording, whose replay judges paths as they were.
 	keepPaths bool
+	// m is what this redaction found in each string it searched, shared
+	// with the redactors it starts (JSON text in a string, a value hidden
+	// by a name).
+	m *memo
 }
 
 func newRedactor() *redactor {
-	return &redactor{secrets: map[string]string{}, named: map[string]bool{}}
+	return &redactor{secrets: map[string]string{}, named: map[string]bool{}, m: &memo{}}
 }
 
 func (r *redactor) note(ptr string) { r.changed = append(r.changed, ptr) }
@@ -439,7 +445,7 @@ func (r *redactor) str(ptr, s string, secret bool, extra map[string]hit) string 
 			}
 		}
 	}
-	out, found := redactTextCtx(s, nil, extra, !r.keepPaths)
+	out, found := r.m.search(s, nil, extra, !r.keepPaths)
 	r.learn(found)
 	cutOff := false
 	if !r.full {
@@ -454,7 +460,7 @@ func (r *redactor) str(ptr, s string, secret bool, extra map[string]hit) string 
 // key returns an argument key as it may be echoed: its secret-shaped parts
 // redacted, then cut to MaxKeyChars.
 func (r *redactor) key(k string) string {
-	out, found := redactText(k, nil)
+	out, found := r.m.search(k, nil, nil, true)
 	r.learn(found)
 	if !r.full && utf8.RuneCountInString(out) > MaxKeyChars {
 		n := 0
@@ -487,7 +493,7 @@ func (r *redactor) pointer(ptr string) string {
 // text redacts free text: every secret seen in this tree (raw or escaped as
 // in a JSON string), then every secret shape. It does not cut.
 func (r *redactor) text(s string) string {
-	out, _ := redactText(s, r.secrets)
+	out, _ := r.m.search(s, r.secrets, nil, true)
 	return out
 }
 

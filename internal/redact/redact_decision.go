@@ -37,8 +37,12 @@ import (
 // message is caught even when no violation names it. Redacting twice
 // changes nothing.
 func Redact(d decision.Decision, args map[string]any) decision.Decision {
+	return redactWith(newRedactor(), d, args)
+}
+
+// redactWith is Redact with the redactor r, new.
+func redactWith(r *redactor, d decision.Decision, args map[string]any) decision.Decision {
 	redactions.Add(1)
-	r := newRedactor()
 	if args != nil && echoes(d) {
 		// the arguments are read for the secrets they hold by key name,
 		// which only the reasons can echo

@@ -11,12 +11,29 @@ import (
 // recorded call). Only Of makes one, so whatever takes a Decision cannot
 // be handed a decision nobody redacted, and has no reason to redact it
 // again. The zero value holds the zero decision.
-type Decision struct{ d decision.Decision }
+type Decision struct {
+	d decision.Decision
+	m *memo // what redacting d searched: Shown searches it no more
+}
 
 // Of redacts d with the call's unredacted arguments (Redact) and returns
 // it as a Decision.
 func Of(d decision.Decision, args map[string]any) Decision {
-	return Decision{d: Redact(d, args)}
+	r := newRedactor()
+	return Decision{d: redactWith(r, d, args), m: r.m}
+}
+
+// Shown is RedactShown(args): the arguments as a prompt shows them, and
+// the JSON Pointers of the values it changed. A string that redacting r
+// searched (the arguments r was made with, its messages) is not searched
+// again: an ask's arguments are searched once for its decision and its
+// prompt. Safe for concurrent use.
+func (r Decision) Shown(args map[string]any) (map[string]any, []string) {
+	w := newRedactor()
+	if r.m != nil {
+		w.m = r.m
+	}
+	return w.shown(args)
 }
 
 // Doc returns the redacted decision document. Its slices and maps are
@@ -25,7 +42,7 @@ func (r Decision) Doc() decision.Decision { return r.d }
 
 // Enforced is r's decision as it would be enforced
 // (decision.Decision.Enforced), redacted as r is.
-func (r Decision) Enforced() Decision { return Decision{d: r.d.Enforced()} }
+func (r Decision) Enforced() Decision { return Decision{d: r.d.Enforced(), m: r.m} }
 
 // redactions counts the decisions Redact has redacted in this process.
 var redactions atomic.Uint64

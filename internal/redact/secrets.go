@@ -239,6 +239,7 @@ type compiled struct {
 	pairKey *regexp.Regexp
 	shapes  []compiledShape
 	run     *regexp.Regexp
+	runs    *runScan // run, byte by byte; nil when run has another form
 	hex     *regexp.Regexp
 	uuid    *regexp.Regexp
 }
@@ -270,6 +271,7 @@ func compile(t SecretTable) *compiled {
 		values:  set(t.ValueFields),
 		pairKey: regexp.MustCompile(t.PairKey),
 		run:     regexp.MustCompile(t.Entropy.Run),
+		runs:    newRunScan(t.Entropy.Run),
 		hex:     regexp.MustCompile(t.Entropy.Hex),
 		uuid:    regexp.MustCompile(t.Entropy.UUID),
 	}

@@ -223,7 +223,7 @@ func (r *redactor) jsonFinds(s string) map[string]hit {
 	if dec.Decode(&v) != nil {
 		return nil
 	}
-	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, depth: r.depth + 1, keepPaths: r.keepPaths}
+	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, depth: r.depth + 1, keepPaths: r.keepPaths, m: r.m}
 	sub.value("", "", v, false)
 	var out map[string]hit
 	for text, kind := range sub.secrets {
@@ -248,7 +248,11 @@ func (r *redactor) jsonFinds(s string) map[string]hit {
 // secret replaced as RedactArgs replaces it, and nothing cut. It also
 // returns the JSON Pointers of the values it changed, sorted.
 func RedactShown(args map[string]any) (map[string]any, []string) {
-	r := newRedactor()
+	return newRedactor().shown(args)
+}
+
+// shown is RedactShown with the redactor r, new.
+func (r *redactor) shown(args map[string]any) (map[string]any, []string) {
 	r.full = true
 	out, _ := r.value("", "", map[string]any(args), false).(map[string]any)
 	if out == nil {
@@ -272,7 +276,7 @@ func (r *redactor) name(ptr string, v any) (any, bool) {
 	if _, isBool := v.(bool); isBool {
 		return v, true
 	}
-	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, keepPaths: r.keepPaths}
+	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, keepPaths: r.keepPaths, m: r.m}
 	sub.value(ptr, "", v, true)
 	for text, kind := range sub.secrets {
 		r.secrets[text] = kind
