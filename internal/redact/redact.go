@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpx/mcpx-policy/internal/jsonptr"
+	"github.com/mcpx/mcpx-policy/internal/regexneed"
 )
 
 // Limits of what a rendering echoes from a call.
@@ -185,8 +186,9 @@ func shapeSecrets(s string) map[string]hit {
 	out := map[string]hit{}
 	var lower string
 	ref := reference.Load()
+	bytes := regexneed.BytesOf(s) // read once for every shape's need
 	for rank, sh := range table().shapes {
-		if (!ref && !sh.need.Maybe(s, &lower)) || !sh.re.MatchString(s) {
+		if (!ref && !sh.need.MaybeIn(s, &lower, &bytes)) || !sh.re.MatchString(s) {
 			continue
 		}
 		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {

@@ -12,7 +12,9 @@ import (
 // what the table's regular expressions find:
 //
 //   - a shape runs on a string only when the string holds its need
-//     (internal/regexneed: a literal every match holds);
+//     (internal/regexneed: a literal every match holds), and a need is
+//     searched for only when the string has each of its bytes (the
+//     string's bytes are read once for every shape);
 //   - the random-looking runs (Secrets.Entropy.Run, a class of ASCII
 //     characters repeated at least n times) are found byte by byte;
 //   - a memo keeps what one decision's redaction found in each string it

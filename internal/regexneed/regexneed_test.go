@@ -116,7 +116,8 @@ func TestFoldedNeedsSkipPlainText(t *testing.T) {
 // small classes, alternations the parser factors (ab|ac is a(?:b|c)),
 // optional and repeated parts, assertions, case folding — and generated
 // strings over the same few characters, no string an expression matches
-// fails its need. The strings are short and the alphabet small, so many
+// fails its need, and MaybeIn told the string's bytes answers what Maybe
+// answers. The strings are short and the alphabet small, so many
 // match.
 func TestNeedsAreSoundGenerated(t *testing.T) {
 	t.Parallel()
@@ -143,7 +144,7 @@ func TestNeedsAreSoundGenerated(t *testing.T) {
 		}
 	}
 	common := []string{"a", "b", "_", " ", "k"}
-	rare := []string{"K", "s", "S", "é", "\u212a", "\u017f", "\xff", "\n"}
+	rare := []string{"A", "B", "K", "s", "S", "é", "\u212a", "\u017f", "\xff", "\n"}
 	strs := make([]string, 600)
 	for i := range strs {
 		var b strings.Builder
@@ -175,12 +176,17 @@ func TestNeedsAreSoundGenerated(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range strs {
+			var lower, lower2 string
+			b := regexneed.BytesOf(s)
+			maybe := n.Maybe(s, &lower)
+			if n.MaybeIn(s, &lower2, &b) != maybe {
+				t.Fatalf("%q on %q: MaybeIn is not Maybe (%v)", e, s, maybe)
+			}
 			if !re.MatchString(s) {
 				continue
 			}
 			matched++
-			var lower string
-			if !n.Maybe(s, &lower) {
+			if !maybe {
 				t.Fatalf("%q matches %q but its need %v says no", e, s, n)
 			}
 		}
