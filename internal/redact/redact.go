@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -67,13 +68,30 @@ func cut(s string) (string, bool) {
 // tokens (Secrets.KeyCounts: max_tokens, total_tokens, tokenizer, …) are
 // not secrets.
 func SecretKey(key string) bool {
-	var b strings.Builder
-	for _, r := range strings.ToLower(key) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
+	var buf [64]byte
+	n, ok := asciiNormal(buf[:0], key)
+	if !ok || reference.Load() {
+		return secretName(normalise(key))
+	}
+	// the byte form of secretName: a map indexed by string(n) and
+	// bytes.Contains copy nothing
+	t := table()
+	if len(n) == 0 || t.counts[string(n)] {
+		return false
+	}
+	if t.exact[string(n)] {
+		return true
+	}
+	for _, p := range t.partBytes {
+		if bytes.Contains(n, p) {
+			return true
 		}
 	}
-	n := b.String()
+	return false
+}
+
+// secretName reports whether the normalised key name n names a secret.
+func secretName(n string) bool {
 	if n == "" || table().counts[n] {
 		return false
 	}
@@ -86,6 +104,23 @@ func SecretKey(key string) bool {
 		}
 	}
 	return false
+}
+
+// asciiNormal appends to buf the normalised form of an ASCII key
+// (normalise: lower case, letters and digits only); ok is false when key
+// is not ASCII (its lower case is Unicode's: the Kelvin sign is a k).
+func asciiNormal(buf []byte, key string) (n []byte, ok bool) {
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c >= utf8.RuneSelf:
+			return nil, false
+		case 'A' <= c && c <= 'Z':
+			buf = append(buf, c+'a'-'A')
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			buf = append(buf, c)
+		}
+	}
+	return buf, true
 }
 
 // RedactString replaces every secret-shaped part of s (Secrets.Shapes and

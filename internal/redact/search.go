@@ -89,14 +89,16 @@ func runs(s string) []string {
 
 // memo is what one decision's redaction found in each string it searched
 // (the text and found of redactTextCtx, for a string no known or nearby
-// secret was searched for in) and each secret's escapings. Redacting a
+// secret was searched for in), in each command line an array makes, and
+// each secret's escapings. Redacting a
 // string is a pure function of it, so the memo changes no output. Safe
 // for concurrent use: a redacted decision's prompt may be built on
 // another goroutine.
 type memo struct {
-	mu   sync.Mutex
-	text map[memoKey]memoText
-	esc  map[string][]string
+	mu    sync.Mutex
+	text  map[memoKey]memoText
+	esc   map[string][]string
+	lines map[string]map[string]hit // command lines → what the shapes find (nil: nothing)
 }
 
 type memoKey struct {
@@ -169,4 +171,33 @@ func (m *memo) holdsKnown(s string, known map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// line is what the shapes find in the command line line (shapeSecrets),
+// or nil for nothing, found once per memo (nil: none). The map is read
+// only.
+func (m *memo) line(line string) map[string]hit {
+	find := func() map[string]hit {
+		if found := shapeSecrets(line); len(found) > 0 {
+			return found
+		}
+		return nil
+	}
+	if m == nil || reference.Load() {
+		return find()
+	}
+	m.mu.Lock()
+	found, ok := m.lines[line]
+	m.mu.Unlock()
+	if ok {
+		return found
+	}
+	found = find()
+	m.mu.Lock()
+	if m.lines == nil {
+		m.lines = map[string]map[string]hit{}
+	}
+	m.lines[line] = found
+	m.mu.Unlock()
+	return found
 }

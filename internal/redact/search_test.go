@@ -228,3 +228,35 @@ func TestRunScanIsTheRegex(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretKeyBytes: SecretKey and nameField read an ASCII key name
+// byte by byte without copying it; they answer what the normalised name
+// answers, over generated names made of the table's words in both cases,
+// separators, digits and non-ASCII letters (the Kelvin sign is a k).
+func TestSecretKeyBytes(t *testing.T) {
+	t.Parallel()
+	var words []string
+	words = append(words, Secrets.KeyParts...)
+	words = append(words, Secrets.KeyExact...)
+	words = append(words, Secrets.KeyCounts...)
+	words = append(words, Secrets.NameFields...)
+	words = append(words, "x", "db", "max", "path", "_", "-", ".", " ", "9", "\u212a", "é", "\xff", strings.Repeat("a", 70))
+	rng := rand.New(rand.NewPCG(28, 5))
+	for i := range 20000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(4) {
+			w := words[rng.IntN(len(words))]
+			if rng.IntN(3) == 0 {
+				w = strings.ToUpper(w)
+			}
+			b.WriteString(w)
+		}
+		k := b.String()
+		if got, want := SecretKey(k), secretName(normalise(k)); got != want {
+			t.Fatalf("case %d: SecretKey(%q) = %v, the normalised name says %v", i, k, got, want)
+		}
+		if got, want := nameField(k), table().names[normalise(k)]; got != want {
+			t.Fatalf("case %d: nameField(%q) = %v, the normalised name says %v", i, k, got, want)
+		}
+	}
+}

@@ -40,7 +40,13 @@ func normalise(key string) string {
 
 // nameField reports whether an object member named k names the other
 // members of its object (Secrets.NameFields).
-func nameField(k string) bool { return table().names[normalise(k)] }
+func nameField(k string) bool {
+	var buf [64]byte
+	if n, ok := asciiNormal(buf[:0], k); ok && !reference.Load() {
+		return table().names[string(n)]
+	}
+	return table().names[normalise(k)]
+}
 
 // valueField reports whether an object member named k holds the value a
 // name field beside it names (Secrets.ValueFields, Secrets.ValueParts).
@@ -120,17 +126,14 @@ func lineWord(s string) bool {
 }
 
 // commandFinds is what the table's shapes find in the command line of a
-// (commandLine), or nil.
-func commandFinds(beside map[string]any, a []any) map[string]hit {
+// (commandLine), or nil; m (nil: none) keeps it for the line. The map is
+// read only.
+func commandFinds(beside map[string]any, a []any, m *memo) map[string]hit {
 	line := commandLine(beside, a)
 	if line == "" {
 		return nil
 	}
-	found := shapeSecrets(line)
-	if len(found) == 0 {
-		return nil
-	}
-	return found
+	return m.line(line)
 }
 
 // object redacts object m found at ptr: a member is a secret by key name
@@ -171,7 +174,7 @@ func (r *redactor) array(ptr, key string, a []any, secret bool, beside map[strin
 	}
 	var extra map[string]hit
 	if !secret {
-		extra = commandFinds(beside, a)
+		extra = commandFinds(beside, a, r.m)
 	}
 	out := make([]any, 0, n+1)
 	for i := 0; i < n; i++ {
