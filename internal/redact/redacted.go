@@ -20,6 +20,9 @@ type Decision struct {
 // it as a Decision.
 func Of(d decision.Decision, args map[string]any) Decision {
 	r := newRedactor()
+	if !echoes(d) {
+		r.m = nil // nothing is searched: no memo to keep
+	}
 	return Decision{d: redactWith(r, d, args), m: r.m}
 }
 
