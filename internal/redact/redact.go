@@ -388,12 +388,12 @@ type redactor struct {
 	keepPaths bool
 	// m is what this redaction found in each string it searched, shared
 	// with the redactors it starts (JSON text in a string, a value hidden
-	// by a name).
+	// by a name); nil: none (a redaction that reads each string once).
 	m *memo
 }
 
 func newRedactor() *redactor {
-	return &redactor{secrets: map[string]string{}, named: map[string]bool{}, m: &memo{}}
+	return &redactor{secrets: map[string]string{}, named: map[string]bool{}}
 }
 
 func (r *redactor) note(ptr string) { r.changed = append(r.changed, ptr) }

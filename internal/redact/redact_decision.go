@@ -37,7 +37,17 @@ import (
 // message is caught even when no violation names it. Redacting twice
 // changes nothing.
 func Redact(d decision.Decision, args map[string]any) decision.Decision {
-	return redactWith(newRedactor(), d, args)
+	return redactWith(newRedactorFor(d), d, args)
+}
+
+// newRedactorFor is a redactor for d, with a memo when d has reasons to
+// search (an allow has none: nothing is searched, nothing to keep).
+func newRedactorFor(d decision.Decision) *redactor {
+	r := newRedactor()
+	if echoes(d) {
+		r.m = &memo{}
+	}
+	return r
 }
 
 // redactWith is Redact with the redactor r, new.

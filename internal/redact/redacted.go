@@ -19,10 +19,7 @@ type Decision struct {
 // Of redacts d with the call's unredacted arguments (Redact) and returns
 // it as a Decision.
 func Of(d decision.Decision, args map[string]any) Decision {
-	r := newRedactor()
-	if !echoes(d) {
-		r.m = nil // nothing is searched: no memo to keep
-	}
+	r := newRedactorFor(d)
 	return Decision{d: redactWith(r, d, args), m: r.m}
 }
 
@@ -33,8 +30,9 @@ func Of(d decision.Decision, args map[string]any) Decision {
 // prompt. Safe for concurrent use.
 func (r Decision) Shown(args map[string]any) (map[string]any, []string) {
 	w := newRedactor()
-	if r.m != nil {
-		w.m = r.m
+	w.m = r.m
+	if w.m == nil {
+		w.m = &memo{}
 	}
 	return w.shown(args)
 }
