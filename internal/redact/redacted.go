@@ -23,6 +23,17 @@ func Of(d decision.Decision, args map[string]any) Decision {
 	return Decision{d: redactWith(r, d, args), m: r.m}
 }
 
+// Again redacts d, another decision on the same call (an ask that became
+// a refusal, an approval used), as Of(d, args) does, with what redacting
+// r found: a string r's redaction searched is not searched again.
+func (r Decision) Again(d decision.Decision, args map[string]any) Decision {
+	w := newRedactorFor(d)
+	if w.m != nil && r.m != nil {
+		w.m = r.m
+	}
+	return Decision{d: redactWith(w, d, args), m: w.m}
+}
+
 // Shown is RedactShown(args): the arguments as a prompt shows them, and
 // the JSON Pointers of the values it changed. A string that redacting r
 // searched (the arguments r was made with, its messages) is not searched

@@ -148,7 +148,8 @@ func sameRedaction(a, b any) bool {
 // TestFastSearchIsTheReference: over generated strings, argument trees
 // and decisions that echo them, every redaction — of a string, of the
 // arguments as each output shows them, of a decision, of an ask's
-// arguments through the redacted decision (Shown) — hides the same text
+// arguments through the redacted decision (Shown), of another decision
+// on the same call (Again) — hides the same text
 // with the fast search (needs, the run scanner, the memo) as with the
 // reference (every shape's regular expression on every string, each
 // time), and a string alone byte for byte. Not parallel: it switches the
@@ -164,7 +165,7 @@ func TestFastSearchIsTheReference(t *testing.T) {
 	type out struct {
 		Args, Shown, Replaced, ShownOf any
 		Changed                        [3][]string
-		Decision                       decision.Decision
+		Decision, Again                decision.Decision
 	}
 	n := 60 // a full run (sweep.Full) checks 2,000
 	if sweep.Full() {
@@ -172,7 +173,7 @@ func TestFastSearchIsTheReference(t *testing.T) {
 	}
 	for i := range n {
 		args := genObject(rng, 0)
-		d := genDecision(rng, args)
+		d, d2 := genDecision(rng, args), genDecision(rng, args)
 		f := func() out {
 			var o out
 			o.Args, o.Changed[0] = RedactArgs(args)
@@ -181,6 +182,7 @@ func TestFastSearchIsTheReference(t *testing.T) {
 			r := Of(d, args)
 			o.Decision = r.Doc()
 			o.ShownOf, _ = r.Shown(args)
+			o.Again = r.Again(d2, args).Doc()
 			return o
 		}
 		fast, ref := both(f)
