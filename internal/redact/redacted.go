@@ -8,9 +8,9 @@ import (
 
 // Decision is a decision made fit to show: what every output of the
 // module shows of one (a rendering, an answer, the decision log, a
-// recorded call). Only Of makes one, so whatever takes a Decision cannot
-// be handed a decision nobody redacted, and has no reason to redact it
-// again. The zero value holds the zero decision.
+// recorded call). Only Of (and Again, from one) makes one, so whatever
+// takes a Decision cannot be handed a decision nobody redacted, and has
+// no reason to redact it again. The zero value holds the zero decision.
 type Decision struct {
 	d decision.Decision
 	m *memo // what redacting d searched: Shown searches it no more

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// How strings are searched fast. Three shortcuts, each finding exactly
-// what the table's regular expressions find:
+// How strings are searched fast. Four shortcuts, each finding exactly
+// what the table's regular expressions and key names find:
 //
 //   - a shape runs on a string only when the string holds its need
 //     (internal/regexneed: a literal every match holds), and a need is
@@ -20,10 +20,12 @@ import (
 //   - a memo keeps what one decision's redaction found in each string it
 //     searched, so a string searched again — a violation's value is an
 //     argument's, the second pass reads the first pass's output, an ask's
-//     prompt shows the arguments the decision was redacted with — costs a
-//     map lookup.
+//     prompt shows the arguments the decision was redacted with, a
+//     decision that changed is redacted again — costs a map lookup;
+//   - an ASCII key name is compared with the table byte by byte, without
+//     a copy.
 //
-// reference turns the three off: the tests compare the two searches over
+// reference turns the four off: the tests compare the two searches over
 // generated strings and decisions. Never set outside tests.
 var reference atomic.Bool
 
