@@ -383,6 +383,10 @@ type redactor struct {
 	full    bool              // nothing is cut (a prompt shows every byte)
 	depth   int               // how deep in JSON text inside strings this tree is
 	whole   string            // when set, what a value hidden by a name is replaced with, whole
+	// everyItem walks every element of a long array, which is cut
+	// otherwise (unless full): the walk that learns the secrets a
+	// reason may echo.
+	everyItem bool
 	// keepPaths keeps the random-looking segments of a path in argument
 	// strings: a recording, whose replay judges paths as they were.
 	keepPaths bool

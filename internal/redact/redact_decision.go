@@ -55,8 +55,11 @@ func redactWith(r *redactor, d decision.Decision, args map[string]any) decision.
 	redactions.Add(1)
 	if args != nil && echoes(d) {
 		// the arguments are read for the secrets they hold by key name,
-		// which only the reasons can echo
+		// which only the reasons can echo: every element of an array, not
+		// only those a rendering shows (a reason may echo any)
+		r.everyItem = true
 		r.value("", "", map[string]any(args), false)
+		r.everyItem = false
 	}
 	// Pass 1: values, collecting secrets known by key name.
 	out := d

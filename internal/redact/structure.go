@@ -169,7 +169,7 @@ func (r *redactor) object(ptr string, m map[string]any, secret bool) any {
 // replaced in its strings. Unless r.full, a long array is cut.
 func (r *redactor) array(ptr, key string, a []any, secret bool, beside map[string]any) any {
 	n := len(a)
-	if !r.full && n > MaxItems {
+	if !r.full && !r.everyItem && n > MaxItems {
 		n = MaxItems - 1 // and one summary: cutting again changes nothing
 	}
 	var extra map[string]hit
