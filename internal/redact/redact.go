@@ -405,11 +405,24 @@ func (r *redactor) note(ptr string) { r.changed = append(r.changed, ptr) }
 // learn remembers the secrets found in one string.
 func (r *redactor) learn(found map[string]string) {
 	for text, kind := range found {
-		if _, ok := r.secrets[text]; !ok {
-			r.secrets[text] = kind
-		}
+		r.know(text, kind)
 	}
 }
+
+// know remembers text as a secret found as kind. A text found as two
+// kinds is named by one whatever the order the tree was walked in (its
+// objects' members come in map order): by key name when it was found so,
+// else by the kind that sorts first.
+func (r *redactor) know(text, kind string) {
+	if old, ok := r.secrets[text]; ok && kind != byKeyName && (old == byKeyName || old <= kind) {
+		return
+	}
+	r.secrets[text] = kind
+}
+
+// byKeyName is the kind of a secret known by its key's name (or a name
+// beside it).
+const byKeyName = "by key name"
 
 // value returns a redacted, cut deep copy of v found under key at ptr.
 // A string or number under a secret key name is replaced whole, and so is

@@ -282,7 +282,7 @@ func (r *redactor) name(ptr string, v any) (any, bool) {
 	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, keepPaths: r.keepPaths, m: r.m}
 	sub.value(ptr, "", v, true)
 	for text, kind := range sub.secrets {
-		r.secrets[text] = kind
+		r.know(text, kind)
 	}
 	r.note(ptr)
 	return r.whole, true
