@@ -180,7 +180,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		if errors.Is(err, approval.ErrRefused) {
 			a.Refused, err = err, nil
 		}
-		r = redact.Of(d, call.Args)
+		r = r.Again(d, call.Args)
 	}
 	a.Err = err
 	// prompt is the ask r's prompt, built once for the size check, the
@@ -193,7 +193,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		switch {
 		case errors.Is(err, render.ErrPromptTooLarge):
 			d = render.UnavailableFor(d, err)
-			r = redact.Of(d, call.Args)
+			r = r.Again(d, call.Args)
 		case err == nil:
 			prompt = &p
 		}
@@ -209,7 +209,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		case errors.Is(oerr, approval.ErrFull):
 			a.HoldErr = oerr
 			d = fullRefusal(d, oerr)
-			r, prompt = redact.Of(d, call.Args), nil
+			r, prompt = r.Again(d, call.Args), nil
 		case req.ID == "":
 			a.HoldErr = oerr
 		default:
@@ -220,7 +220,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 			} else {
 				a.Err = oerr
 			}
-			r, prompt = redact.Of(d, call.Args), nil
+			r, prompt = r.Again(d, call.Args), nil
 		}
 	} else if opts.Hold && d.Outcome == decision.Ask {
 		held, err := e.hold(asker, r, prompt)
@@ -228,7 +228,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		case errors.Is(err, approval.ErrFull):
 			a.HoldErr = err
 			d = fullRefusal(d, err)
-			r, prompt = redact.Of(d, call.Args), nil
+			r, prompt = r.Again(d, call.Args), nil
 		case err != nil:
 			a.HoldErr = err
 		default:
@@ -243,7 +243,7 @@ func (e *Engine) Answer(ctx context.Context, raw []byte, opts AnswerOptions) Ans
 		if counted.Outcome != decision.Allow {
 			// a budget found spent meanwhile: its deny, redacted once
 			d = counted
-			r = redact.Of(d, call.Args)
+			r = r.Again(d, call.Args)
 		}
 	}
 	e.replayDispatch(call, doc)

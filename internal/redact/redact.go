@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpx/mcpx-policy/internal/jsonptr"
+	"github.com/mcpx/mcpx-policy/internal/regexneed"
 )
 
 // Limits of what a rendering echoes from a call.
@@ -66,13 +68,30 @@ func cut(s string) (string, bool) {
 // tokens (Secrets.KeyCounts: max_tokens, total_tokens, tokenizer, …) are
 // not secrets.
 func SecretKey(key string) bool {
-	var b strings.Builder
-	for _, r := range strings.ToLower(key) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
+	var buf [64]byte
+	n, ok := asciiNormal(buf[:0], key)
+	if !ok || reference.Load() {
+		return secretName(normalise(key))
+	}
+	// the byte form of secretName: a map indexed by string(n) and
+	// bytes.Contains copy nothing
+	t := table()
+	if len(n) == 0 || t.counts[string(n)] {
+		return false
+	}
+	if t.exact[string(n)] {
+		return true
+	}
+	for _, p := range t.partBytes {
+		if bytes.Contains(n, p) {
+			return true
 		}
 	}
-	n := b.String()
+	return false
+}
+
+// secretName reports whether the normalised key name n names a secret.
+func secretName(n string) bool {
 	if n == "" || table().counts[n] {
 		return false
 	}
@@ -85,6 +104,23 @@ func SecretKey(key string) bool {
 		}
 	}
 	return false
+}
+
+// asciiNormal appends to buf the normalised form of an ASCII key
+// (normalise: lower case, letters and digits only); ok is false when key
+// is not ASCII (its lower case is Unicode's: the Kelvin sign is a k).
+func asciiNormal(buf []byte, key string) (n []byte, ok bool) {
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c >= utf8.RuneSelf:
+			return nil, false
+		case 'A' <= c && c <= 'Z':
+			buf = append(buf, c+'a'-'A')
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			buf = append(buf, c)
+		}
+	}
+	return buf, true
 }
 
 // RedactString replaces every secret-shaped part of s (Secrets.Shapes and
@@ -113,15 +149,16 @@ type hit struct {
 // → kind, secrets seen elsewhere) and of each secret the table finds in s.
 // It returns the result and what it found in s itself (text → kind).
 func redactText(s string, known map[string]string) (string, map[string]string) {
-	return redactTextCtx(s, known, nil, true)
+	return redactTextCtx(s, known, nil, true, nil)
 }
 
 // redactTextCtx is redactText that also replaces every occurrence in s of
 // each text of extra: secrets found around s (the command line an
 // argument vector makes, the JSON text s holds), named by their hit. When
 // pathSegments is false, a random-looking segment of a path is kept (a
-// recording keeps what a replay judges a path by).
-func redactTextCtx(s string, known map[string]string, extra map[string]hit, pathSegments bool) (string, map[string]string) {
+// recording keeps what a replay judges a path by). m (nil: none) keeps
+// the escapings of known's secrets.
+func redactTextCtx(s string, known map[string]string, extra map[string]hit, pathSegments bool, m *memo) (string, map[string]string) {
 	hits := map[string]hit{}
 	add := func(text string, h hit) {
 		if text == "" {
@@ -135,7 +172,7 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 		if len(sec) < Secrets.MinScrub {
 			continue
 		}
-		for _, v := range escapings(sec) {
+		for _, v := range m.escapings(sec) {
 			if strings.Contains(s, v) {
 				add(v, hit{kind, -1})
 			}
@@ -153,7 +190,7 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 	// Random-looking runs are judged with the shapes' finds masked, so a
 	// run is never a shape's secret plus its surroundings.
 	masked := apply(s, hits)
-	for _, run := range table().run.FindAllString(masked, -1) {
+	for _, run := range runs(masked) {
 		if strings.HasPrefix(run, "/") || strings.HasPrefix(run, "~") {
 			// A path: judge each segment on its own.
 			if !pathSegments {
@@ -183,8 +220,10 @@ func redactTextCtx(s string, known map[string]string, extra map[string]hit, path
 func shapeSecrets(s string) map[string]hit {
 	out := map[string]hit{}
 	var lower string
+	ref := reference.Load()
+	bytes := regexneed.BytesOf(s) // read once for every shape's need
 	for rank, sh := range table().shapes {
-		if !sh.need.Maybe(s, &lower) || !sh.re.MatchString(s) {
+		if (!ref && !sh.need.MaybeIn(s, &lower, &bytes)) || !sh.re.MatchString(s) {
 			continue
 		}
 		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {
@@ -344,9 +383,17 @@ type redactor struct {
 	full    bool              // nothing is cut (a prompt shows every byte)
 	depth   int               // how deep in JSON text inside strings this tree is
 	whole   string            // when set, what a value hidden by a name is replaced with, whole
+	// everyItem walks every element of a long array, which is cut
+	// otherwise (unless full): the walk that learns the secrets a
+	// reason may echo.
+	everyItem bool
 	// keepPaths keeps the random-looking segments of a path in argument
 	// strings: a recording, whose replay judges paths as they were.
 	keepPaths bool
+	// m is what this redaction found in each string it searched, shared
+	// with the redactors it starts (JSON text in a string, a value hidden
+	// by a name); nil: none (a redaction that reads each string once).
+	m *memo
 }
 
 func newRedactor() *redactor {
@@ -358,11 +405,24 @@ func (r *redactor) note(ptr string) { r.changed = append(r.changed, ptr) }
 // learn remembers the secrets found in one string.
 func (r *redactor) learn(found map[string]string) {
 	for text, kind := range found {
-		if _, ok := r.secrets[text]; !ok {
-			r.secrets[text] = kind
-		}
+		r.know(text, kind)
 	}
 }
+
+// know remembers text as a secret found as kind. A text found as two
+// kinds is named by one whatever the order the tree was walked in (its
+// objects' members come in map order): by key name when it was found so,
+// else by the kind that sorts first.
+func (r *redactor) know(text, kind string) {
+	if old, ok := r.secrets[text]; ok && kind != byKeyName && (old == byKeyName || old <= kind) {
+		return
+	}
+	r.secrets[text] = kind
+}
+
+// byKeyName is the kind of a secret known by its key's name (or a name
+// beside it).
+const byKeyName = "by key name"
 
 // value returns a redacted, cut deep copy of v found under key at ptr.
 // A string or number under a secret key name is replaced whole, and so is
@@ -439,7 +499,7 @@ func (r *redactor) str(ptr, s string, secret bool, extra map[string]hit) string 
 			}
 		}
 	}
-	out, found := redactTextCtx(s, nil, extra, !r.keepPaths)
+	out, found := r.m.search(s, nil, extra, !r.keepPaths)
 	r.learn(found)
 	cutOff := false
 	if !r.full {
@@ -454,7 +514,7 @@ func (r *redactor) str(ptr, s string, secret bool, extra map[string]hit) string 
 // key returns an argument key as it may be echoed: its secret-shaped parts
 // redacted, then cut to MaxKeyChars.
 func (r *redactor) key(k string) string {
-	out, found := redactText(k, nil)
+	out, found := r.m.search(k, nil, nil, true)
 	r.learn(found)
 	if !r.full && utf8.RuneCountInString(out) > MaxKeyChars {
 		n := 0
@@ -487,7 +547,7 @@ func (r *redactor) pointer(ptr string) string {
 // text redacts free text: every secret seen in this tree (raw or escaped as
 // in a JSON string), then every secret shape. It does not cut.
 func (r *redactor) text(s string) string {
-	out, _ := redactText(s, r.secrets)
+	out, _ := r.m.search(s, r.secrets, nil, true)
 	return out
 }
 

@@ -37,12 +37,29 @@ import (
 // message is caught even when no violation names it. Redacting twice
 // changes nothing.
 func Redact(d decision.Decision, args map[string]any) decision.Decision {
-	redactions.Add(1)
+	return redactWith(newRedactorFor(d), d, args)
+}
+
+// newRedactorFor is a redactor for d, with a memo when d has reasons to
+// search (an allow has none: nothing is searched, nothing to keep).
+func newRedactorFor(d decision.Decision) *redactor {
 	r := newRedactor()
+	if echoes(d) {
+		r.m = &memo{}
+	}
+	return r
+}
+
+// redactWith is Redact with the redactor r, new.
+func redactWith(r *redactor, d decision.Decision, args map[string]any) decision.Decision {
+	redactions.Add(1)
 	if args != nil && echoes(d) {
 		// the arguments are read for the secrets they hold by key name,
-		// which only the reasons can echo
+		// which only the reasons can echo: every element of an array, not
+		// only those a rendering shows (a reason may echo any)
+		r.everyItem = true
 		r.value("", "", map[string]any(args), false)
+		r.everyItem = false
 	}
 	// Pass 1: values, collecting secrets known by key name.
 	out := d

@@ -230,17 +230,19 @@ func SecretsData() map[string]any {
 
 // compiled is the table ready for Go.
 type compiled struct {
-	parts   []string
-	exact   map[string]bool
-	counts  map[string]bool
-	schemes map[string]bool
-	names   map[string]bool // NameFields
-	values  map[string]bool // ValueFields
-	pairKey *regexp.Regexp
-	shapes  []compiledShape
-	run     *regexp.Regexp
-	hex     *regexp.Regexp
-	uuid    *regexp.Regexp
+	parts     []string
+	partBytes [][]byte // parts, as bytes
+	exact     map[string]bool
+	counts    map[string]bool
+	schemes   map[string]bool
+	names     map[string]bool // NameFields
+	values    map[string]bool // ValueFields
+	pairKey   *regexp.Regexp
+	shapes    []compiledShape
+	run       *regexp.Regexp
+	runs      *runScan // run, byte by byte; nil when run has another form
+	hex       *regexp.Regexp
+	uuid      *regexp.Regexp
 }
 
 type compiledShape struct {
@@ -270,8 +272,12 @@ func compile(t SecretTable) *compiled {
 		values:  set(t.ValueFields),
 		pairKey: regexp.MustCompile(t.PairKey),
 		run:     regexp.MustCompile(t.Entropy.Run),
+		runs:    newRunScan(t.Entropy.Run),
 		hex:     regexp.MustCompile(t.Entropy.Hex),
 		uuid:    regexp.MustCompile(t.Entropy.UUID),
+	}
+	for _, p := range t.KeyParts {
+		c.partBytes = append(c.partBytes, []byte(p))
 	}
 	for _, s := range t.Shapes {
 		need, _ := regexneed.Of(s.RE) // the regex compiled: it parses

@@ -40,7 +40,13 @@ func normalise(key string) string {
 
 // nameField reports whether an object member named k names the other
 // members of its object (Secrets.NameFields).
-func nameField(k string) bool { return table().names[normalise(k)] }
+func nameField(k string) bool {
+	var buf [64]byte
+	if n, ok := asciiNormal(buf[:0], k); ok && !reference.Load() {
+		return table().names[string(n)]
+	}
+	return table().names[normalise(k)]
+}
 
 // valueField reports whether an object member named k holds the value a
 // name field beside it names (Secrets.ValueFields, Secrets.ValueParts).
@@ -120,17 +126,14 @@ func lineWord(s string) bool {
 }
 
 // commandFinds is what the table's shapes find in the command line of a
-// (commandLine), or nil.
-func commandFinds(beside map[string]any, a []any) map[string]hit {
+// (commandLine), or nil; m (nil: none) keeps it for the line. The map is
+// read only.
+func commandFinds(beside map[string]any, a []any, m *memo) map[string]hit {
 	line := commandLine(beside, a)
 	if line == "" {
 		return nil
 	}
-	found := shapeSecrets(line)
-	if len(found) == 0 {
-		return nil
-	}
-	return found
+	return m.line(line)
 }
 
 // object redacts object m found at ptr: a member is a secret by key name
@@ -166,12 +169,12 @@ func (r *redactor) object(ptr string, m map[string]any, secret bool) any {
 // replaced in its strings. Unless r.full, a long array is cut.
 func (r *redactor) array(ptr, key string, a []any, secret bool, beside map[string]any) any {
 	n := len(a)
-	if !r.full && n > MaxItems {
+	if !r.full && !r.everyItem && n > MaxItems {
 		n = MaxItems - 1 // and one summary: cutting again changes nothing
 	}
 	var extra map[string]hit
 	if !secret {
-		extra = commandFinds(beside, a)
+		extra = commandFinds(beside, a, r.m)
 	}
 	out := make([]any, 0, n+1)
 	for i := 0; i < n; i++ {
@@ -223,7 +226,7 @@ func (r *redactor) jsonFinds(s string) map[string]hit {
 	if dec.Decode(&v) != nil {
 		return nil
 	}
-	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, depth: r.depth + 1, keepPaths: r.keepPaths}
+	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, depth: r.depth + 1, keepPaths: r.keepPaths, m: r.m}
 	sub.value("", "", v, false)
 	var out map[string]hit
 	for text, kind := range sub.secrets {
@@ -248,7 +251,11 @@ func (r *redactor) jsonFinds(s string) map[string]hit {
 // secret replaced as RedactArgs replaces it, and nothing cut. It also
 // returns the JSON Pointers of the values it changed, sorted.
 func RedactShown(args map[string]any) (map[string]any, []string) {
-	r := newRedactor()
+	return newRedactor().shown(args)
+}
+
+// shown is RedactShown with the redactor r, new.
+func (r *redactor) shown(args map[string]any) (map[string]any, []string) {
 	r.full = true
 	out, _ := r.value("", "", map[string]any(args), false).(map[string]any)
 	if out == nil {
@@ -272,10 +279,10 @@ func (r *redactor) name(ptr string, v any) (any, bool) {
 	if _, isBool := v.(bool); isBool {
 		return v, true
 	}
-	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, keepPaths: r.keepPaths}
+	sub := &redactor{secrets: map[string]string{}, named: map[string]bool{}, full: true, keepPaths: r.keepPaths, m: r.m}
 	sub.value(ptr, "", v, true)
 	for text, kind := range sub.secrets {
-		r.secrets[text] = kind
+		r.know(text, kind)
 	}
 	r.note(ptr)
 	return r.whole, true

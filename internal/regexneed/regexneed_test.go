@@ -1,6 +1,7 @@
 package regexneed_test
 
 import (
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -108,5 +109,116 @@ func TestFoldedNeedsSkipPlainText(t *testing.T) {
 	lower = ""
 	if !n.Maybe("Authorization: BASIC dXNlcjpwYXNz", &lower) {
 		t.Errorf("the basic-auth shape is skipped on a basic credential")
+	}
+}
+
+// TestNeedsAreSoundGenerated: over generated expressions — literals,
+// small classes, alternations the parser factors (ab|ac is a(?:b|c)),
+// optional and repeated parts, assertions, case folding — and generated
+// strings over the same few characters, no string an expression matches
+// fails its need, and MaybeIn told the string's bytes answers what Maybe
+// answers. The strings are short and the alphabet small, so many
+// match.
+func TestNeedsAreSoundGenerated(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(28, 3))
+	atoms := []string{"a", "b", "ab", "ba", "_", "a", "b", "k", "K", "s", "[ab]", "[ab_]", "[^a]", `\b`, "^", "$", ".", `\s`, "é", "\u212a"}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		if depth == 0 {
+			return atoms[rng.IntN(len(atoms))]
+		}
+		switch rng.IntN(7) {
+		case 0, 1:
+			return gen(depth-1) + gen(depth-1)
+		case 2:
+			return "(?:" + gen(depth-1) + "|" + gen(depth-1) + ")"
+		case 3:
+			return "(?:" + gen(depth-1) + ")" + []string{"?", "*", "+", "{2}", "{1,3}", "{0,2}"}[rng.IntN(6)]
+		case 4:
+			return "(" + gen(depth-1) + ")"
+		case 5:
+			return "(?i:" + gen(depth-1) + ")"
+		default:
+			return gen(depth-1) + gen(depth-1) + "|" + gen(depth-1)
+		}
+	}
+	common := []string{"a", "b", "_", " ", "k"}
+	rare := []string{"A", "B", "K", "s", "S", "é", "\u212a", "\u017f", "\xff", "\n"}
+	strs := make([]string, 600)
+	for i := range strs {
+		var b strings.Builder
+		for range rng.IntN(11) {
+			if rng.IntN(8) == 0 {
+				b.WriteString(rare[rng.IntN(len(rare))])
+			} else {
+				b.WriteString(common[rng.IntN(len(common))])
+			}
+		}
+		strs[i] = b.String()
+	}
+	// and expressions whose alternatives start one another
+	fixed := []string{"(?:ab|a)_", "a(?:$|b)_", "(?:b|ba)(?:a|b)", "k(?:|a)b", `(?:a\b|ab)_`, "(?:_|_a)(?:b|a)_"}
+	matched := 0
+	for i := range 3000 + len(fixed) {
+		var e string
+		if i < len(fixed) {
+			e = fixed[i]
+		} else {
+			e = gen(1 + rng.IntN(4))
+		}
+		re, err := regexp.Compile(e)
+		if err != nil {
+			continue
+		}
+		n, err := regexneed.Of(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range strs {
+			var lower, lower2 string
+			b := regexneed.BytesOf(s)
+			maybe := n.Maybe(s, &lower)
+			if n.MaybeIn(s, &lower2, &b) != maybe {
+				t.Fatalf("%q on %q: MaybeIn is not Maybe (%v)", e, s, maybe)
+			}
+			if !re.MatchString(s) {
+				continue
+			}
+			matched++
+			if !maybe {
+				t.Fatalf("%q matches %q but its need %v says no", e, s, n)
+			}
+		}
+	}
+	if matched < 10000 {
+		t.Errorf("only %d matches: the generated cases test little", matched)
+	}
+}
+
+// TestFactoredNeeds: an alternation the parser factors by its common
+// prefix (gh[pousr]_…|github_pat_… is g(?:h…|ithub_pat_…)) needs its
+// branches' whole prefixes, not the one letter they share: plain text
+// with a g skips the github-token shape.
+func TestFactoredNeeds(t *testing.T) {
+	t.Parallel()
+	for _, sh := range redact.Secrets.Shapes {
+		if sh.Kind != "github-token" {
+			continue
+		}
+		n, err := regexneed.Of(sh.RE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lower string
+		if n.Maybe("alpha beta gamma delta omega sigma", &lower) {
+			t.Errorf("the github-token shape runs on plain words with a g: need %v", n)
+		}
+		for _, s := range []string{"ghp_" + strings.Repeat("a", 36), "x github_pat_" + strings.Repeat("b", 30)} {
+			lower = ""
+			if !n.Maybe(s, &lower) {
+				t.Errorf("the github-token shape is skipped on %q", s)
+			}
+		}
 	}
 }

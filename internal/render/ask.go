@@ -115,7 +115,7 @@ func Prompt(call decision.Call, r redact.Decision) (AskPrompt, error) {
 	if d.Call.SHA256 != "" && d.Call.SHA256 != sum {
 		return AskPrompt{}, ErrCallMismatch
 	}
-	shown, changed := redact.RedactShown(call.Args)
+	shown, changed := r.Shown(call.Args)
 	canon, err := decision.Canonical(shown)
 	if err != nil {
 		return AskPrompt{}, fmt.Errorf("render: prompt: %w", err)
