@@ -69,9 +69,18 @@ func NewStreamConn(r io.ReadCloser, w io.WriteCloser) Conn {
 }
 
 // Stdio returns the Conn over the process's stdin and stdout; Close closes
-// stdin.
+// stdin. A pipe or a socket on stdin is read through the runtime's poller
+// (pollable), anything else as it is.
 func Stdio() Conn {
-	return newStreamConn(os.Stdin, os.Stdout, os.Stdin.Close)
+	return stdio(os.Stdin, os.Stdout)
+}
+
+// stdio is Stdio over in and out.
+func stdio(in, out *os.File) *streamConn {
+	if r := pollable(in); r != nil {
+		return newStreamConn(r, out, func() error { return errors.Join(r.Close(), in.Close()) })
+	}
+	return newStreamConn(in, out, in.Close)
 }
 
 // StartCommand starts cmd and returns the Conn over its stdin and stdout.
@@ -126,8 +135,8 @@ func newStreamConn(r io.Reader, w io.Writer, closer func() error) *streamConn {
 }
 
 // readLines feeds the lines of r to Read until r ends or the connection
-// closes. It leaks if r.Read never returns after Close (stdin), as the
-// SDK's reader does.
+// closes. It leaks if r.Read never returns after Close (a stdin read as it
+// is, not through the poller: see Stdio), as the SDK's reader does.
 func (c *streamConn) readLines(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
