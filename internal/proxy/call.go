@@ -85,13 +85,22 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
 	}
-	if d.Relaxed() {
-		// Shadow mode: the call goes ahead; the log and the result's
-		// _meta say what the policy decided.
-		e := d.Enforced()
-		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "shadow", e.Outcome, "code", e.First().Code, "sha256", d.Call.SHA256)
+	logDecision := func() {
+		if d.Relaxed() {
+			// Shadow mode: the call goes ahead; the log and the result's
+			// _meta say what the policy decided.
+			e := d.Enforced()
+			s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "shadow", e.Outcome, "code", e.First().Code, "sha256", d.Call.SHA256)
+		} else {
+			s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+		}
+	}
+	if d.Outcome == decision.Allow && rt.held == nil {
+		// An allow is logged once the call is on its way (or refused
+		// after all): the log line's write is off the call's path.
+		defer logDecision()
 	} else {
-		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+		logDecision()
 	}
 	// shown is d redacted, once, when something shows it: the recording,
 	// a refusal, a result's shadow _meta.
