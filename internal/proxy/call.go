@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
@@ -90,9 +92,11 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 			// Shadow mode: the call goes ahead; the log and the result's
 			// _meta say what the policy decided.
 			e := d.Enforced()
-			s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "shadow", e.Outcome, "code", e.First().Code, "sha256", d.Call.SHA256)
+			s.info("decision", slog.String("tool", params.Name), slog.String("outcome", string(d.Outcome)), slog.String("shadow", string(e.Outcome)),
+				slog.String("code", string(e.First().Code)), slog.String("sha256", d.Call.SHA256))
 		} else {
-			s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+			s.info("decision", slog.String("tool", params.Name), slog.String("outcome", string(d.Outcome)),
+				slog.String("code", string(d.First().Code)), slog.String("sha256", d.Call.SHA256))
 		}
 	}
 	if d.Outcome == decision.Allow && rt.held == nil {
@@ -265,4 +269,18 @@ func (s *session) replyShown(id jsonrpc.ID, call decision.Call, shown mcpxpolicy
 		return
 	}
 	s.replyResult(id, r.Body)
+}
+
+// info logs msg with attrs at the info level, as s.log.Info does but
+// without the caller's program counter (a record's source, which slog
+// takes with runtime.Callers for every line, for handlers that add it):
+// the decision line of every call was paying for it.
+func (s *session) info(msg string, attrs ...slog.Attr) {
+	h := s.log.Handler()
+	if !h.Enabled(s.ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	h.Handle(s.ctx, r)
 }
