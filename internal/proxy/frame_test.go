@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -238,4 +240,29 @@ func TestReadToolCallAsTheStruct(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzReadToolCallAsTheStruct: over any params, readToolCall and the
+// strict decoding of callParams agree — both refuse, or both read the same
+// name, arguments and members; for params that are a valid object (the
+// only params a checked tools/call frame carries), with the same refusal.
+func FuzzReadToolCallAsTheStruct(f *testing.F) {
+	for _, s := range []string{`{"name":"w","arguments":{"a":[1,2.50,{"b":null}]},"_meta":{"k":"v"}}`, `{"Name":"w"}`,
+		`{"name":"w","argumentſ":{}}`, `{"name":5}`, `null`, `{"name":"w","arguments":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		got, gotErr := readToolCall(params)
+		want, wantErr := readToolCallStruct(params)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%s: error %v; the struct's %v", params, gotErr, wantErr)
+		}
+		object := bytes.HasPrefix(bytes.TrimLeft(params, " \t\r\n"), []byte("{")) && strictjson.Valid(params) == nil
+		if gotErr != nil && object && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%s: error %v; the struct's %v", params, gotErr, wantErr)
+		}
+		if (gotErr == nil || errors.Is(gotErr, errArgsNotObject)) && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %#v; the struct's %#v", params, got, want)
+		}
+	})
 }
