@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,7 +32,8 @@ import (
 func BenchmarkProxyAllowedCall(b *testing.B) {
 	for _, c := range []struct {
 		name, meta string
-	}{{"", ""}, {"-2026", "," + meta2026}} {
+		os         bool
+	}{{"", "", false}, {"-2026", "," + meta2026, false}, {"-os", "", true}} {
 		b.Run("read"+c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			conf := filepath.Join(dir, "mcpx-policy.yaml")
@@ -43,16 +46,25 @@ func BenchmarkProxyAllowedCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			clientEnd, proxyFront := net.Pipe()
-			proxyBack, serverEnd := net.Pipe()
-			go benchServer(serverEnd)
+			opts := proxy.Options{Engine: eng, Server: "s"}
+			if c.meta != "" {
+				opts.ToolsMaxAge = 1 << 62
+			}
+			var clientEnd io.ReadWriteCloser
+			var front, back proxy.Conn
+			var serverEnd io.Closer
+			if c.os {
+				clientEnd, front, back, serverEnd = osPipes(b, &opts)
+			} else {
+				var proxyFront, proxyBack net.Conn
+				clientEnd, proxyFront = net.Pipe()
+				proxyBack, serverEnd = net.Pipe()
+				go benchServer(serverEnd.(net.Conn), serverEnd.(net.Conn))
+				front, back = proxy.NewStreamConn(proxyFront, proxyFront), proxy.NewStreamConn(proxyBack, proxyBack)
+			}
 			done := make(chan error, 1)
 			go func() {
-				opts := proxy.Options{Engine: eng, Server: "s"}
-				if c.meta != "" {
-					opts.ToolsMaxAge = 1 << 62
-				}
-				done <- proxy.Run(ctx, opts, proxy.NewStreamConn(proxyFront, proxyFront), proxy.NewStreamConn(proxyBack, proxyBack))
+				done <- proxy.Run(ctx, opts, front, back)
 			}()
 			in := bufio.NewReader(clientEnd)
 			roundTrip := func(line string) {
@@ -70,7 +82,9 @@ func BenchmarkProxyAllowedCall(b *testing.B) {
 			clientEnd.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
 			lines := make([]string, b.N+20)
 			for i := range lines {
-				lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/ws/f.txt","head":%d}%s}}`, i+1, i+1, c.meta)
+				// the path differs per run too: the engine's cache of
+				// decisions is the process's, shared by the runs
+				lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/ws/f%s%d.txt","head":%d}%s}}`, i+1, c.name, b.N, i+1, c.meta)
 			}
 			for _, l := range lines[b.N:] { // warm up: the first call lists the tools
 				roundTrip(l)
@@ -107,8 +121,8 @@ func containsID(line string) bool {
 
 // benchServer answers initialize, tools/list (one read-only tool) and
 // tools/call (a text result) at once.
-func benchServer(conn net.Conn) {
-	br := bufio.NewReaderSize(conn, 1<<16)
+func benchServer(r io.Reader, w io.Writer) {
+	br := bufio.NewReaderSize(r, 1<<16)
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -132,6 +146,56 @@ func benchServer(conn net.Conn) {
 		default:
 			result = `{}`
 		}
-		fmt.Fprintf(conn, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result)
 	}
+}
+
+// osPipes joins the client, the proxy and the server with the operating
+// system's pipes, as `mcpx-policy proxy` runs between an MCP client and a
+// server process: the client's side on blocking pipes (stdin and stdout
+// are), the server's on pipes of the runtime's poller (os/exec's are), and
+// the proxy's log at the info level to a pipe another goroutine drains
+// (stderr). It returns the client's end, the proxy's two connections and
+// what ends the server.
+func osPipes(b *testing.B, opts *proxy.Options) (client io.ReadWriteCloser, front, back proxy.Conn, server io.Closer) {
+	blocking := func() (r, w *os.File) {
+		var fds [2]int
+		if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+			b.Fatal(err)
+		}
+		return os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	}
+	stdinR, stdinW := blocking()
+	stdoutR, stdoutW := blocking()
+	toServerR, toServerW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	fromServerR, fromServerW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	logR, logW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go io.Copy(io.Discard, logR)
+	b.Cleanup(func() { logW.Close(); logR.Close(); stdoutR.Close() })
+	opts.Logger = slog.New(slog.NewTextHandler(logW, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	go benchServer(toServerR, fromServerW)
+	front = proxy.StdioOf(stdinR, stdoutW)
+	back = proxy.NewStreamConn(fromServerR, toServerW)
+	return struct {
+		io.Reader
+		io.WriteCloser
+	}{stdoutR, stdinW}, front, back, closers{toServerR, fromServerW}
+}
+
+type closers []io.Closer
+
+func (c closers) Close() error {
+	for _, x := range c {
+		x.Close()
+	}
+	return nil
 }

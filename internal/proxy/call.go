@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 
 	mcpxpolicy "github.com/mcpx/mcpx-policy"
 	"github.com/mcpx/mcpx-policy/decision"
@@ -85,13 +87,24 @@ func (s *session) toolsCall(ctx context.Context, m *jsonrpc.Request) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("decision failed (denied)", "tool", params.Name, "err", err)
 	}
-	if d.Relaxed() {
-		// Shadow mode: the call goes ahead; the log and the result's
-		// _meta say what the policy decided.
-		e := d.Enforced()
-		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "shadow", e.Outcome, "code", e.First().Code, "sha256", d.Call.SHA256)
+	logDecision := func() {
+		if d.Relaxed() {
+			// Shadow mode: the call goes ahead; the log and the result's
+			// _meta say what the policy decided.
+			e := d.Enforced()
+			s.info("decision", slog.String("tool", params.Name), slog.String("outcome", string(d.Outcome)), slog.String("shadow", string(e.Outcome)),
+				slog.String("code", string(e.First().Code)), slog.String("sha256", d.Call.SHA256))
+		} else {
+			s.info("decision", slog.String("tool", params.Name), slog.String("outcome", string(d.Outcome)),
+				slog.String("code", string(d.First().Code)), slog.String("sha256", d.Call.SHA256))
+		}
+	}
+	if d.Outcome == decision.Allow && rt.held == nil {
+		// An allow is logged once the call is on its way (or refused
+		// after all): the log line's write is off the call's path.
+		defer logDecision()
 	} else {
-		s.log.Info("decision", "tool", params.Name, "outcome", d.Outcome, "code", d.First().Code, "sha256", d.Call.SHA256)
+		logDecision()
 	}
 	// shown is d redacted, once, when something shows it: the recording,
 	// a refusal, a result's shadow _meta.
@@ -256,4 +269,18 @@ func (s *session) replyShown(id jsonrpc.ID, call decision.Call, shown mcpxpolicy
 		return
 	}
 	s.replyResult(id, r.Body)
+}
+
+// info logs msg with attrs at the info level, as s.log.Info does but
+// without the caller's program counter (a record's source, which slog
+// takes with runtime.Callers for every line, for handlers that add it):
+// the decision line of every call was paying for it.
+func (s *session) info(msg string, attrs ...slog.Attr) {
+	h := s.log.Handler()
+	if !h.Enabled(s.ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	h.Handle(s.ctx, r)
 }

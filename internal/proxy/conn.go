@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -44,9 +45,15 @@ var errFrameTooLarge = fmt.Errorf("a JSON-RPC frame is longer than %d bytes", Ma
 // streamConn is newline-delimited JSON-RPC over a byte stream, as MCP's
 // stdio transport specifies it: one message per line, no embedded newlines.
 type streamConn struct {
-	w        io.Writer
-	closer   func() error
-	writeMu  sync.Mutex
+	w       io.Writer
+	closer  func() error
+	writeMu sync.Mutex
+	// br is the reader Read reads itself (newStreamConn), rc its Close,
+	// readErr the error that ended it; else incoming carries the lines
+	// readLines read.
+	br       *bufio.Reader
+	rc       io.Closer
+	readErr  error
 	incoming chan lineOrErr
 	closed   chan struct{}
 	once     sync.Once
@@ -69,9 +76,18 @@ func NewStreamConn(r io.ReadCloser, w io.WriteCloser) Conn {
 }
 
 // Stdio returns the Conn over the process's stdin and stdout; Close closes
-// stdin.
+// stdin. A pipe or a socket on stdin is read through the runtime's poller
+// (pollable), anything else as it is.
 func Stdio() Conn {
-	return newStreamConn(os.Stdin, os.Stdout, os.Stdin.Close)
+	return stdio(os.Stdin, os.Stdout)
+}
+
+// stdio is Stdio over in and out.
+func stdio(in, out *os.File) *streamConn {
+	if r := pollable(in); r != nil {
+		return newStreamConn(r, out, func() error { return errors.Join(r.Close(), in.Close()) })
+	}
+	return newStreamConn(in, out, in.Close)
 }
 
 // StartCommand starts cmd and returns the Conn over its stdin and stdout.
@@ -119,15 +135,39 @@ func StartCommand(cmd *exec.Cmd, terminate time.Duration) (Conn, error) {
 	}), nil
 }
 
+// newStreamConn returns the connection over r and w. A reader whose Close
+// ends a Read in progress (closeEnds) is read by Read itself, in the
+// caller's goroutine: a frame goes from the read to its handling without
+// a hand-over between goroutines. Any other reader is read by a goroutine
+// of its own (readLines).
 func newStreamConn(r io.Reader, w io.Writer, closer func() error) *streamConn {
-	c := &streamConn{w: w, closer: closer, incoming: make(chan lineOrErr), closed: make(chan struct{})}
+	c := &streamConn{w: w, closer: closer, closed: make(chan struct{})}
+	if rc, ok := closeEnds(r); ok {
+		c.br, c.rc = bufio.NewReaderSize(r, 64<<10), rc
+		return c
+	}
+	c.incoming = make(chan lineOrErr)
 	go c.readLines(r)
 	return c
 }
 
+// closeEnds reports whether closing r ends a Read of r in progress, and
+// returns r's Close: true of a network connection and of a file the
+// runtime's poller reads (a pipe of os/exec, a stdin made pollable), which
+// alone take a read deadline.
+func closeEnds(r io.Reader) (io.Closer, bool) {
+	switch r := r.(type) {
+	case net.Conn:
+		return r, true
+	case *os.File:
+		return r, r.SetReadDeadline(time.Time{}) == nil
+	}
+	return nil, false
+}
+
 // readLines feeds the lines of r to Read until r ends or the connection
-// closes. It leaks if r.Read never returns after Close (stdin), as the
-// SDK's reader does.
+// closes. It leaks if r.Read never returns after Close (a stdin read as it
+// is, not through the poller: see Stdio), as the SDK's reader does.
 func (c *streamConn) readLines(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -171,6 +211,9 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 }
 
 func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if c.br != nil {
+		return c.readDirect(ctx)
+	}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -182,6 +225,33 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		return decodeFrame(l.line)
 	}
+}
+
+// readDirect is Read of a connection whose Close ends a read in progress
+// (newStreamConn): the reader is read here. The first error ends the
+// reading for good; one that Close caused reads as io.EOF, as it does
+// through readLines.
+func (c *streamConn) readDirect(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for c.readErr == nil {
+		select {
+		case <-c.closed:
+			return nil, io.EOF
+		default:
+		}
+		line, err := readLine(c.br)
+		switch {
+		case err != nil && (errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe)):
+			c.readErr = io.EOF
+		case err != nil:
+			c.readErr = err
+		case len(bytes.TrimSpace(line)) > 0:
+			return decodeFrame(line)
+		}
+	}
+	return nil, c.readErr
 }
 
 func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -210,6 +280,11 @@ func (c *streamConn) Close() error {
 		// answers, and Read still hands those answers over until it exits.
 		c.closeErr = c.closer()
 		close(c.closed)
+		if c.rc != nil {
+			// A reader the closer left open (a server that would not
+			// exit keeps its stdout): Read must not wait on it.
+			c.rc.Close()
+		}
 	})
 	return c.closeErr
 }

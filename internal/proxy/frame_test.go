@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -199,6 +201,68 @@ func FuzzDecodeFrameAsTheSDK(f *testing.F) {
 		}
 		if !reflect.DeepEqual(ours, sdk) {
 			t.Fatalf("%s: decoded\n ours %#v\n  sdk %#v", frame, ours, sdk)
+		}
+	})
+}
+
+// TestReadToolCallAsTheStruct: readToolCall reads every params as the
+// strict decoding of callParams does (readToolCallStruct) — the same name,
+// arguments, members and refusal — over combinations of names, case
+// variants (ASCII and not: "ſ" folds to "s", "K" to "k"), argument forms
+// and other members.
+func TestReadToolCallAsTheStruct(t *testing.T) {
+	t.Parallel()
+	names := []string{``, `"name":"w"`, `"name":""`, `"name":null`, `"name":5`, `"name":"\u0077"`, `"name":{"a":1}`}
+	args := []string{``, `"arguments":null`, `"arguments":{}`, `"arguments":[1]`, `"arguments":"x"`,
+		`"arguments":{"path":"/a","Path":"/b","n":1.50,"big":12345678901234567890,"s":"\ud83d\ude00\u00e9","o":{"k":[true,null]}}`,
+		`"arguments":{"a":1,"a":2}`}
+	others := []string{``, `"Name":"r"`, `"NAME":"r"`, `"ARGUMENTS":{}`, `"argumentſ":{}`, `"nameſ":1`, `"_meta":{"k":[1,2]}`,
+		`"task":{"ttl":5}`, `"é":1`, `"na\u006de":"x"`, `"\u004eame":"x"`}
+	for _, n := range names {
+		for _, a := range args {
+			for _, o := range others {
+				var parts []string
+				for _, p := range []string{n, a, o} {
+					if p != "" {
+						parts = append(parts, p)
+					}
+				}
+				params := []byte("{" + strings.Join(parts, ",") + "}")
+				got, gotErr := readToolCall(params)
+				want, wantErr := readToolCallStruct(params)
+				if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+					t.Errorf("%s: error %v; the struct's %v", params, gotErr, wantErr)
+					continue
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: %#v; the struct's %#v", params, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzReadToolCallAsTheStruct: over any params, readToolCall and the
+// strict decoding of callParams agree — both refuse, or both read the same
+// name, arguments and members; for params that are a valid object (the
+// only params a checked tools/call frame carries), with the same refusal.
+func FuzzReadToolCallAsTheStruct(f *testing.F) {
+	for _, s := range []string{`{"name":"w","arguments":{"a":[1,2.50,{"b":null}]},"_meta":{"k":"v"}}`, `{"Name":"w"}`,
+		`{"name":"w","argumentſ":{}}`, `{"name":5}`, `null`, `{"name":"w","arguments":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		got, gotErr := readToolCall(params)
+		want, wantErr := readToolCallStruct(params)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%s: error %v; the struct's %v", params, gotErr, wantErr)
+		}
+		object := bytes.HasPrefix(bytes.TrimLeft(params, " \t\r\n"), []byte("{")) && strictjson.Valid(params) == nil
+		if gotErr != nil && object && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%s: error %v; the struct's %v", params, gotErr, wantErr)
+		}
+		if (gotErr == nil || errors.Is(gotErr, errArgsNotObject)) && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %#v; the struct's %#v", params, got, want)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpx/mcpx-policy/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -38,34 +40,87 @@ var errArgsNotObject = errors.New("the arguments are not a JSON object")
 // name, a case variant of "name" or "arguments", or a duplicate key
 // anywhere (the arguments included) is an error; arguments that are not an
 // object (nor null) are errArgsNotObject, with the name read.
+//
+// params are read strictly once, into their members; the arguments are
+// built from their member in one more pass (strictjson.Parse: the values
+// encoding/json would make, numbers as written). Params with a key that
+// could be a case variant of "name" or "arguments" (one that is not ASCII
+// or folds to either), or a name that is not a string, are read as
+// readToolCallStruct reads them, for its exact refusal.
 func readToolCall(params json.RawMessage) (toolCall, error) {
+	var c toolCall
+	if err := strictjson.Unmarshal(params, &c.members); err != nil {
+		return toolCall{}, err
+	}
+	for k := range c.members {
+		if k != "name" && k != "arguments" && (!ascii(k) || strings.EqualFold(k, "name") || strings.EqualFold(k, "arguments")) {
+			return readToolCallStruct(params)
+		}
+	}
+	name := c.members["name"]
+	if len(name) > 0 && name[0] != '"' && string(name) != "null" {
+		return readToolCallStruct(params)
+	}
+	if len(name) > 0 && name[0] == '"' {
+		if err := json.Unmarshal(name, &c.Name); err != nil {
+			return toolCall{}, err
+		}
+	}
+	if c.Name == "" {
+		return toolCall{}, errNoName
+	}
+	return c, c.readArgs(c.members["arguments"])
+}
+
+// errNoName is a tools/call without a tool name.
+var errNoName = errors.New(`a tool "name" (a non-empty string) is required`)
+
+// readToolCallStruct is readToolCall through the strict decoding of
+// callParams, which refuses a case variant of its fields with the
+// decoder's own rule.
+func readToolCallStruct(params json.RawMessage) (toolCall, error) {
 	var p callParams
 	if err := strictjson.Unmarshal(params, &p); err != nil {
 		return toolCall{}, err
 	}
 	if p.Name == nil || *p.Name == "" {
-		return toolCall{}, errors.New(`a tool "name" (a non-empty string) is required`)
+		return toolCall{}, errNoName
 	}
-	// The strict reading above checked all of params (strictjson.Valid);
-	// what a map is read into has no field names to check, so the members
-	// and the arguments are read as encoding/json reads them, once each.
-	c := toolCall{Name: *p.Name, Args: map[string]any{}}
+	c := toolCall{Name: *p.Name}
 	if err := json.Unmarshal(params, &c.members); err != nil {
 		return toolCall{}, err
 	}
+	return c, c.readArgs(p.Arguments)
+}
+
+// readArgs reads the arguments member: absent or null is no arguments, an
+// object is read as encoding/json reads it (numbers as written), anything
+// else is errArgsNotObject.
+func (c *toolCall) readArgs(raw json.RawMessage) error {
+	c.Args = map[string]any{}
 	switch {
-	case len(p.Arguments) == 0 || string(p.Arguments) == "null":
-	case p.Arguments[0] != '{':
-		return c, errArgsNotObject
-	default:
-		dec := json.NewDecoder(bytes.NewReader(p.Arguments))
-		dec.UseNumber()
-		if err := dec.Decode(&c.Args); err != nil {
-			return toolCall{}, err
-		}
-		c.hasArgs = true
+	case len(raw) == 0 || string(raw) == "null":
+		return nil
+	case raw[0] != '{':
+		return errArgsNotObject
 	}
-	return c, nil
+	v, err := strictjson.Parse(raw)
+	if err != nil {
+		return err
+	}
+	c.Args, c.hasArgs = v.(map[string]any), true
+	return nil
+}
+
+// ascii reports whether s is ASCII: the keys for which a case-insensitive
+// comparison is strings.EqualFold.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // wire re-encodes the params from what was judged: the name and the

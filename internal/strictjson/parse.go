@@ -285,9 +285,11 @@ func (p *parser) array(s *shape) (any, error) {
 	}
 }
 
-// keySet holds the keys of one object: a short list, a map past 16.
+// keySet holds the keys of one object: a short list in place (no
+// allocation for the objects of most documents), a map past 16.
 type keySet struct {
-	few  []string
+	n    int
+	few  [16]string
 	many map[string]struct{}
 }
 
@@ -300,13 +302,14 @@ func (ks *keySet) add(k string) bool {
 		ks.many[k] = struct{}{}
 		return true
 	}
-	for _, f := range ks.few {
+	for _, f := range ks.few[:ks.n] {
 		if f == k {
 			return false
 		}
 	}
-	if len(ks.few) < 16 {
-		ks.few = append(ks.few, k)
+	if ks.n < len(ks.few) {
+		ks.few[ks.n] = k
+		ks.n++
 		return true
 	}
 	ks.many = make(map[string]struct{}, 32)
