@@ -411,7 +411,7 @@ func (s *Store) append(line []byte) error {
 	}
 	n, err := s.f.Write(out)
 	if err == nil {
-		err = unix.Fdatasync(int(s.f.Fd()))
+		err = datasync(int(s.f.Fd()))
 	}
 	if err != nil {
 		// What reached the file is read back by the next sync: a whole

@@ -158,7 +158,7 @@ func Exposed(f *os.File) string {
 	if st.Uid == 0 {
 		open = 0o004
 	}
-	mode := st.Mode & 0o7777
+	mode := uint32(st.Mode) & 0o7777
 	if mode&open == 0 {
 		return ""
 	}
@@ -170,13 +170,13 @@ func Exposed(f *os.File) string {
 // others (for a Secret too; who may read it is Exposed's to say).
 func CheckTrusted(path string, st *unix.Stat_t, trust Trust) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return &Error{Path: path, Err: fmt.Errorf("%s is %s, %w", path, kindOf(path, st.Mode), ErrNotRegular),
+		return &Error{Path: path, Err: fmt.Errorf("%s is %s, %w", path, kindOf(path, uint32(st.Mode)), ErrNotRegular),
 			Hint: "name a regular file"}
 	}
 	if err := trustedOwner(path, st); err != nil {
 		return err
 	}
-	mode := st.Mode & 0o7777
+	mode := uint32(st.Mode) & 0o7777
 	if mode&0o022 != 0 {
 		return &Error{Path: path, Err: fmt.Errorf("%w: %s is writable by group or others (mode %04o): whoever can write it decides what this process does", ErrUnsafe, path, mode),
 			Hint: "check its content, then run: chmod go-w " + path}
@@ -198,12 +198,12 @@ func CheckTrustedDir(path string) (bool, error) {
 		return false, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return false, &Error{Path: path, Err: fmt.Errorf("%s is %s, not a directory", path, kindOf(path, st.Mode))}
+		return false, &Error{Path: path, Err: fmt.Errorf("%s is %s, not a directory", path, kindOf(path, uint32(st.Mode)))}
 	}
 	if err := trustedOwner(path, &st); err != nil {
 		return false, err
 	}
-	if mode := st.Mode & 0o7777; mode&0o022 != 0 {
+	if mode := uint32(st.Mode) & 0o7777; mode&0o022 != 0 {
 		return false, &Error{Path: path, Err: fmt.Errorf("%w: folder %s is writable by group or others (mode %04o): whoever can write it can add a file to the config", ErrUnsafe, path, mode),
 			Hint: "check its content, then run: chmod go-w " + path}
 	}
