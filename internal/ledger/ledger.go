@@ -216,7 +216,9 @@ func (l *Ledger) Entries(server string) ([]decision.LedgerEntry, error) {
 //
 // It reads only server's part of a parse cached by the file's identity
 // (device, inode, size, modification and change time): a decision costs a
-// few stat calls, not a read of the file. In-flight markers of server
+// stat of the state dir and an fstat of each of its files while the dir
+// is unchanged (snapshot.go), a few stat calls else, not a read of the
+// file. In-flight markers of server
 // count as entries when their process is gone or when their slot is locked
 // (the owner declared the outcome unknown and could not save it yet); the
 // slot test is followed by a second stat, and the read is done again if
