@@ -62,6 +62,7 @@ func load(b testing.TB, s Shape) *fixture {
 	if f.opts, err = f.w.Options(dir); err != nil {
 		b.Fatal(err)
 	}
+	prepareState(b, f.opts.StateDir)
 	if f.eng, err = mcpxpolicy.New(context.Background(), f.opts); err != nil {
 		b.Fatal(err)
 	}

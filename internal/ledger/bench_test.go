@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpx/mcpx-policy/internal/ledger"
 )
@@ -105,6 +106,27 @@ func BenchmarkEntriesLargeHistory(b *testing.B) {
 	for b.Loop() {
 		if _, err := l.Entries("fs"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPendingQuiet is what a decision reads of a server without
+// entries from a ledger one write left (its three files exist) and that
+// has been quiet since, as most decisions find it.
+func BenchmarkPendingQuiet(b *testing.B) {
+	l := open(b, b.TempDir())
+	d, err := l.Begin("fs", "write_file", benchArgs, "mcp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.Sent()
+	if err := d.Settle(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // older than the timestamps' granularity
+	for b.Loop() {
+		if p, err := l.Pending("other", ledger.Listed); err != nil || p.Total != 0 {
+			b.Fatal(p, err)
 		}
 	}
 }

@@ -35,3 +35,6 @@ func RetrierRunning(l *Ledger) bool {
 	defer l.mu.Unlock()
 	return l.retrying
 }
+
+// FastLoads is how many reads of l the snapshot answered.
+func FastLoads(l *Ledger) uint64 { return l.fastLoads.Load() }

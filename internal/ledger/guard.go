@@ -32,13 +32,6 @@ var ErrUnsafe = statedir.ErrUnsafe
 // for the approval store too; the methods below turn its errors into the
 // ledger's *UnreadableError.
 
-// checkDir checks the state directory. A missing directory is an empty
-// ledger: it reports false and no error.
-func (l *Ledger) checkDir() (bool, error) {
-	ok, err := l.sd.Check()
-	return ok, l.wrap(err)
-}
-
 // preflight creates the state dir if missing (0700) and checks it and
 // every file in it that exists, before a change creates any file there.
 func (l *Ledger) preflight() error {

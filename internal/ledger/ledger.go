@@ -76,9 +76,14 @@ type Ledger struct {
 	parses  atomic.Uint64
 
 	// cache is the last file parsed, reused while its identity (fileID)
-	// holds; it keeps that file open.
-	cacheMu sync.Mutex
-	cache   *parsed
+	// holds; it keeps that file open. snap lets a read skip the checks by
+	// path while the state dir is unchanged (snapshot.go); it is dropped
+	// whenever cache changes. Both under cacheMu, which a fast read holds
+	// (read-locked) while it uses their descriptors.
+	cacheMu   sync.RWMutex
+	cache     *parsed
+	snap      *snapshot
+	fastLoads atomic.Uint64
 }
 
 // StateDirEnv names the environment variable that chooses the state dir
@@ -211,7 +216,9 @@ func (l *Ledger) Entries(server string) ([]decision.LedgerEntry, error) {
 //
 // It reads only server's part of a parse cached by the file's identity
 // (device, inode, size, modification and change time): a decision costs a
-// few stat calls, not a read of the file. In-flight markers of server
+// stat of the state dir and an fstat of each of its files while the dir
+// is unchanged (snapshot.go), a few stat calls else, not a read of the
+// file. In-flight markers of server
 // count as entries when their process is gone or when their slot is locked
 // (the owner declared the outcome unknown and could not save it yet); the
 // slot test is followed by a second stat, and the read is done again if
@@ -448,14 +455,18 @@ func (p *parsed) cleared(id string) bool {
 // missing dir or file is an empty ledger; anything else wrong is an
 // *UnreadableError.
 func (l *Ledger) load() (*parsed, error) {
-	ok, err := l.checkDir()
+	if p := l.fastLoad(); p != nil {
+		return p, nil
+	}
+	start := time.Now()
+	dir, ok, err := l.sd.CheckedStat()
 	if err != nil {
-		return nil, err
+		return nil, l.wrap(err)
 	}
 	if !ok {
 		return missingFile(), nil
 	}
-	for _, name := range []string{lockName, slotsName} {
+	for _, name := range [2]string{lockName, slotsName} {
 		if _, _, err := l.checkName(name); err != nil {
 			return nil, err
 		}
@@ -465,16 +476,18 @@ func (l *Ledger) load() (*parsed, error) {
 		return nil, err
 	}
 	if !exists {
+		l.remember(start, &dir, missingFile())
 		return missingFile(), nil
 	}
 	if st.Size > MaxFileSize {
 		return nil, l.tooBig(st.Size)
 	}
 	id := idOf(st)
-	l.cacheMu.Lock()
+	l.cacheMu.RLock()
 	p := l.cache
-	l.cacheMu.Unlock()
+	l.cacheMu.RUnlock()
 	if p != nil && p.id == id {
+		l.remember(start, &dir, p)
 		return p, nil
 	}
 	f, fst, err := l.openChecked(FileName, unix.O_RDONLY)
@@ -491,6 +504,7 @@ func (l *Ledger) load() (*parsed, error) {
 			l.parses.Add(1)
 			p = &parsed{id: idOf(fst), pin: f, st: fs}
 			l.setCache(p)
+			l.remember(start, &dir, p)
 			return p, nil
 		}
 		hint := ""
@@ -505,12 +519,17 @@ func (l *Ledger) load() (*parsed, error) {
 }
 
 // setCache makes p the cached parse and closes the file the previous one
-// kept open.
+// kept open, and drops the snapshot, which may refer to it.
 func (l *Ledger) setCache(p *parsed) {
 	l.cacheMu.Lock()
 	old := l.cache
 	l.cache = p
+	var snap *snapshot
+	if old != p {
+		snap, l.snap = l.snap, nil
+	}
 	l.cacheMu.Unlock()
+	snap.close()
 	if old != nil && old != p && old.pin != nil {
 		old.pin.Close()
 	}
@@ -526,8 +545,8 @@ func (l *Ledger) unchanged(p *parsed) (bool, error) {
 	if err != nil {
 		return false, l.unreadable(fmt.Errorf("%s: %w", l.path, err), "")
 	}
-	l.cacheMu.Lock()
-	defer l.cacheMu.Unlock()
+	l.cacheMu.RLock()
+	defer l.cacheMu.RUnlock()
 	return !p.missing && l.cache == p && idOf(&st) == p.id, nil
 }
 

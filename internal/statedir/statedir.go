@@ -60,27 +60,42 @@ func (d Dir) Path() string { return d.path }
 // Check checks the directory itself. A missing directory reports false and
 // no error.
 func (d Dir) Check() (bool, error) {
-	var st unix.Stat_t
-	err := unix.Stat(d.path, &st)
+	_, ok, err := d.CheckedStat()
+	return ok, err
+}
+
+// CheckedStat is Check that also returns the directory's stat (taken
+// following links, as the path is used), valid when ok.
+func (d Dir) CheckedStat() (st unix.Stat_t, ok bool, err error) {
+	err = unix.Stat(d.path, &st)
 	if errors.Is(err, unix.ENOENT) {
-		return false, nil
+		return st, false, nil
 	}
 	if err != nil {
-		return false, d.fail(d.path, fmt.Errorf("state dir %s: %w", d.path, err), "")
+		return st, false, d.fail(d.path, fmt.Errorf("state dir %s: %w", d.path, err), "")
 	}
+	if err := d.CheckDirStat(&st); err != nil {
+		return st, false, err
+	}
+	return st, true, nil
+}
+
+// CheckDirStat checks a stat of the directory without a system call: a
+// directory of this process's euid, not writable by group or others.
+func (d Dir) CheckDirStat(st *unix.Stat_t) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return false, d.fail(d.path, fmt.Errorf("state dir %s is not a directory", d.path),
+		return d.fail(d.path, fmt.Errorf("state dir %s is not a directory", d.path),
 			"point --state-dir (or MCPX_POLICY_STATE_DIR) at a directory of your own")
 	}
 	if uid := uint32(os.Geteuid()); st.Uid != uid {
-		return false, d.fail(d.path, fmt.Errorf("%w: state dir %s is owned by uid %d, not by this process's uid %d", ErrUnsafe, d.path, st.Uid, uid),
+		return d.fail(d.path, fmt.Errorf("%w: state dir %s is owned by uid %d, not by this process's uid %d", ErrUnsafe, d.path, st.Uid, uid),
 			fmt.Sprintf("use a state dir of your own (--state-dir or MCPX_POLICY_STATE_DIR), or check its content and run: chown -R %d %s", uid, d.path))
 	}
 	if st.Mode&0o022 != 0 {
-		return false, d.fail(d.path, fmt.Errorf("%w: state dir %s is writable by group or others (mode %04o)", ErrUnsafe, d.path, st.Mode&0o7777),
+		return d.fail(d.path, fmt.Errorf("%w: state dir %s is writable by group or others (mode %04o)", ErrUnsafe, d.path, st.Mode&0o7777),
 			"check its content, then run: chmod 700 "+d.path)
 	}
-	return true, nil
+	return nil
 }
 
 // Make creates the directory if it is missing (mode 0700) and checks it.
