@@ -86,7 +86,8 @@ func (l *Ledger) fastLoad() *parsed {
 // accepts: a file of type typ, owned by uid, not writable by group or
 // others.
 func private(st *unix.Stat_t, typ, uid uint32) bool {
-	return st.Mode&unix.S_IFMT == typ && st.Uid == uid && st.Mode&0o022 == 0
+	mode := uint32(st.Mode) // uint16 on darwin
+	return mode&unix.S_IFMT == typ && st.Uid == uid && mode&0o022 == 0
 }
 
 // remember takes a snapshot after a full read that began at start with
