@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -132,11 +130,7 @@ func hiddenCalls(n int) []struct {
 // decides it, and a call to a tool met hidden before, decided in Go, is
 // the Rego's decision under every ledger the engine builds.
 func TestHiddenToolsInGo(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "hidden.yaml")
-	if err := os.WriteFile(cfg, []byte(hiddenConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	c := newDecider(t, policyOfYAML(t, hiddenConfig))
 	ctx := context.Background()
 	const n = 3000
 	fast := 0
@@ -184,11 +178,7 @@ func TestHiddenToolsInGo(t *testing.T) {
 // evaluation (a few allocations; an evaluation takes over a hundred), and
 // a call whose context is done is still the policy error it was.
 func TestHiddenToolNotEvaluatedAgain(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "hidden.yaml")
-	if err := os.WriteFile(cfg, []byte(hiddenConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	c := newDecider(t, policyOfYAML(t, hiddenConfig))
 	call := decision.Call{Server: "s", Tool: decision.Tool{Name: "admin_x"}, Args: map[string]any{"path": "/workspace/a", "n": 1}}
 	first, _ := c.check(t, "first call", call, &engine.Ledger{})
 	if first.Outcome != decision.Deny || first.Step != decision.StepHidden {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mcpx/mcpx-policy/decision"
@@ -18,11 +16,7 @@ import (
 // number) is an InvalidInput deny with an error wherever a rule reads it;
 // OPA, handed such a number, panicked comparing it.
 func TestNumbersThatAreNotJSONDenied(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "numbers.yaml")
-	if err := os.WriteFile(cfg, []byte(refusalConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.Prepare(context.Background(), policyOf(t, cfg))
+	eng, err := engine.Prepare(context.Background(), policyOfYAML(t, refusalConfig))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -104,11 +102,7 @@ func plannedCalls(n int) []plannedCall {
 // before, without an evaluation, is the Rego's decision; under a ledger
 // that is not empty the same call is evaluated.
 func TestPlannedRefusalsWithoutEvaluation(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "planned.yaml")
-	if err := os.WriteFile(cfg, []byte(plannedConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	c := newDecider(t, policyOfYAML(t, plannedConfig))
 	ctx := context.Background()
 	const n = 2500
 	fast := map[string]int{}
@@ -187,11 +181,7 @@ func TestPlannedRefusalsWithoutEvaluation(t *testing.T) {
 // a few hundred), and a call whose context is done is still the policy
 // error it was.
 func TestPlannedRefusalNotEvaluatedAgain(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "planned.yaml")
-	if err := os.WriteFile(cfg, []byte(plannedConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	c := newDecider(t, policyOfYAML(t, plannedConfig))
 	yes := true
 	call := decision.Call{Server: "s", Tool: decision.Tool{Name: "plain", Annotations: &decision.Annotations{ReadOnlyHint: &yes}}, Args: map[string]any{"path": "/etc/first"}}
 	first, _ := c.check(t, "first call", call, &engine.Ledger{})
@@ -224,11 +214,7 @@ func TestPlannedRefusalNotEvaluatedAgain(t *testing.T) {
 // and read concurrently, and requires every decision to equal a fresh
 // engine's serial one. Run it with -race.
 func TestPlannedRefusalsConcurrently(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "planned.yaml")
-	if err := os.WriteFile(cfg, []byte(plannedConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := policyOf(t, cfg)
+	p := policyOfYAML(t, plannedConfig)
 	serial, err := engine.Prepare(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)

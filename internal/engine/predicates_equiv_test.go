@@ -235,6 +235,16 @@ func policyOf(t testing.TB, paths ...string) engine.Policy {
 	return assemble.Policy(c)
 }
 
+// policyOfYAML compiles a config written as text, as policyOf does a file.
+func policyOfYAML(t testing.TB, yaml string) engine.Policy {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "mcpx-policy.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return policyOf(t, cfg)
+}
+
 // TestPredicatesImplyRegoOnWorkloads: on the M and L reference calls, with
 // callers' modes, ledger entries and missing annotations mixed in, every
 // engine-only predicate the engine answers yes to holds in Rego. A quick

@@ -533,11 +533,7 @@ func TestRefusalsInGoOnFuzzSeeds(t *testing.T) {
 // test makes the Explainer find nothing in an invalid value; built in Go
 // regardless, the call would be allowed.
 func TestRefusalFallsBackToTheRego(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "fallback.yaml")
-	if err := os.WriteFile(cfg, []byte(refusalConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	c := newDecider(t, policyOfYAML(t, refusalConfig))
 	yes := true
 	call := func(n float64) decision.Call {
 		return decision.Call{Server: "s", Tool: decision.Tool{Name: "plain", Annotations: &decision.Annotations{ReadOnlyHint: &yes}}, Args: map[string]any{"n": n}}
@@ -563,11 +559,7 @@ func TestRefusalFallsBackToTheRego(t *testing.T) {
 // violations of its own (changing one decision's does not change
 // another's).
 func TestRefusalFindingsKeptPerScalar(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "memo.yaml")
-	if err := os.WriteFile(cfg, []byte(refusalConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	c := newDecider(t, policyOfYAML(t, refusalConfig))
 	walks := 0
 	c.eng.ExplainWith(func(x *schemarego.Explainer, v ast.Value, pointer string) []schemarego.Violation {
 		if pointer == "/n" {
