@@ -68,14 +68,38 @@ func plannedKeyOf(call decision.Call, led *Ledger) plannedKey {
 	return k
 }
 
-// plannedAnswers keeps the planned answers met, at most memoSize.
+// plannedAnswers keeps the planned answers met, and the common documents
+// met (commonAnswer), at most memoSize of each.
 type plannedAnswers struct {
-	mu sync.RWMutex
-	m  map[plannedKey]planned
+	mu     sync.RWMutex
+	m      map[plannedKey]planned
+	common map[plannedKey]commonAnswer
+}
+
+// commonAnswer is a common document met: the decision less its call, and
+// the tool's facts the common_case builtin held on.
+type commonAnswer struct {
+	d     decision.Decision
+	facts ast.Value
 }
 
 func newPlannedAnswers() *plannedAnswers {
-	return &plannedAnswers{m: map[plannedKey]planned{}}
+	return &plannedAnswers{m: map[plannedKey]planned{}, common: map[plannedKey]commonAnswer{}}
+}
+
+func (p *plannedAnswers) getCommon(k plannedKey) (commonAnswer, bool) {
+	p.mu.RLock()
+	c, ok := p.common[k]
+	p.mu.RUnlock()
+	return c, ok
+}
+
+func (p *plannedAnswers) learnCommon(k plannedKey, c commonAnswer) {
+	p.mu.Lock()
+	if _, seen := p.common[k]; !seen && len(p.common) < memoSize {
+		p.common[k] = c
+	}
+	p.mu.Unlock()
 }
 
 func (p *plannedAnswers) get(k plannedKey) (planned, bool) {
@@ -127,6 +151,44 @@ func (e *Prepared) decidePlanned(call decision.Call, led *Ledger, in ast.Object,
 		return decision.Decision{}, false
 	}
 	return e.refusals.assemble(call, pl, f)
+}
+
+// learnCommon keeps d, common_document's answer for call, when the
+// evaluation's first body answered it: the common_case builtin held (on
+// ga.commonFacts) and the ledger is empty, so the body's conditions held;
+// a hidden tool's document (the second body) is never kept. d is kept
+// without its call.
+func (e *Prepared) learnCommon(call decision.Call, led *Ledger, ga *callArgs, d decision.Decision) {
+	if e.plans == nil || e.decisions == nil || ga.commonFacts == nil || !ledgerIsEmpty(led) || d.Step == decision.StepHidden {
+		return
+	}
+	d.Call = decision.CallRef{}
+	e.plans.learnCommon(plannedKeyOf(call, led), commonAnswer{d: cloneDecision(d), facts: ga.commonFacts})
+}
+
+// decideCommon decides call (input in, without its arguments, which ga
+// reads) from a common document met before, without an evaluation: under
+// the same key, with an empty ledger, common_document's first body has the
+// same plan and conditions, and it holds when the common_case builtin holds
+// on the tool's facts, which decideCommon asks in Go as the evaluation
+// would (docs/decisions/0040-common-calls-without-an-evaluation.md).
+// Otherwise ok is false, and what the builtin reached is kept for what
+// follows (callArgs).
+func (e *Prepared) decideCommon(call decision.Call, led *Ledger, in ast.Object, ga *callArgs) (d decision.Decision, ok bool) {
+	if e.plans == nil || e.decisions == nil || !ledgerIsEmpty(led) {
+		return decision.Decision{}, false
+	}
+	c, ok := e.plans.getCommon(plannedKeyOf(call, led))
+	if !ok {
+		return decision.Decision{}, false
+	}
+	ga.lite = true
+	held := e.refusals.preds.commonCase(ga, in, c.facts)
+	ga.lite = false
+	if !held {
+		return decision.Decision{}, false
+	}
+	return cloneDecision(c.d), true
 }
 
 // unevaluatedKey notes on a context an *int that evaluate counts up when

@@ -170,9 +170,49 @@ func TestPlannedRefusalsWithoutEvaluation(t *testing.T) {
 	for _, k := range fast {
 		total += k
 	}
-	if total < sweep.Count(n)/20 || fast["deny:argument_rules"] == 0 || fast["deny:unknown_args"] == 0 {
-		t.Errorf("decided without an evaluation: %v of %d calls; want argument-rule and unknown-argument refusals among them", fast, sweep.Count(n))
+	if total < sweep.Count(n)/20 || fast["deny:argument_rules"] == 0 || fast["deny:unknown_args"] == 0 ||
+		fast["allow:"] == 0 || fast["ask:write_mode"] == 0 || fast["deny:write_mode"] == 0 {
+		t.Errorf("decided without an evaluation: %v of %d calls; want argument-rule and unknown-argument refusals among them, and common calls (allowed, asked and denied on the write mode)", fast, sweep.Count(n))
 	}
+}
+
+// TestCommonCallNotEvaluatedAgain: once an allowed call on a tool was
+// evaluated, an allowed call with other arguments is decided from the
+// common document kept, without an evaluation (far fewer allocations
+// than one), and a call the document does not decide (an argument rule
+// refuses it, or the ledger is not empty) is still the Rego's.
+func TestCommonCallNotEvaluatedAgain(t *testing.T) {
+	c := newDecider(t, policyOfYAML(t, plannedConfig))
+	yes := true
+	call := decision.Call{Server: "s", Tool: decision.Tool{Name: "plain", Annotations: &decision.Annotations{ReadOnlyHint: &yes}}, Args: map[string]any{"path": "/workspace/first"}}
+	first, _ := c.check(t, "first call", call, &engine.Ledger{})
+	if first.Outcome != decision.Allow {
+		t.Fatalf("first call: %s at %s; want an allow", first.Outcome, first.Step)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(50, func() {
+		i++
+		call.Args = map[string]any{"path": fmt.Sprintf("/workspace/%d", i)}
+		d, _, unevaluated, err := c.eng.DecideCounted(context.Background(), call, &engine.Ledger{})
+		if err != nil || d.Outcome != decision.Allow || !unevaluated {
+			t.Fatalf("call %d: %s at %s, evaluated %v, %v", i, d.Outcome, d.Step, !unevaluated, err)
+		}
+	})
+	t.Logf("%.0f allocations per allowed call decided without an evaluation", allocs)
+	if allocs > 100 {
+		t.Errorf("an allowed call on a tool met before takes %.0f allocations; want at most 100 (no evaluation)", allocs)
+	}
+	call.Args = map[string]any{"path": "/etc/passwd"}
+	if d, _ := c.check(t, "a refused call", call, &engine.Ledger{}); d.Outcome != decision.Deny || d.Step != decision.StepArgumentRules {
+		t.Errorf("a refused call after allowed ones: %s at %s; want an argument-rule deny", d.Outcome, d.Step)
+	}
+	call.Args = map[string]any{"path": "/workspace/again"}
+	led := &engine.Ledger{Entries: []decision.LedgerEntry{{ID: "w-1", Server: "s", Tool: "plain", ArgsSHA256: strings.Repeat("a", 64), Time: "2026-12-01T10:00:00Z", Surface: "sdk"}}, Total: 1}
+	d, _, unevaluated, err := c.eng.DecideCounted(context.Background(), call, led)
+	if err != nil || unevaluated {
+		t.Errorf("an allowed call's arguments under a ledger with an entry: decided without an evaluation (%v)", err)
+	}
+	c.compare(t, "under a ledger with an entry", true, d, call, led)
 }
 
 // TestPlannedRefusalNotEvaluatedAgain: once a refusal on a tool was

@@ -147,7 +147,10 @@ func (p *predicates) options() []func(*rego.Rego) {
 		}),
 		rego.Function2(decl("common_case"), func(bctx rego.BuiltinContext, in, facts *ast.Term) (*ast.Term, error) {
 			ga := goArgsOf(bctx)
-			ok := wellFormed(ga, in.Value) && noUnknownArgsOnce(ga, in.Value, facts.Value) && p.rulesAccept(ga, in.Value, facts.Value)
+			ok := p.commonCase(ga, in.Value, facts.Value)
+			if ok && ga != nil {
+				ga.commonFacts = facts.Value
+			}
 			return ast.InternedTerm(ok), nil
 		}),
 		rego.Function3(&rego.Function{Name: engineBuiltinPrefix + "package_accepts", Decl: types.NewFunction(types.Args(types.A, types.A, types.A), types.B)},
@@ -189,6 +192,13 @@ func predicateDeclarations() map[string]*ast.Builtin {
 		engineBuiltinPrefix + "plain_value":       {Name: engineBuiltinPrefix + "plain_value", Decl: two},
 		engineBuiltinPrefix + "plain_args":        {Name: engineBuiltinPrefix + "plain_args", Decl: types.NewFunction(types.Args(types.A), types.B)},
 	}
+}
+
+// commonCase is the common_case builtin: the input is well formed, no
+// argument is unknown and every matched rule accepts the arguments (facts
+// the tool's, tool.facts).
+func (p *predicates) commonCase(ga *callArgs, in, facts ast.Value) bool {
+	return wellFormed(ga, in) && noUnknownArgsOnce(ga, in, facts) && p.rulesAccept(ga, in, facts)
 }
 
 // keep notes the compiled policy: a package it holds no violations rule

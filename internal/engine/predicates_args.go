@@ -24,6 +24,9 @@ type callArgs struct {
 	// (lite), once asked before the evaluation (decidePlanned): 0 not
 	// asked, 1 yes, 2 no
 	noUnknown uint8
+	// commonFacts are the tool's facts the common_case builtin held on
+	// (planned.go: what a common document met is kept with)
+	commonFacts ast.Value
 }
 
 // isLite reports whether the evaluation's input leaves the arguments out
