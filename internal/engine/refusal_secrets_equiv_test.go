@@ -1,0 +1,132 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcpx/mcpx-policy/decision"
+	"github.com/mcpx/mcpx-policy/internal/engine"
+)
+
+// The argument-rule refusals built in Go show a violation's value as
+// text.show_at does: judged where it stands in the arguments, so that a
+// name beside it (a name field, the element before it) or above it hides
+// it, and its secret-shaped parts redacted as text.redact does. Each test
+// decides generated calls on the engine and on the same policy as a stock
+// OPA evaluates it, and compares the decisions byte for byte
+// (refusal_equiv_test.go's decider).
+
+// secretsConfig has rules that refuse values beside names, under secret
+// names, in command lines, and secret-shaped strings.
+const secretsConfig = `version: 1
+policy:
+  unknownArgs: off
+pool:
+  argumentRules:
+    - id: content
+      tools: ["*"]
+      argument: content
+      schema: {"type": "string", "maxLength": 8, "not": {"pattern": "BEGIN [A-Z]* ?PRIVATE KEY"}}
+    - id: value
+      tools: ["*"]
+      argument: value
+      schema: {"type": "integer"}
+    - id: deep
+      tools: ["*"]
+      argument: /env/0/value
+      schema: {"maxLength": 2}
+    - id: inner
+      tools: ["*"]
+      argument: /auth/password/x
+      schema: {"maxLength": 2}
+    - id: argv
+      tools: ["*"]
+      argument: argv
+      schema: {"type": "array", "maxItems": 1}
+    - id: one
+      tools: ["*"]
+      argument: /argv/1
+      schema: {"maxLength": 2}
+`
+
+// TestRefusalsInGoHideByStructure: a refused value that a name beside it,
+// or a key above it, hides is hidden in the engine's decision as in the
+// Rego's; the engine's refusal builder leaves such calls to the Rego. Without
+// it the builder showed {"name": "DB_PASSWORD", "content": …}'s content
+// raw where the Rego hides it by its name.
+func TestRefusalsInGoHideByStructure(t *testing.T) {
+	c := newDecider(t, policyOfYAML(t, secretsConfig))
+	calls := []map[string]any{
+		{"name": "DB_PASSWORD", "content": "hunter2hunter"},
+		{"key": "api_key", "value": "not-a-number"},
+		{"Name": "x", "content": "hunter2hunter"}, // no secret named: shown
+		{"env": []any{map[string]any{"name": "TOKEN", "value": "abcdef"}}},
+		{"env": []any{map[string]any{"name": "HOME", "value": "abcdef"}}},
+		{"auth": map[string]any{"password": map[string]any{"x": "abcdef"}}},
+		{"argv": []any{"--password", "hunter2"}},
+		{"argv": []any{"mysql", "-phunter2"}, "content": "hunter2hunter"},
+		{"argv": []any{"ls", "-l"}, "content": "hunter2hunter"},
+		{"command": "mysql", "argv": []any{"-phunter2", "x"}},
+		{"header": "Authorization", "content": "Bearer abcdefghijklmnop"},
+		{"content": "hunter2hunter", "meta": map[string]any{"k": "secret", "v": "1"}},
+	}
+	for i, args := range calls {
+		for _, server := range []string{"s", "t"} { // the second meets the planned answer kept
+			c.check(t, fmt.Sprintf("call %d on %s", i, server), decision.Call{Server: server, Tool: decision.Tool{Name: "tool"}, Args: args}, &engine.Ledger{})
+		}
+	}
+	c.report(t)
+}
+
+// secretShaped are strings the secret table finds something in, in the
+// shapes an agent may send: keys, tokens, flags, assignments, runs.
+var secretShaped = []string{
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA alpha beta gamma",
+	"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY----- tail",
+	"token ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa and ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	"Authorization: Bearer abcdefgh12345678",
+	"password=hunter2 user=bob",
+	"export API_KEY='s3cr3t value'",
+	"mysql -u root -phunter2 db",
+	"curl -u bob:hunter2 https://x",
+	"postgres://bob:hunter2@db.example.com/x",
+	"https://x.example.com/?token=abc123&q=1",
+	"aZ3kLm9QpR2sT7uVwX1yZ0bC4dE5fG6h and /aZ3kLm9QpR2sT7uVwX1yZ0bC4dE5fG6h/x",
+	"AKIAABCDEFGHIJKLMNOP",
+	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abc",
+	"password:\n  hunter2",
+	"--password hunter2 --user bob",
+	"sk-proj-abcdefghijklmnopqrstuvwxyz",
+	"key: |\n  line one\n  line two",
+	"x" + strings.Repeat("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa ", 5),
+	"héllo wörld password=ünïcödé " + strings.Repeat("é", 130),
+	strings.Repeat("password=a ", 30),
+	strings.Repeat("a", 200) + " token=" + strings.Repeat("b", 10),
+	"-----BEGIN EC PRIVATE KEY-----" + strings.Repeat(" alpha beta", 60),
+	"Bearer abcdefgh12345678 Bearer abcdefgh12345678x",
+	"secret=\"quoted value\" secret='x'",
+	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1234567890",
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd",
+	"abcdefghijklmnopqrstuvwxyz0123456789ABCD/EFGHIJKLMNOPQRSTUVWXYZ012345678",
+	"  {\"a\": 1}",
+}
+
+// TestRefusalsInGoRedactSecretShapedValues: a refused string with
+// secret-shaped parts is shown redacted and cut as text.show does, in the
+// engine's decision as in the Rego's, alone and among other arguments,
+// under its own key and in an array.
+func TestRefusalsInGoRedactSecretShapedValues(t *testing.T) {
+	c := newDecider(t, policyOfYAML(t, secretsConfig))
+	for i, s := range secretShaped {
+		for j, args := range []map[string]any{
+			{"content": s},
+			{"content": s, "path": "/workspace/x", "argv": []any{"ls"}},
+			{"argv": []any{"a", s}},
+			{"content": "ok", "value": s},
+		} {
+			c.check(t, fmt.Sprintf("value %d, call %d", i, j), decision.Call{Server: "s", Tool: decision.Tool{Name: "tool"}, Args: args}, &engine.Ledger{})
+		}
+	}
+	c.report(t)
+}
