@@ -130,3 +130,68 @@ func TestRefusalsInGoRedactSecretShapedValues(t *testing.T) {
 	}
 	c.report(t)
 }
+
+// secretFragments are the pieces generated strings are made of: parts of
+// every kind of shape, runs that are and are not random-looking, words,
+// separators, paths, line breaks and characters of other scripts.
+var secretFragments = []string{
+	"-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----\n", "MIIEpAIBAAKCAQEA",
+	"ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "AKIAABCDEFGHIJKLMNOP", "xoxb-1234567890-abc", "sk-abcdefghijklmnopqrstuvwx",
+	"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig", "Bearer ", "bearer abcdefgh1234", "Basic dXNlcjpwYXNz", "Token ",
+	"password", "password=", "passwd: ", "api_key=", "token=", "secret:", "auth=", "pwd=", "max_tokens=", "name=",
+	"hunter2", "bob", "'quoted value'", "\"dq value\"", "{braced}", "[REDACTED x]",
+	"mysql -u root -p", "-phunter2", "sshpass -p ", "curl -u bob:", "redis-cli -a ", "--password ", "--token ", "-p ",
+	"postgres://bob:", "@db.example.com/x", "https://", "?token=", "&key=", "user:pw@tcp(", "scott/tiger@//",
+	"aZ3kLm9QpR2sT7uVwX1yZ0bC4dE5fG6h", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "0123456789abcdef0123456789abcdef",
+	"123e4567-e89b-12d3-a456-426614174000", "/aZ3kLm9QpR2sT7uVwX1/yZ0bC4dE5fG6hJ8kL", "~aZ3kLm9QpR2sT7uVwX1yZ0b",
+	"AB12cd34EF56gh78IJ90", "AAAAAAAAAAAA1111111111AAAAAAAAAAAA", "a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6",
+	"alpha ", "beta ", " ", "  ", "\n", "\n  ", "\t", ": ", "=", ";", "&", ",", "/", "|\n  ", "é", "日本語", "✓ ",
+	"machine example.com login bob password ", "authorization: Token ", "x-api-key", "secretvalue123",
+}
+
+// TestRefusalsInGoRedactGeneratedValues: 600 strings made of secret
+// fragments, refused as an argument's value, are shown in the engine's
+// decision as in the Rego's, most of them built in Go.
+func TestRefusalsInGoRedactGeneratedValues(t *testing.T) {
+	c := newDecider(t, policyOfYAML(t, secretsConfig))
+	seed := uint64(28)
+	next := func(n int) int {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int((seed >> 33) % uint64(n))
+	}
+	for i := 0; i < 600; i++ {
+		var b strings.Builder
+		for j, n := 0, 1+next(12); j < n; j++ {
+			b.WriteString(secretFragments[next(len(secretFragments))])
+		}
+		if i%50 == 7 {
+			b.WriteString(strings.Repeat(secretFragments[next(len(secretFragments))], 1+next(40)))
+		}
+		args := map[string]any{"content": b.String()}
+		if i%3 == 1 {
+			args["path"] = "/workspace/x"
+		}
+		c.check(t, fmt.Sprintf("value %d", i), decision.Call{Server: "s", Tool: decision.Tool{Name: "tool"}, Args: args}, &engine.Ledger{})
+		if t.Failed() {
+			return
+		}
+	}
+	c.report(t)
+	if c.built < c.total*3/4 {
+		t.Errorf("only %d of %d refusals built in Go", c.built, c.total)
+	}
+}
+
+// FuzzRefusalRedaction: a fuzzed string refused as an argument's value is
+// shown in the engine's decision as in the Rego's.
+//
+//	go test -run '^$' -fuzz FuzzRefusalRedaction -fuzztime 2m -parallel 1 ./internal/engine/
+func FuzzRefusalRedaction(f *testing.F) {
+	for _, s := range secretShaped {
+		f.Add(s)
+	}
+	c := newDecider(f, policyOfYAML(f, secretsConfig))
+	f.Fuzz(func(t *testing.T, s string) {
+		c.check(t, "fuzzed value", decision.Call{Server: "s", Tool: decision.Tool{Name: "tool"}, Args: map[string]any{"content": s}}, &engine.Ledger{})
+	})
+}

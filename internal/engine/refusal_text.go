@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -62,18 +63,35 @@ func (r *refusals) plainText(s string) (string, bool) {
 	return s, !r.preds.secrets.suspect(s)
 }
 
-// show is text.show(key, v) for a value the secret table leaves as it is
-// (lib.predicates.plain_value): v, or when long, its first characters and
-// its size. ok is false when the table would redact something.
+// show is text.show(key, v): v, or when long, its first characters and
+// its size; a value the secret table leaves as it is
+// (lib.predicates.plain_value) is shown as it is, a string it would not is
+// redacted first (text.value: whole under a secret key name, else
+// text.scrub). ok is false for any other value the table would redact,
+// and for a string scrub is not built for: the Rego decides.
 func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
 	if !r.preds.secrets.plainValue(ast.String(key), v) {
-		return nil, false
+		s, isString := v.(ast.String)
+		if !isString {
+			return nil, false
+		}
+		t := r.preds.secrets
+		var red string
+		if s != "" && t.secretKey(key) {
+			if t.scrubber == nil || !utf8.ValidString(string(s)) {
+				return nil, false
+			}
+			red = t.scrubber.marker("by key name", string(s)) // text._by_name
+		} else {
+			var ok bool
+			if red, ok = t.scrub(string(s)); !ok {
+				return nil, false
+			}
+		}
+		return cutShown(red, string(s)), true
 	}
 	if s, ok := v.(ast.String); ok {
-		if runes(string(s)) <= maxValueChars {
-			return v, true
-		}
-		return ast.String(fmt.Sprintf("%s… (%d characters)", prefix(string(s), maxValueChars), runes(string(s)))), true
+		return cutShown(string(s), string(s)), true
 	}
 	text, ok := jsonText(v)
 	if !ok {
@@ -83,6 +101,15 @@ func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
 		return v, true
 	}
 	return ast.String(fmt.Sprintf("%s… (%d bytes)", prefix(text, maxValueChars), runes(text))), true
+}
+
+// cutShown is text._cut(r, v) for a string r shown for the string v: r,
+// or when long, its first characters and v's size.
+func cutShown(r, v string) ast.Value {
+	if runes(r) <= maxValueChars {
+		return ast.String(r)
+	}
+	return ast.String(fmt.Sprintf("%s… (%d characters)", prefix(r, maxValueChars), runes(v)))
 }
 
 // unescape is text.unescape: a JSON Pointer token's key.

@@ -29,6 +29,7 @@ type secretTable struct {
 	pairKey  *regexp.Regexp  // text._pair_key
 	lineWord int             // text._word
 	alts     []alternative   // the shapes' regexes and the entropy run: text._any
+	scrubber *scrubber       // what text.scrub reads besides (refusal_redact.go); nil: not built in Go
 }
 
 // mayBeJSON is text._json_start (^[ \t\n\r]*[\[{"]): a string that may
@@ -107,6 +108,7 @@ func newSecretTable(data any) *secretTable {
 		}
 		st.alts = append(st.alts, alternative{re: re, need: need})
 	}
+	st.scrubber = newScrubber(raw)
 	return st
 }
 
