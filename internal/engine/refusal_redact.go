@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -41,6 +42,7 @@ type scrubber struct {
 	denseRun    int
 	denseDigits ast.Number
 	minDistinct int
+	last        lastScrub
 }
 
 // scrubShape is one shape: its regex, its kind, the submatch that is the
@@ -153,8 +155,17 @@ func (t *secretTable) scrub(s string) (string, bool) {
 	if utf8.RuneCountInString(s) > t.maxScan {
 		return sc.marker("long value", s), true
 	}
+	if out, hit := sc.last.get(s); hit {
+		return out, true
+	}
 	hits := map[string]hit{}
+	var lower string
 	for rank, sh := range sc.shapes {
+		// text._shape_finds searches with a shape that matches s: most
+		// strings have what few shapes need (alternative.need)
+		if a := t.alts[rank]; !a.need.Maybe(s, &lower) || !a.re.MatchString(s) {
+			continue
+		}
 		for _, m := range sh.re.FindAllStringSubmatch(s, -1) {
 			if sh.group >= len(m) {
 				continue
@@ -187,7 +198,32 @@ func (t *secretTable) scrub(s string) (string, bool) {
 			}
 		}
 	}
-	return sc.apply(s, hits)
+	out, ok := sc.apply(s, hits)
+	if ok {
+		sc.last.put(s, out)
+	}
+	return out, ok
+}
+
+// lastScrub keeps the last string scrubbed and its redaction: the rules
+// of a tool that check one argument refuse the same value, each rendering
+// it.
+type lastScrub struct {
+	mu      sync.Mutex
+	in, out string
+	set     bool
+}
+
+func (l *lastScrub) get(s string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out, l.set && l.in == s
+}
+
+func (l *lastScrub) put(in, out string) {
+	l.mu.Lock()
+	l.in, l.out, l.set = in, out, true
+	l.mu.Unlock()
 }
 
 // merge keeps h as text's finder when it is the lowest-ranked (text._merge).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -70,6 +71,20 @@ func (r *refusals) plainText(s string) (string, bool) {
 // text.scrub). ok is false for any other value the table would redact,
 // and for a string scrub is not built for: the Rego decides.
 func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
+	s, isString := v.(ast.String)
+	if isString {
+		if out, hit := r.shown.get(key, string(s)); hit {
+			return out, true
+		}
+	}
+	out, ok := r.showOnce(key, v)
+	if ok && isString {
+		r.shown.put(key, string(s), out)
+	}
+	return out, ok
+}
+
+func (r *refusals) showOnce(key string, v ast.Value) (ast.Value, bool) {
 	if !r.preds.secrets.plainValue(ast.String(key), v) {
 		s, isString := v.(ast.String)
 		if !isString {
@@ -101,6 +116,28 @@ func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
 		return v, true
 	}
 	return ast.String(fmt.Sprintf("%s… (%d bytes)", prefix(text, maxValueChars), runes(text))), true
+}
+
+// lastShown keeps the last string shown, under its key: the rules of a
+// tool that check one argument refuse the same value, each rendering it
+// (a scalar's rendering is kept with its finding, refusal_memo.go; a long
+// string's is not), and show is a function of the key and the string.
+type lastShown struct {
+	mu      sync.Mutex
+	key, in string
+	out     ast.Value
+}
+
+func (l *lastShown) get(key, s string) (ast.Value, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out, l.out != nil && l.key == key && l.in == s
+}
+
+func (l *lastShown) put(key, s string, out ast.Value) {
+	l.mu.Lock()
+	l.key, l.in, l.out = key, s, out
+	l.mu.Unlock()
 }
 
 // cutShown is text._cut(r, v) for a string r shown for the string v: r,

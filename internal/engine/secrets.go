@@ -108,7 +108,9 @@ func newSecretTable(data any) *secretTable {
 		}
 		st.alts = append(st.alts, alternative{re: re, need: need})
 	}
-	st.scrubber = newScrubber(raw)
+	if sc := newScrubber(raw); sc != nil && len(sc.shapes)+1 == len(st.alts) {
+		st.scrubber = sc // its shapes are the alternatives' regexes, in order
+	}
 	return st
 }
 
