@@ -49,6 +49,14 @@ pool:
       tools: ["*"]
       argument: /argv/1
       schema: {"maxLength": 2}
+    - id: pw
+      tools: ["*"]
+      argument: password
+      schema: {"maxLength": 2}
+    - id: content2
+      tools: ["*"]
+      argument: content
+      schema: {"maxLength": 9}
 `
 
 // TestRefusalsInGoHideByStructure: a refused value that a name beside it,
@@ -125,6 +133,7 @@ func TestRefusalsInGoRedactSecretShapedValues(t *testing.T) {
 			{"content": s, "path": "/workspace/x", "argv": []any{"ls"}},
 			{"argv": []any{"a", s}},
 			{"content": "ok", "value": s},
+			{"content": s, "password": s, "value": s}, // one string under three keys, one a secret's name
 		} {
 			c.check(t, fmt.Sprintf("value %d, call %d", i, j), decision.Call{Server: "s", Tool: decision.Tool{Name: "tool"}, Args: args}, &engine.Ledger{})
 		}
