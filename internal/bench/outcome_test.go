@@ -14,7 +14,8 @@ import (
 // class only (outcomeClass: "allow", "ask:write_mode", "deny:hidden", …;
 // MCPX_CLASS, default allow), picked by the native baseline's decision,
 // and of one argument shape only if MCPX_SHAPE names one (argShape:
-// "private-key", "path-outside", …):
+// "private-key", "path-outside", …) and of one tool only if MCPX_TOOL
+// names one ("write_32"):
 // what one class of call costs, allocs/op included. Profiles of the timed
 // calls alone, without the fixture's setup, go to MCPX_CPU (a CPU
 // profile) and MCPX_MEM (the allocation profiles before and after, for
@@ -23,7 +24,7 @@ import (
 //
 //	MCPX_CLASS=allow go test -run '^$' -bench DecideOutcome -benchmem -benchtime 3000x ./internal/bench/
 func BenchmarkDecideOutcome(b *testing.B) {
-	want, shape := os.Getenv("MCPX_CLASS"), os.Getenv("MCPX_SHAPE")
+	want, shape, tool := os.Getenv("MCPX_CLASS"), os.Getenv("MCPX_SHAPE"), os.Getenv("MCPX_TOOL")
 	if want == "" {
 		want = "allow"
 	}
@@ -31,11 +32,11 @@ func BenchmarkDecideOutcome(b *testing.B) {
 	f.warmTools(b)
 	calls := make([]decision.Call, 0, b.N)
 	for tries := 0; len(calls) < b.N; tries++ {
-		if tries > 100 {
+		if tries > 1000 {
 			b.Fatalf("fewer than %d calls of class %q", b.N, want)
 		}
 		for _, c := range f.w.Fresh(max(b.N, 1000)) {
-			if len(calls) < b.N && outcomeClass(f.native.Decide(c)) == want && (shape == "" || argShape(c) == shape) {
+			if len(calls) < b.N && outcomeClass(f.native.Decide(c)) == want && (shape == "" || argShape(c) == shape) && (tool == "" || c.Tool.Name == tool) {
 				calls = append(calls, c)
 			}
 		}

@@ -47,6 +47,7 @@ type refusals struct {
 	docs       map[ast.Value]plannedDoc         // planned documents decoded, by term value
 	valids     map[string]*validNames           // tools' argument names, by list (refusal_unknown.go)
 	memo       findings                         // findings of scalar values (refusal_memo.go)
+	shown      lastShown                        // the last string shown (refusal_text.go)
 }
 
 func newRefusals(preds *predicates, data map[string]any) *refusals {

@@ -77,6 +77,13 @@ func (r *refusals) ruleFindings(ga *callArgs, facts ast.Object, label string) ([
 	if len(found) == 0 {
 		return nil, true
 	}
+	// a violation's value is shown as text.show_at shows it: judged by
+	// itself and its path's names only when no structure of the arguments
+	// names a secret (lib.predicates.plain_args); otherwise a name beside
+	// it or beside an ancestor may hide it, which the Rego decides
+	if !r.preds.secrets.plainGoArgs(ga.goArgs) {
+		return nil, false
+	}
 	code, step, ok := r.code("ArgumentRuleViolation")
 	if !ok {
 		return nil, false
@@ -257,7 +264,7 @@ func (r *refusals) ruleParts(id string, vs []schemarego.Violation) (phrases []st
 			detail, ok2 = r.plainText(v.Detail)
 		}
 		key, ok3 := lastKey(v.Path)
-		if !ok1 || !ok2 || !ok3 || !r.preds.secrets.plainValue(ast.String(""), v.Expected) {
+		if !ok1 || !ok2 || !ok3 || !r.preds.secrets.plainValue(ast.String(""), v.Expected) || r.namedAbove(v.Path) {
 			return nil, nil, "", false
 		}
 		shown, ok := r.show(key, v.Value)
@@ -355,4 +362,20 @@ func constraintText(constraint string, expected ast.Value, detail string, hasDet
 		base += " (" + detail + ")"
 	}
 	return base, true
+}
+
+// namedAbove is text._named_above(ptr): a key of the pointer above its
+// last names a secret (show_at then hides the value whole; the Rego
+// decides). A pointer the secret table cannot read is a yes.
+func (r *refusals) namedAbove(ptr string) bool {
+	parts := strings.Split(ptr, "/")
+	if len(parts) <= 2 {
+		return false
+	}
+	for _, t := range parts[1 : len(parts)-1] {
+		if r.preds.secrets.secretKey(unescape(t)) {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -62,18 +64,49 @@ func (r *refusals) plainText(s string) (string, bool) {
 	return s, !r.preds.secrets.suspect(s)
 }
 
-// show is text.show(key, v) for a value the secret table leaves as it is
-// (lib.predicates.plain_value): v, or when long, its first characters and
-// its size. ok is false when the table would redact something.
+// show is text.show(key, v): v, or when long, its first characters and
+// its size; a value the secret table leaves as it is
+// (lib.predicates.plain_value) is shown as it is, a string it would not is
+// redacted first (text.value: whole under a secret key name, else
+// text.scrub). ok is false for any other value the table would redact,
+// and for a string scrub is not built for: the Rego decides.
 func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
+	s, isString := v.(ast.String)
+	if isString {
+		if out, hit := r.shown.get(key, string(s)); hit {
+			return out, true
+		}
+	}
+	out, ok := r.showOnce(key, v)
+	if ok && isString {
+		r.shown.put(key, string(s), out)
+	}
+	return out, ok
+}
+
+func (r *refusals) showOnce(key string, v ast.Value) (ast.Value, bool) {
 	if !r.preds.secrets.plainValue(ast.String(key), v) {
-		return nil, false
+		s, isString := v.(ast.String)
+		if !isString {
+			return nil, false
+		}
+		t := r.preds.secrets
+		var red string
+		if s != "" && t.secretKey(key) {
+			if t.scrubber == nil || !utf8.ValidString(string(s)) {
+				return nil, false
+			}
+			red = t.scrubber.marker("by key name", string(s)) // text._by_name
+		} else {
+			var ok bool
+			if red, ok = t.scrub(string(s)); !ok {
+				return nil, false
+			}
+		}
+		return cutShown(red, string(s)), true
 	}
 	if s, ok := v.(ast.String); ok {
-		if runes(string(s)) <= maxValueChars {
-			return v, true
-		}
-		return ast.String(fmt.Sprintf("%s… (%d characters)", prefix(string(s), maxValueChars), runes(string(s)))), true
+		return cutShown(string(s), string(s)), true
 	}
 	text, ok := jsonText(v)
 	if !ok {
@@ -83,6 +116,37 @@ func (r *refusals) show(key string, v ast.Value) (ast.Value, bool) {
 		return v, true
 	}
 	return ast.String(fmt.Sprintf("%s… (%d bytes)", prefix(text, maxValueChars), runes(text))), true
+}
+
+// lastShown keeps the last string shown, under its key: the rules of a
+// tool that check one argument refuse the same value, each rendering it
+// (a scalar's rendering is kept with its finding, refusal_memo.go; a long
+// string's is not), and show is a function of the key and the string.
+type lastShown struct {
+	mu      sync.Mutex
+	key, in string
+	out     ast.Value
+}
+
+func (l *lastShown) get(key, s string) (ast.Value, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out, l.out != nil && l.key == key && l.in == s
+}
+
+func (l *lastShown) put(key, s string, out ast.Value) {
+	l.mu.Lock()
+	l.key, l.in, l.out = key, s, out
+	l.mu.Unlock()
+}
+
+// cutShown is text._cut(r, v) for a string r shown for the string v: r,
+// or when long, its first characters and v's size.
+func cutShown(r, v string) ast.Value {
+	if runes(r) <= maxValueChars {
+		return ast.String(r)
+	}
+	return ast.String(fmt.Sprintf("%s… (%d characters)", prefix(r, maxValueChars), runes(v)))
 }
 
 // unescape is text.unescape: a JSON Pointer token's key.

@@ -29,6 +29,7 @@ type secretTable struct {
 	pairKey  *regexp.Regexp  // text._pair_key
 	lineWord int             // text._word
 	alts     []alternative   // the shapes' regexes and the entropy run: text._any
+	scrubber *scrubber       // what text.scrub reads besides (refusal_redact.go); nil: not built in Go
 }
 
 // mayBeJSON is text._json_start (^[ \t\n\r]*[\[{"]): a string that may
@@ -106,6 +107,9 @@ func newSecretTable(data any) *secretTable {
 			return &secretTable{}
 		}
 		st.alts = append(st.alts, alternative{re: re, need: need})
+	}
+	if sc := newScrubber(raw); sc != nil && len(sc.shapes)+1 == len(st.alts) {
+		st.scrubber = sc // its shapes are the alternatives' regexes, in order
 	}
 	return st
 }
@@ -394,4 +398,81 @@ func (t *secretTable) structureFree(beside ast.Object, v ast.Value, depth int) b
 		return false // the policy reads a set as an array: let it decide
 	}
 	return true
+}
+
+// plainGoArgs is plainArgs for the caller's decoded arguments (the Go
+// types plainGo accepts): the refusal builder asks it once per refusal it
+// renders, without converting the arguments. Any other Go type is a no.
+func (t *secretTable) plainGoArgs(args map[string]any) bool {
+	if !t.ok {
+		return false
+	}
+	return t.structureFreeGo(nil, args, 0)
+}
+
+func (t *secretTable) structureFreeGo(beside map[string]any, v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case []any:
+		if !t.plainLineGo(beside, x) {
+			return false
+		}
+		for i, e := range x {
+			if s, ok := e.(string); ok && i+1 < len(x) && t.pairKey.MatchString(s) && t.secretKey(s) {
+				return false
+			}
+			if !t.structureFreeGo(nil, e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for k, e := range x {
+			if s, isStr := e.(string); isStr && t.nameField(k) && t.secretKey(s) {
+				return false
+			}
+			if !t.structureFreeGo(x, e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case nil, bool, string, json.Number, float64, int, int64:
+		return true
+	}
+	return false
+}
+
+// plainLineGo is plainLine for the caller's decoded arguments.
+func (t *secretTable) plainLineGo(beside map[string]any, a []any) bool {
+	own := 0
+	for _, e := range a {
+		if s, ok := e.(string); ok && t.word(s) {
+			own++
+		}
+	}
+	if own == 0 {
+		return true
+	}
+	var keys []string
+	for k, e := range beside {
+		if s, ok := e.(string); ok && t.word(s) {
+			keys = append(keys, k)
+		}
+	}
+	if own+len(keys) < 2 {
+		return true // one string is judged by itself
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys)+own)
+	for _, k := range keys {
+		parts = append(parts, beside[k].(string))
+	}
+	for _, e := range a {
+		if s, ok := e.(string); ok && t.word(s) {
+			parts = append(parts, s)
+		}
+	}
+	return !t.shaped(strings.Join(parts, " "))
 }
