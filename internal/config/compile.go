@@ -405,6 +405,12 @@ func (out *Compiled) compileRules(sc SchemaCompiler, ev RuleEvaluator, c *collec
 		}
 	}
 	out.Examples = out.checkExamples(checked, pkgs, ev, c)
+	// the schemas' YAML nodes placed the errors and warnings above on
+	// their lines; nothing reads them later, and a Compiled lives as long
+	// as its engine
+	for _, r := range all {
+		r.schemaNode = nil
+	}
 	return rules
 }
 

@@ -86,8 +86,9 @@ func ParsePattern(s string) (Pattern, error) {
 		p.Kind, p.RE, p.re = Glob, body, re
 		return p, nil
 	default:
+		// Match compares an exact name as a string: no compiled regex
+		// (a config of many named tools held one per name)
 		p.Kind, p.RE = Exact, "^"+regexp.QuoteMeta(s)+"$"
-		p.re = regexp.MustCompile(p.RE)
 		return p, nil
 	}
 }

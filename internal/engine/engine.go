@@ -192,7 +192,13 @@ func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 	for _, m := range mods {
 		opts = append(opts, rego.ParsedModule(m))
 	}
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if _, err := rego.New(opts...).PrepareForEval(ctx); err != nil {
+		return nil, fmt.Errorf("prepare policy: %w", err)
+	}
+	releaseParsed(compiler)
+	// the query is prepared again on the compiled policy, like the halves
+	// below: a prepared query keeps the parsed modules it was given
+	pq, err := rego.New(base...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
 	}
@@ -235,6 +241,22 @@ func prepare(ctx context.Context, p Policy, s settings) (*Prepared, error) {
 		e.decisions = newDecisionCache(decisionCacheSize)
 	}
 	return e, nil
+}
+
+// releaseParsed lets the parsed modules go once c has compiled its own
+// copies: OPA's Module.Copy points the copy of each top-level rule at the
+// new module but leaves every else rule's Module at the parsed one, so one
+// else kept its whole parsed module (every rule, expression and term) for
+// the life of the engine. The copies' modules have the same package and
+// text; evaluation reads no more of a rule's Module than that.
+func releaseParsed(c *ast.Compiler) {
+	for _, m := range c.Modules {
+		for _, r := range m.Rules {
+			for e := r.Else; e != nil; e = e.Else {
+				e.Module = r.Module
+			}
+		}
+	}
 }
 
 // parseModules parses the named modules on every core (a large config has
