@@ -60,6 +60,24 @@ func Valid(data []byte) error {
 	return p.document(nil, false)
 }
 
+// Members checks data as Valid does and, when it is an object, gives fn
+// each of its members in order: the key (unescaped) and the value's bytes
+// as written, a sub-slice of data (what encoding/json stores in a
+// json.RawMessage). Keys are unique (a duplicate is an error). fn is called
+// only while the check goes on, so a later error may follow calls already
+// made; the caller uses what it was given only once Members returns nil.
+// It reports whether data is an object; for any other value fn is never
+// called.
+func Members(data []byte, fn func(key string, value []byte)) (isObject bool, err error) {
+	p := parser{data: data, member: fn}
+	if err := p.document(nil, false); err != nil {
+		return false, err
+	}
+	p.pos = 0
+	p.space()
+	return p.data[p.pos] == '{', nil
+}
+
 // Parse decodes data, checked as Valid does, into plain values:
 // map[string]any, []any, string, json.Number, bool and nil.
 func Parse(data []byte) (any, error) {
@@ -83,6 +101,9 @@ type parser struct {
 	out   *any
 	known bool     // refuse keys that are not a struct's fields
 	path  []string // JSON Pointer segments of the value being read
+	// member, when set, is given each member of the top-level object:
+	// its key and its value's bytes as written (Members).
+	member func(key string, value []byte)
 }
 
 func (p *parser) fail(msg string, args ...any) error {
@@ -216,11 +237,15 @@ func (p *parser) object(s *shape) (any, error) {
 		p.pos++
 		p.space()
 		p.path = append(p.path, key)
+		valueAt := p.pos
 		v, err := p.value(child)
 		if err != nil {
 			return nil, err
 		}
 		p.path = p.path[:len(p.path)-1]
+		if p.member != nil && p.depth == 1 {
+			p.member(key, p.data[valueAt:p.pos:p.pos])
+		}
 		if p.build {
 			obj[key] = v
 		}
