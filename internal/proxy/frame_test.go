@@ -368,3 +368,44 @@ func showEnvelope(e envelope) string {
 	return fmt.Sprintf("{jsonrpc %s id %s method %s params %s result %s error %s}",
 		str(e.JSONRPC), raw(e.ID), str(e.Method), raw(e.Params), raw(e.Result), raw(e.Error))
 }
+
+// TestReadTaskHandleAsTheStruct: readTaskHandle reads every tools/call
+// result as the strict decoding of taskHandle does — the same task, or
+// none, or the same refusal — over combinations of resultType and task
+// forms, case variants (ASCII and not: "ſ" folds to "s", "K" to "k") and
+// other members, and results that are no object or not strict.
+func TestReadTaskHandleAsTheStruct(t *testing.T) {
+	t.Parallel()
+	task := `{"taskId":"t1","status":"working","ttl":60000}`
+	types := []string{``, `"resultType":"task"`, `"resultType":"t\u0061sk"`, `"resultType":"complete"`, `"resultType":null`, `"resultType":5`,
+		`"resultType":"task","taskId":"t2","status":"working"`, `"resultType":"task","taskId":""`}
+	tasks := []string{``, `"task":` + task, `"task":null`, `"task":{"taskId":"t1"}`, `"task":{"taskId":"t1","TaskId":"t2","status":"x"}`, `"task":"x"`}
+	others := []string{``, `"content":[{"type":"text","text":"a\nb"}],"isError":false`, `"ResultType":"task"`, `"TASK":{}`,
+		`"tasK":1`, `"resultTypeſ":1`, `"é":1`, `"structuredContent":{"task":{"taskId":"no"}}`}
+	var results []string
+	for _, ty := range types {
+		for _, tk := range tasks {
+			for _, o := range others {
+				var parts []string
+				for _, p := range []string{ty, tk, o} {
+					if p != "" {
+						parts = append(parts, p)
+					}
+				}
+				results = append(results, "{"+strings.Join(parts, ",")+"}")
+			}
+		}
+	}
+	results = append(results, `null`, `[]`, `"x"`, `{"task":1,"task":2}`, `{"a":"\ud800"}`, ` {"task":`+task+`} `)
+	for _, r := range results {
+		st, isTask, err := readTaskHandle([]byte(r))
+		wst, wantTask, wantErr := readTaskHandleStruct([]byte(r))
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Errorf("%s: error %v; the struct's %v", r, err, wantErr)
+			continue
+		}
+		if isTask != wantTask || !reflect.DeepEqual(st, wst) {
+			t.Errorf("%s: task %v %+v; the struct's %v %+v", r, isTask, st, wantTask, wst)
+		}
+	}
+}
