@@ -70,7 +70,10 @@ func readToolCall(params json.RawMessage) (toolCall, error) {
 		return readToolCallStruct(params)
 	}
 	if len(name) > 0 && name[0] == '"' {
-		if err := json.Unmarshal(name, &c.Name); err != nil {
+		plain := true
+		if n := plainString(name, &plain); plain && n != nil {
+			c.Name = *n
+		} else if err := json.Unmarshal(name, &c.Name); err != nil {
 			return toolCall{}, err
 		}
 	}

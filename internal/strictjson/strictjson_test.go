@@ -29,6 +29,8 @@ func TestValid(t *testing.T) {
 		`{"a":1,"\u0061":2}`:           `duplicate key "a"`,
 		`{"x":{"args":{"p":1,"p":2}}}`: `duplicate key "p" (at /x/args)`,
 		`[{"a":[{"k":1,"k":1}]}]`:      `duplicate key "k" (at /0/a/0)`,
+		`{"a\"b":{"x":1,"x":2}}`:       `duplicate key "x" (at /a"b)`,
+		`{"a\u002fb":[{"~":1,"~":2}]}`: `duplicate key "~" (at /a~1b/0)`,
 		`{"a":1} {"a":2}`:              `trailing data`,
 		`{"a":1}x`:                     `trailing data`,
 		"\"a\xffb\"":                   `invalid UTF-8`,
