@@ -60,9 +60,11 @@ const maxSafeID = 1<<53 - 1
 // batch (an array) is refused. The message is made from that one strict
 // reading, as jsonrpc.DecodeMessage would make it (TestDecodeFrameAsTheSDK):
 // a second decoding of every frame cost more than the first.
+//
+// The message's params, result and error data are sub-slices of raw.
 func decodeFrame(raw []byte) (jsonrpc.Message, error) {
-	var env envelope
-	if err := strictjson.Unmarshal(raw, &env); err != nil {
+	env, err := readEnvelope(raw)
+	if err != nil {
 		fe := looseFrame(raw)
 		fe.Err = err
 		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
@@ -112,6 +114,80 @@ func decodeFrame(raw []byte) (jsonrpc.Message, error) {
 		return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: *we.Message, Data: we.Data}}, nil
 	}
 	return &jsonrpc.Response{ID: id, Result: env.Result}, nil
+}
+
+// readEnvelope reads a frame's envelope in its one strict reading
+// (strictjson.Members): the members as strictjson.Unmarshal would store
+// them, without encoding/json's two more passes over the frame (the
+// result of a call, a file's content, is most of it). A frame the fast
+// reading does not take as it is — not an object, not strict, a member
+// spelled like an envelope's in another case or not ASCII, a "jsonrpc" or
+// "method" that is neither a string nor null — is decoded by
+// strictjson.Unmarshal, for the same envelope or its exact refusal
+// (TestReadEnvelopeAsUnmarshal).
+func readEnvelope(raw []byte) (envelope, error) {
+	var env envelope
+	plain := true
+	isObj, err := strictjson.Members(raw, func(key string, v []byte) {
+		switch key {
+		case "jsonrpc":
+			env.JSONRPC = plainString(v, &plain)
+		case "method":
+			env.Method = plainString(v, &plain)
+		case "id":
+			env.ID = v
+		case "params":
+			env.Params = v
+		case "result":
+			env.Result = v
+		case "error":
+			env.Error = v
+		default:
+			if !ascii(key) || foldsToEnvelope(key) {
+				plain = false
+			}
+		}
+	})
+	if err != nil || !isObj || !plain {
+		env = envelope{}
+		err = strictjson.Unmarshal(raw, &env)
+		return env, err
+	}
+	return env, nil
+}
+
+// envelopeNames are the JSON names of envelope's fields.
+var envelopeNames = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// foldsToEnvelope reports whether an ASCII key that is no envelope name
+// matches one case-insensitively (as encoding/json would).
+func foldsToEnvelope(key string) bool {
+	for _, n := range envelopeNames {
+		if strings.EqualFold(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainString is a strict JSON value read into a *string as
+// encoding/json reads it: null is nil, a string its value; anything else
+// clears *plain (encoding/json refuses it).
+func plainString(v []byte, plain *bool) *string {
+	switch {
+	case string(v) == "null":
+		return nil
+	case len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0:
+		s := string(v[1 : len(v)-1])
+		return &s
+	case len(v) >= 2 && v[0] == '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return &s
+		}
+	}
+	*plain = false
+	return nil
 }
 
 func isObject(raw json.RawMessage) bool {

@@ -2,8 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -265,4 +268,144 @@ func FuzzReadToolCallAsTheStruct(f *testing.F) {
 			t.Fatalf("%s: %#v; the struct's %#v", params, got, want)
 		}
 	})
+}
+
+// unmarshalEnvelope is the envelope as strictjson.Unmarshal reads it: what
+// readEnvelope must read.
+func unmarshalEnvelope(raw []byte) (envelope, error) {
+	var env envelope
+	err := strictjson.Unmarshal(raw, &env)
+	return env, err
+}
+
+// TestReadEnvelopeAsUnmarshal: readEnvelope reads every frame as
+// strictjson.Unmarshal reads it into the envelope — the same members
+// (their bytes as written), the same refusal — over combinations of the
+// members' forms: strings escaped or not, null, other types, case variants
+// (ASCII and not: "ſ" folds to "s", "K" to "k"), other members, and
+// frames that are no object or not strict.
+func TestReadEnvelopeAsUnmarshal(t *testing.T) {
+	t.Parallel()
+	versions := []string{``, `"jsonrpc":"2.0"`, `"jsonrpc":"2\u002e0"`, `"jsonrpc":null`, `"jsonrpc":2`, `"jsonrpc":"1.0"`, `"jsonrpc" : "2.0" `}
+	ids := []string{``, `"id":1`, `"id":"a\"b"`, `"id":null`, `"id":1.5`, `"id":[1]`}
+	bodies := []string{``, `"method":"tools/call"`, `"method":"m\u00e9"`, `"method":null`, `"method":{}`, `"method":""`,
+		`"params":{"name":"t","arguments":{"a":[1,2.5e3]}}`, `"params":null`, `"params":[ 1 ]`,
+		`"result":{"content":[{"type":"text","text":"x"}]}`, `"result":null`, `"error":{"code":1,"message":"m"}`,
+		`"method":"x","params":{}`, `"result":1,"error":null`}
+	others := []string{``, `"ID":2`, `"Method":"x"`, `"jsonRPC":"2.0"`, `"paramſ":{}`, `"resulK":1`, `"é":1`, `"extra":{"k":[1]}`,
+		`"\u0069d":3`, `"id":4`}
+	var frames []string
+	for _, v := range versions {
+		for _, id := range ids {
+			for _, b := range bodies {
+				for _, o := range others {
+					var parts []string
+					for _, p := range []string{v, id, b, o} {
+						if p != "" {
+							parts = append(parts, p)
+						}
+					}
+					frames = append(frames, "{"+strings.Join(parts, ",")+"}")
+				}
+			}
+		}
+	}
+	frames = append(frames, ``, ` `, `null`, `[]`, `[{"jsonrpc":"2.0"}]`, `"x"`, `1`, `{"jsonrpc":"2.0"} x`, `{"jsonrpc":"2.0",}`,
+		`{"a":"\ud800"}`, "{\"a\":\"\xff\"}", ` {"jsonrpc":"2.0","id":1,"result":{}} `, `{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}`)
+	for _, f := range frames {
+		got, gotErr := readEnvelope([]byte(f))
+		want, wantErr := unmarshalEnvelope([]byte(f))
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Errorf("%s: error %v; Unmarshal's %v", f, gotErr, wantErr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %s; Unmarshal's %s", f, showEnvelope(got), showEnvelope(want))
+		}
+	}
+}
+
+// FuzzReadEnvelopeAsUnmarshal: whatever the bytes, readEnvelope and
+// strictjson.Unmarshal into the envelope agree: the same members, or the
+// same refusal.
+//
+//	go test ./internal/proxy/ -run '^$' -fuzz FuzzReadEnvelopeAsUnmarshal
+func FuzzReadEnvelopeAsUnmarshal(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"\u00e9"]}}}`,
+		`{"jsonrpc":"2\u002e0","method":null,"ID":1}`,
+		`{"jsonrpc":2,"id":"x","result":null,"paramſ":1}`,
+		`{"id":9007199254740991,"result":{"a":"<&>"},"jsonrpc":"2.0"}`,
+		`[1]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		got, gotErr := readEnvelope(frame)
+		want, wantErr := unmarshalEnvelope(frame)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%s: error %v; Unmarshal's %v", frame, gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %s; Unmarshal's %s", frame, showEnvelope(got), showEnvelope(want))
+		}
+	})
+}
+
+func showEnvelope(e envelope) string {
+	str := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return strconv.Quote(*p)
+	}
+	raw := func(r json.RawMessage) string {
+		if r == nil {
+			return "<nil>"
+		}
+		return string(r)
+	}
+	return fmt.Sprintf("{jsonrpc %s id %s method %s params %s result %s error %s}",
+		str(e.JSONRPC), raw(e.ID), str(e.Method), raw(e.Params), raw(e.Result), raw(e.Error))
+}
+
+// TestReadTaskHandleAsTheStruct: readTaskHandle reads every tools/call
+// result as the strict decoding of taskHandle does — the same task, or
+// none, or the same refusal — over combinations of resultType and task
+// forms, case variants (ASCII and not: "ſ" folds to "s", "K" to "k") and
+// other members, and results that are no object or not strict.
+func TestReadTaskHandleAsTheStruct(t *testing.T) {
+	t.Parallel()
+	task := `{"taskId":"t1","status":"working","ttl":60000}`
+	types := []string{``, `"resultType":"task"`, `"resultType":"t\u0061sk"`, `"resultType":"complete"`, `"resultType":null`, `"resultType":5`,
+		`"resultType":"task","taskId":"t2","status":"working"`, `"resultType":"task","taskId":""`}
+	tasks := []string{``, `"task":` + task, `"task":null`, `"task":{"taskId":"t1"}`, `"task":{"taskId":"t1","TaskId":"t2","status":"x"}`, `"task":"x"`}
+	others := []string{``, `"content":[{"type":"text","text":"a\nb"}],"isError":false`, `"ResultType":"task"`, `"TASK":{}`,
+		`"tasK":1`, `"resultTypeſ":1`, `"é":1`, `"structuredContent":{"task":{"taskId":"no"}}`}
+	var results []string
+	for _, ty := range types {
+		for _, tk := range tasks {
+			for _, o := range others {
+				var parts []string
+				for _, p := range []string{ty, tk, o} {
+					if p != "" {
+						parts = append(parts, p)
+					}
+				}
+				results = append(results, "{"+strings.Join(parts, ",")+"}")
+			}
+		}
+	}
+	results = append(results, `null`, `[]`, `"x"`, `{"task":1,"task":2}`, `{"a":"\ud800"}`, ` {"task":`+task+`} `)
+	for _, r := range results {
+		st, isTask, err := readTaskHandle([]byte(r))
+		wst, wantTask, wantErr := readTaskHandleStruct([]byte(r))
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Errorf("%s: error %v; the struct's %v", r, err, wantErr)
+			continue
+		}
+		if isTask != wantTask || !reflect.DeepEqual(st, wst) {
+			t.Errorf("%s: task %v %+v; the struct's %v %+v", r, isTask, st, wantTask, wst)
+		}
+	}
 }

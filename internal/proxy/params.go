@@ -41,7 +41,9 @@ var errArgsNotObject = errors.New("the arguments are not a JSON object")
 // anywhere (the arguments included) is an error; arguments that are not an
 // object (nor null) are errArgsNotObject, with the name read.
 //
-// params are read strictly once, into their members; the arguments are
+// params are read strictly once, into their members (strictjson.Members:
+// each member's bytes as written, as encoding/json would store them, in
+// the same pass as the check); the arguments are
 // built from their member in one more pass (strictjson.Parse: the values
 // encoding/json would make, numbers as written). Params with a key that
 // could be a case variant of "name" or "arguments" (one that is not ASCII
@@ -49,8 +51,14 @@ var errArgsNotObject = errors.New("the arguments are not a JSON object")
 // readToolCallStruct reads them, for its exact refusal.
 func readToolCall(params json.RawMessage) (toolCall, error) {
 	var c toolCall
-	if err := strictjson.Unmarshal(params, &c.members); err != nil {
-		return toolCall{}, err
+	c.members = make(map[string]json.RawMessage, 4)
+	isObj, err := strictjson.Members(params, func(k string, v []byte) { c.members[k] = v })
+	if err != nil || !isObj {
+		// not an object (null reads as no members), or its refusal
+		c.members = nil
+		if err := strictjson.Unmarshal(params, &c.members); err != nil {
+			return toolCall{}, err
+		}
 	}
 	for k := range c.members {
 		if k != "name" && k != "arguments" && (!ascii(k) || strings.EqualFold(k, "name") || strings.EqualFold(k, "arguments")) {
@@ -62,7 +70,10 @@ func readToolCall(params json.RawMessage) (toolCall, error) {
 		return readToolCallStruct(params)
 	}
 	if len(name) > 0 && name[0] == '"' {
-		if err := json.Unmarshal(name, &c.Name); err != nil {
+		plain := true
+		if n := plainString(name, &plain); plain && n != nil {
+			c.Name = *n
+		} else if err := json.Unmarshal(name, &c.Name); err != nil {
 			return toolCall{}, err
 		}
 	}

@@ -111,14 +111,53 @@ func (st taskState) ttl() time.Duration {
 // result whose handle members do not decode strictly, or name a task the
 // proxy cannot read, is an error: the proxy cannot tell whether the work
 // goes on.
+//
+// The result is read in one pass (strictjson.Members), not decoded: it is
+// most of the frame (a file's content), and a plain result is passed on
+// as it is. A result the fast reading does not take as it is (no object,
+// not strict, a member spelled like "resultType" or "task" in another
+// case or not ASCII, a resultType neither a string nor null) is decoded
+// as taskHandle for its exact reading or refusal
+// (TestReadTaskHandleAsTheStruct).
 func readTaskHandle(result json.RawMessage) (st taskState, isTask bool, err error) {
-	var r struct {
-		ResultType *string         `json:"resultType"`
-		Task       json.RawMessage `json:"task"`
+	var r taskHandle
+	plain := true
+	isObj, err := strictjson.Members(result, func(key string, v []byte) {
+		switch key {
+		case "resultType":
+			r.ResultType = plainString(v, &plain)
+		case "task":
+			r.Task = v
+		default:
+			if !ascii(key) || strings.EqualFold(key, "resultType") || strings.EqualFold(key, "task") {
+				plain = false
+			}
+		}
+	})
+	if err != nil || !isObj || !plain {
+		return readTaskHandleStruct(result)
 	}
+	return r.read(result)
+}
+
+// taskHandle is what readTaskHandle reads of a tools/call result.
+type taskHandle struct {
+	ResultType *string         `json:"resultType"`
+	Task       json.RawMessage `json:"task"`
+}
+
+// readTaskHandleStruct is readTaskHandle through the strict decoding of
+// taskHandle.
+func readTaskHandleStruct(result json.RawMessage) (st taskState, isTask bool, err error) {
+	var r taskHandle
 	if err := strictjson.Unmarshal(result, &r); err != nil {
 		return st, false, err
 	}
+	return r.read(result)
+}
+
+// read reads the task a result r was read from names, if any.
+func (r taskHandle) read(result json.RawMessage) (st taskState, isTask bool, err error) {
 	switch {
 	case r.ResultType != nil && *r.ResultType == "task":
 		st, err = readTaskState(result)

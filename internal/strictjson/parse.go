@@ -24,6 +24,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -60,6 +61,24 @@ func Valid(data []byte) error {
 	return p.document(nil, false)
 }
 
+// Members checks data as Valid does and, when it is an object, gives fn
+// each of its members in order: the key (unescaped) and the value's bytes
+// as written, a sub-slice of data (what encoding/json stores in a
+// json.RawMessage). Keys are unique (a duplicate is an error). fn is called
+// only while the check goes on, so a later error may follow calls already
+// made; the caller uses what it was given only once Members returns nil.
+// It reports whether data is an object; for any other value fn is never
+// called.
+func Members(data []byte, fn func(key string, value []byte)) (isObject bool, err error) {
+	p := parser{data: data, member: fn}
+	if err := p.document(nil, false); err != nil {
+		return false, err
+	}
+	p.pos = 0
+	p.space()
+	return p.data[p.pos] == '{', nil
+}
+
 // Parse decodes data, checked as Valid does, into plain values:
 // map[string]any, []any, string, json.Number, bool and nil.
 func Parse(data []byte) (any, error) {
@@ -81,12 +100,32 @@ type parser struct {
 	depth int
 	build bool
 	out   *any
-	known bool     // refuse keys that are not a struct's fields
-	path  []string // JSON Pointer segments of the value being read
+	known bool  // refuse keys that are not a struct's fields
+	path  []seg // where the value being read is
+	// member, when set, is given each member of the top-level object:
+	// its key and its value's bytes as written (Members).
+	member func(key string, value []byte)
+}
+
+// seg is a segment of the path to a value: an object's key (unescaped) or
+// an array's index. A key is a sub-slice of the data unless it had
+// escapes: keys are made strings only where they are kept (a built map,
+// a member handed out, an error).
+type seg struct {
+	key   []byte
+	index int // -1 for a key
 }
 
 func (p *parser) fail(msg string, args ...any) error {
-	return &Error{Path: pointer(p.path), Offset: p.pos, Msg: fmt.Sprintf(msg, args...)}
+	segs := make([]string, len(p.path))
+	for i, s := range p.path {
+		if s.index >= 0 {
+			segs[i] = strconv.Itoa(s.index)
+		} else {
+			segs[i] = string(s.key)
+		}
+	}
+	return &Error{Path: pointer(segs), Offset: p.pos, Msg: fmt.Sprintf(msg, args...)}
 }
 
 // pointer renders path segments as a JSON Pointer.
@@ -196,7 +235,7 @@ func (p *parser) object(s *shape) (any, error) {
 			return nil, p.fail("want a string key in an object")
 		}
 		keyAt := p.pos
-		key, err := p.str()
+		key, err := p.key()
 		if err != nil {
 			return nil, err
 		}
@@ -204,10 +243,12 @@ func (p *parser) object(s *shape) (any, error) {
 			p.pos = keyAt
 			return nil, p.fail("duplicate key %q", key)
 		}
-		child, err := s.member(key, p.known)
-		if err != nil {
-			p.pos = keyAt
-			return nil, p.fail("%v", err)
+		var child *shape
+		if s != nil {
+			if child, err = s.member(string(key), p.known); err != nil {
+				p.pos = keyAt
+				return nil, p.fail("%v", err)
+			}
 		}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
@@ -215,14 +256,18 @@ func (p *parser) object(s *shape) (any, error) {
 		}
 		p.pos++
 		p.space()
-		p.path = append(p.path, key)
+		p.path = append(p.path, seg{key: key, index: -1})
+		valueAt := p.pos
 		v, err := p.value(child)
 		if err != nil {
 			return nil, err
 		}
 		p.path = p.path[:len(p.path)-1]
+		if p.member != nil && p.depth == 1 {
+			p.member(string(key), p.data[valueAt:p.pos:p.pos])
+		}
 		if p.build {
-			obj[key] = v
+			obj[string(key)] = v
 		}
 		p.space()
 		if p.pos >= len(p.data) {
@@ -259,7 +304,7 @@ func (p *parser) array(s *shape) (any, error) {
 	}
 	for i := 0; ; i++ {
 		p.space()
-		p.path = append(p.path, strconv.Itoa(i))
+		p.path = append(p.path, seg{index: i})
 		v, err := p.value(elem)
 		if err != nil {
 			return nil, err
@@ -289,21 +334,21 @@ func (p *parser) array(s *shape) (any, error) {
 // allocation for the objects of most documents), a map past 16.
 type keySet struct {
 	n    int
-	few  [16]string
+	few  [16][]byte
 	many map[string]struct{}
 }
 
 // add adds k and reports whether it was new.
-func (ks *keySet) add(k string) bool {
+func (ks *keySet) add(k []byte) bool {
 	if ks.many != nil {
-		if _, ok := ks.many[k]; ok {
+		if _, ok := ks.many[string(k)]; ok {
 			return false
 		}
-		ks.many[k] = struct{}{}
+		ks.many[string(k)] = struct{}{}
 		return true
 	}
 	for _, f := range ks.few[:ks.n] {
-		if f == k {
+		if string(f) == string(k) {
 			return false
 		}
 	}
@@ -314,10 +359,25 @@ func (ks *keySet) add(k string) bool {
 	}
 	ks.many = make(map[string]struct{}, 32)
 	for _, f := range ks.few {
-		ks.many[f] = struct{}{}
+		ks.many[string(f)] = struct{}{}
 	}
-	ks.many[k] = struct{}{}
+	ks.many[string(k)] = struct{}{}
 	return true
+}
+
+// key reads an object's key at p.pos (an opening quote) as str does and
+// returns its value's bytes: a sub-slice of the data when it has no
+// escape, so that a key costs no allocation where it is not kept.
+func (p *parser) key() ([]byte, error) {
+	start := p.pos
+	if p.skipStr() == nil {
+		if raw := p.data[start+1 : p.pos-1]; bytes.IndexByte(raw, '\\') < 0 {
+			return raw, nil
+		}
+	}
+	p.pos = start
+	s, err := p.str()
+	return []byte(s), err
 }
 
 // skipStr checks a string at p.pos (an opening quote) as str does,

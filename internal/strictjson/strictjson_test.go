@@ -29,6 +29,8 @@ func TestValid(t *testing.T) {
 		`{"a":1,"\u0061":2}`:           `duplicate key "a"`,
 		`{"x":{"args":{"p":1,"p":2}}}`: `duplicate key "p" (at /x/args)`,
 		`[{"a":[{"k":1,"k":1}]}]`:      `duplicate key "k" (at /0/a/0)`,
+		`{"a\"b":{"x":1,"x":2}}`:       `duplicate key "x" (at /a"b)`,
+		`{"a\u002fb":[{"~":1,"~":2}]}`: `duplicate key "~" (at /a~1b/0)`,
 		`{"a":1} {"a":2}`:              `trailing data`,
 		`{"a":1}x`:                     `trailing data`,
 		"\"a\xffb\"":                   `invalid UTF-8`,
@@ -232,4 +234,45 @@ func BenchmarkUnmarshal(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMembers: Members checks as Valid does and gives the top-level
+// object's members as encoding/json stores them in a
+// map[string]json.RawMessage: keys unescaped, values as written (nested
+// objects' members are not members), in order; nothing for a value that
+// is no object.
+func TestMembers(t *testing.T) {
+	for _, doc := range []string{
+		`{}`, ` { "a" : 1 , "b":[ {"c":2} ], "\u0064":"x\"y", "e":{"f":{"g":null}} } `,
+		`{"a":"é","B":true,"b":false,"n":-1.5e+3}`,
+		`[]`, `null`, `"s"`, `1`, `[{"a":1}]`,
+		`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"a":1} x`, `{"a":"\ud800"}`, `{"a":1,}`, ``,
+	} {
+		var keys []string
+		got := map[string]json.RawMessage{}
+		isObject, err := strictjson.Members([]byte(doc), func(k string, v []byte) {
+			keys = append(keys, k)
+			got[k] = v
+		})
+		if validErr := strictjson.Valid([]byte(doc)); (err == nil) != (validErr == nil) || err != nil && err.Error() != validErr.Error() {
+			t.Errorf("%s: error %v; Valid's %v", doc, err, validErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		var want map[string]json.RawMessage
+		if !strings.HasPrefix(strings.TrimSpace(doc), "{") {
+			if isObject || len(keys) > 0 {
+				t.Errorf("%s: an object (%v) with members %q; want none", doc, isObject, keys)
+			}
+			continue
+		}
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !isObject || !reflect.DeepEqual(got, want) || len(keys) != len(want) {
+			t.Errorf("%s: object %v, members %q; want %q", doc, isObject, got, want)
+		}
+	}
 }
