@@ -121,7 +121,8 @@ func TestPathFormDecidesAlike(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the M workload twice")
 	}
-	w := Generate(M)
+	sh := sharedOf(t, M)
+	w := sh.w
 	pw := w.PathForm()
 	prepare := func(wl *Workload) (*engine.Prepared, engine.Policy) {
 		opts, err := wl.Options(t.TempDir())
@@ -135,7 +136,7 @@ func TestPathFormDecidesAlike(t *testing.T) {
 		}
 		return eng, p
 	}
-	regex, _ := prepare(w)
+	regex := sh.eng
 	paths, policy := prepare(pw)
 	stock := stockQuery(t, policy, "rego")
 	nat, err := NewNative(pw)
