@@ -413,9 +413,6 @@ func TestMain(m *testing.M) {
 	for _, f := range fixtures {
 		os.RemoveAll(f.dir)
 	}
-	for _, sh := range shareds {
-		os.RemoveAll(sh.dir)
-	}
 	os.Exit(code)
 }
 

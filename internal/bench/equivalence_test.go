@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -59,31 +58,27 @@ func TestEngineEqualsPureRego(t *testing.T) {
 			name += "+pins+shadow"
 		}
 		t.Run(name, func(t *testing.T) {
-			sh := sharedOf(t, tc.shape)
-			w := sh.w
-			eng, p := sh.eng, sh.pol
-			if tc.overrides || tc.pins {
-				dir := t.TempDir()
-				opts := sh.opts
-				opts.ConfigPaths = slices.Clone(opts.ConfigPaths)
-				if tc.overrides {
-					// an operator override that asks about some calls and denies
-					// others (by their arguments): the engine then asks the
-					// overrides in its common case, and evaluates whole
-					opts.ConfigPaths = append(opts.ConfigPaths, writeOverrides(t, dir))
-				}
-				if tc.pins {
-					opts.ConfigPaths = append(opts.ConfigPaths, writePinsAndShadow(t, dir, w))
-				}
-				p = enginePolicy(t, opts)
-				var err error
-				if eng, err = engine.Prepare(context.Background(), p); err != nil {
-					t.Fatal(err)
-				}
+			w := Generate(tc.shape)
+			dir := t.TempDir()
+			opts, err := w.Options(dir)
+			if err != nil {
+				t.Fatal(err)
 			}
-			// a layer that changes only data (pins, shadow) keeps the
-			// workload's modules: their stock compile is shared
-			stock := sh.stockOn(t, p)
+			if tc.overrides {
+				// an operator override that asks about some calls and denies
+				// others (by their arguments): the engine then asks the
+				// overrides in its common case, and evaluates whole
+				opts.ConfigPaths = append(opts.ConfigPaths, writeOverrides(t, dir))
+			}
+			if tc.pins {
+				opts.ConfigPaths = append(opts.ConfigPaths, writePinsAndShadow(t, dir, w))
+			}
+			p := enginePolicy(t, opts)
+			eng, err := engine.Prepare(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stock := stockQuery(t, p, "rego")
 			outcomes := map[string]int{}
 			for i := 0; i < tc.calls; i++ {
 				if !sweep.Take(i) {

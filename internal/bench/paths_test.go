@@ -121,8 +121,7 @@ func TestPathFormDecidesAlike(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the M workload twice")
 	}
-	sh := sharedOf(t, M)
-	w := sh.w
+	w := Generate(M)
 	pw := w.PathForm()
 	prepare := func(wl *Workload) (*engine.Prepared, engine.Policy) {
 		opts, err := wl.Options(t.TempDir())
@@ -136,7 +135,7 @@ func TestPathFormDecidesAlike(t *testing.T) {
 		}
 		return eng, p
 	}
-	regex := sh.eng
+	regex, _ := prepare(w)
 	paths, policy := prepare(pw)
 	stock := stockQuery(t, policy, "rego")
 	nat, err := NewNative(pw)

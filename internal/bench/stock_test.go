@@ -23,11 +23,12 @@ func TestStockCostIsFlatInConfig(t *testing.T) {
 	}
 	per := map[string]float64{}
 	for _, s := range []Shape{M, L} {
-		// the bundle's policy: the workload's modules (compiled once
-		// per process) with the bundle's data
-		sh := sharedOf(t, s)
-		w := sh.w
-		pq := sh.stockOn(t, bundlePolicy(t, sh.opts))
+		w := Generate(s)
+		opts, err := w.Options(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pq := stockQuery(t, bundlePolicy(t, opts), "rego")
 		ins := jsonInputs(t, w.Calls[:50])
 		decideAll := func() {
 			for _, in := range ins {
