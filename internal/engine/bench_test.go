@@ -82,6 +82,9 @@ func TestMain(m *testing.M) {
 	for _, f := range fixtures {
 		os.RemoveAll(f.dir)
 	}
+	for _, wl := range workloads {
+		os.RemoveAll(wl.dir)
+	}
 	os.Exit(code)
 }
 

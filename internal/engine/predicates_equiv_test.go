@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/mcpx/mcpx-policy/decision"
@@ -26,7 +21,6 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/engine"
-	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/secretcorpus"
 	"github.com/mcpx/mcpx-policy/internal/sweep"
@@ -113,7 +107,15 @@ type checker struct {
 	stock rego.PreparedEvalQuery
 }
 
+// newChecker prepares the harness on p, on the engine and as a stock OPA.
 func newChecker(t testing.TB, p engine.Policy) *checker {
+	t.Helper()
+	return newCheckerOn(t, p, newStock(t, p))
+}
+
+// newCheckerOn is newChecker on p compiled as a stock OPA already (stock,
+// newStock's of p).
+func newCheckerOn(t testing.TB, p engine.Policy, stock *stockOPA) *checker {
 	t.Helper()
 	mods := map[string]string{"mcpx_predicates_harness.rego": harness}
 	for n, src := range p.Modules {
@@ -124,25 +126,7 @@ func newChecker(t testing.TB, p engine.Policy) *checker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := json.Marshal(map[string]any{"mcpx": p.Data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&data); err != nil {
-		t.Fatal(err)
-	}
-	opts := []func(*rego.Rego){rego.Query(harnessQuery), rego.Store(inmem.NewFromObject(data)), rego.SetRegoVersion(ast.RegoV1)}
-	for n, src := range mods {
-		opts = append(opts, rego.Module(n, src))
-	}
-	stock, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &checker{eng: eng, stock: stock}
+	return &checker{eng: eng, stock: stock.query(t, harnessQuery)}
 }
 
 // check requires every predicate the engine answers yes to hold in Rego
@@ -258,12 +242,9 @@ func TestPredicatesImplyRegoOnWorkloads(t *testing.T) {
 		calls int
 	}{{bench.M, 2000}, {bench.L, 500}} {
 		t.Run(tc.shape.Name, func(t *testing.T) {
-			w := bench.Generate(tc.shape)
-			opts, err := w.Options(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := newChecker(t, policyOf(t, opts.ConfigPaths...))
+			wl := workloadOf(t, tc.shape)
+			w := wl.w
+			c := newCheckerOn(t, wl.pol, wl.stock)
 			yes := 0
 			for i := 0; i < tc.calls; i++ {
 				if !sweep.Take(i) {
@@ -288,70 +269,9 @@ func TestPredicatesImplyRegoOnTheSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the suite")
 	}
-	dir := t.TempDir()
-	type suiteCase struct {
-		name, tool string
-		data       any
-	}
-	type group struct {
-		rule  string
-		cases []suiteCase
-	}
-	var groups []group
-	for _, f := range jsonsuite.Files(t) {
-		for gi, g := range f.Groups {
-			tool := strings.NewReplacer("-", "_", ".", "_").Replace(fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json")))
-			gr := group{rule: fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)}
-			for _, c := range g.Tests {
-				var v any
-				dec := json.NewDecoder(bytes.NewReader(c.Data))
-				dec.UseNumber()
-				if err := dec.Decode(&v); err != nil {
-					t.Fatal(err)
-				}
-				gr.cases = append(gr.cases, suiteCase{name: f.Name + "/" + g.Description + "/" + c.Description, tool: tool, data: v})
-			}
-			groups = append(groups, gr)
-		}
-	}
-	// One load of every rule: each schema the compiler refuses is a load
-	// error at its rule's path, and its rule is left out.
-	var all strings.Builder
-	for _, g := range groups {
-		all.WriteString(g.rule)
-	}
-	probe := filepath.Join(dir, "probe.yaml")
-	if err := os.WriteFile(probe, []byte("version: 1\nservers:\n  s:\n    argumentRules:\n"+all.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	refused := map[int]bool{}
-	_, err := config.Load(config.LoadOptions{Paths: []string{probe}, Env: []string{}, SchemaCompiler: schemarego.Compile})
-	var ces config.ConfigErrors
-	if err != nil && !errors.As(err, &ces) {
-		t.Fatal(err)
-	}
-	at := regexp.MustCompile(`^servers\.s\.argumentRules\[(\d+)\]`)
-	for _, ce := range ces {
-		m := at.FindStringSubmatch(ce.Path)
-		if m == nil {
-			t.Fatalf("an error outside the suite's rules: %v", ce)
-		}
-		i, _ := strconv.Atoi(m[1])
-		refused[i] = true
-	}
-	var rules strings.Builder
-	var cases []suiteCase
-	for i, g := range groups {
-		if !refused[i] {
-			rules.WriteString(g.rule)
-			cases = append(cases, g.cases...)
-		}
-	}
-	cfg := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(cfg, []byte("version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  s:\n    argumentRules:\n"+rules.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := newChecker(t, policyOf(t, cfg))
+	su := suiteOf(t)
+	cases := su.cases
+	c := newCheckerOn(t, su.pol, su.stock)
 	yes := 0
 	t0 := true
 	for i, sc := range cases {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/mcpx/mcpx-policy/decision"
@@ -23,7 +23,6 @@ import (
 	"github.com/mcpx/mcpx-policy/internal/config"
 	"github.com/mcpx/mcpx-policy/internal/config/schemarego"
 	"github.com/mcpx/mcpx-policy/internal/engine"
-	"github.com/mcpx/mcpx-policy/internal/jsonsuite"
 	"github.com/mcpx/mcpx-policy/internal/redact"
 	"github.com/mcpx/mcpx-policy/internal/sweep"
 	regofiles "github.com/mcpx/mcpx-policy/rego"
@@ -48,29 +47,18 @@ type decider struct {
 
 func newDecider(t testing.TB, p engine.Policy) *decider {
 	t.Helper()
+	return newDeciderOn(t, p, newStock(t, p))
+}
+
+// newDeciderOn is newDecider on p compiled as a stock OPA already (stock,
+// newStock's of p).
+func newDeciderOn(t testing.TB, p engine.Policy, stock *stockOPA) *decider {
+	t.Helper()
 	eng, err := engine.Prepare(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := json.Marshal(map[string]any{"mcpx": p.Data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&data); err != nil {
-		t.Fatal(err)
-	}
-	opts := []func(*rego.Rego){rego.Query("data.mcpx.decision"), rego.Store(inmem.NewFromObject(data)), rego.SetRegoVersion(ast.RegoV1)}
-	for n, src := range p.Modules {
-		opts = append(opts, rego.Module(n, src))
-	}
-	stock, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &decider{eng: eng, stock: stock, classes: map[string]int{}, all: map[string]int{}}
+	return &decider{eng: eng, stock: stock.query(t, "data.mcpx.decision"), classes: map[string]int{}, all: map[string]int{}}
 }
 
 // check decides call both ways and fails t when the decisions differ; it
@@ -155,21 +143,21 @@ func TestRefusalsInGoOnWorkloads(t *testing.T) {
 			name += "+shadow"
 		}
 		t.Run(name, func(t *testing.T) {
-			w := bench.Generate(tc.shape)
-			dir := t.TempDir()
-			opts, err := w.Options(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			paths := opts.ConfigPaths
+			wl := workloadOf(t, tc.shape)
+			w := wl.w
+			var c *decider
 			if tc.shadow {
-				shadow := filepath.Join(dir, "shadow.yaml")
+				// the same modules on other data: the workload's compile
+				// as a stock OPA, with the shadow layer's data
+				shadow := filepath.Join(t.TempDir(), "shadow.yaml")
 				if err := os.WriteFile(shadow, []byte("version: 1\npolicy:\n  enforce: shadow\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				paths = append(paths, shadow)
+				p := policyOf(t, append(slices.Clone(wl.paths), shadow)...)
+				c = newDeciderOn(t, p, wl.stock.withData(t, p))
+			} else {
+				c = newDeciderOn(t, wl.pol, wl.stock)
 			}
-			c := newDecider(t, policyOf(t, paths...))
 			for i := 0; i < tc.calls; i++ {
 				if !sweep.Take(i) {
 					continue
@@ -196,42 +184,9 @@ func TestRefusalsInGoOnTheSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the suite")
 	}
-	dir := t.TempDir()
-	var rules strings.Builder
-	type suiteCase struct {
-		name, tool string
-		data       any
-	}
-	var cases []suiteCase
-	for _, f := range jsonsuite.Files(t) {
-		for gi, g := range f.Groups {
-			var schema any
-			dec := json.NewDecoder(bytes.NewReader(g.Schema))
-			dec.UseNumber()
-			if err := dec.Decode(&schema); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := schemarego.Compile(schema, "probe"); err != nil {
-				continue
-			}
-			tool := strings.NewReplacer("-", "_", ".", "_").Replace(fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json")))
-			fmt.Fprintf(&rules, "      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)
-			for _, c := range g.Tests {
-				var v any
-				dec := json.NewDecoder(bytes.NewReader(c.Data))
-				dec.UseNumber()
-				if err := dec.Decode(&v); err != nil {
-					t.Fatal(err)
-				}
-				cases = append(cases, suiteCase{name: f.Name + "/" + g.Description + "/" + c.Description, tool: tool, data: v})
-			}
-		}
-	}
-	cfg := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(cfg, []byte("version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  s:\n    argumentRules:\n"+rules.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newDecider(t, policyOf(t, cfg))
+	su := suiteOf(t)
+	cases := su.cases
+	c := newDeciderOn(t, su.pol, su.stock)
 	yes := true
 	for i, sc := range cases {
 		if !sweep.Take(i) {

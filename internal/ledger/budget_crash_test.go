@@ -89,6 +89,7 @@ func budgetChild() {
 // is one dispatch's. MCPX_LEDGER_BUDGET_KILLS sets the number of kills
 // (200 in a full run; else 20).
 func TestBudgetCrashKill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	budgetCrashKill(t, open(t, dir), []string{childDir + "=" + dir})
 }
@@ -96,6 +97,7 @@ func TestBudgetCrashKill(t *testing.T) {
 // TestBudgetCrashKillPostgres is TestBudgetCrashKill on the PostgreSQL
 // store.
 func TestBudgetCrashKillPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	s, err := pgledger.Open(dsn, "test", pgledger.Options{})
 	if err != nil {

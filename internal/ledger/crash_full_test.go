@@ -96,6 +96,7 @@ func crashFullChild() {
 // number of kills (100 in a full run, make test-full; else 20); MCPX_LEDGER_FAULT=fsize
 // picks the fallback fault even where a tmpfs can be mounted.
 func TestCrashKillDiskFull(t *testing.T) {
+	t.Parallel()
 	kills := crashtest.Kills("MCPX_LEDGER_CRASH_KILLS", 400, 80) / 4
 	var f fault
 	if os.Getenv("MCPX_LEDGER_FAULT") == "fsize" {

@@ -106,6 +106,7 @@ const childDSN = "MCPX_LEDGER_TEST_DSN"
 // settled or an unknown-outcome entry. MCPX_LEDGER_CRASH_KILLS sets the
 // number of kills (400 in a full run, make test-full; else 40).
 func TestCrashKill(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var dir string
 	crashKill(t, func(k int) (ledger.Store, []string) {
@@ -132,6 +133,7 @@ func TestCrashKill(t *testing.T) {
 // for the server to notice (at most LivenessTimeout for a vanished
 // machine, milliseconds for a killed process).
 func TestCrashKillPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	s, err := pgledger.Open(dsn, "test", pgledger.Options{})
 	if err != nil {

@@ -238,6 +238,7 @@ func hasEntry(t *testing.T, l *ledger.Ledger, id string) bool {
 // saves the entry by itself (nothing else happens in it), and after its
 // death the entry stays.
 func TestUnsavedUnknownBlocksEveryProcess(t *testing.T) {
+	t.Parallel()
 	faults(t, func(t *testing.T, f fault) {
 		c := startChild(t, "unsaved", f.dir())
 		id := c.ask(t, "begin")[1]
@@ -294,6 +295,7 @@ func TestUnsavedUnknownBlocksEveryProcess(t *testing.T) {
 // room again. Its slot lock goes with it, and its marker is a dead
 // process's marker: still an entry, everywhere, and Recover saves it.
 func TestUnsavedUnknownDiesWithItsOwner(t *testing.T) {
+	t.Parallel()
 	faults(t, func(t *testing.T, f fault) {
 		c := startChild(t, "unsaved", f.dir())
 		id := c.ask(t, "begin")[1]
@@ -322,6 +324,7 @@ func TestUnsavedUnknownDiesWithItsOwner(t *testing.T) {
 // could not save yet. The owner's late save must not bring it back, and
 // the owner's own reads stop counting it.
 func TestClearUnsavedUnknown(t *testing.T) {
+	t.Parallel()
 	t.Run("fsize", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "state")
 		c := startChild(t, "unsaved", dir)
