@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -43,9 +44,29 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the test binaries:", err)
 		os.Exit(1)
 	}
+	waitersOverlap()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// waitersOverlap runs twice as many parallel tests as go test would
+// (-parallel defaults to GOMAXPROCS), unless -parallel was given. This
+// package's tests spend most of their time waiting — for the processes
+// they start (proxies, servers, node, chromium, stock OPA), for a server
+// to listen, for an approval to expire, for a deadline to stop a runaway
+// decision — and a test that waits holds its slot: with two slots on two
+// cores, a core often sat idle while tests that had work queued behind
+// the waiting ones.
+func waitersOverlap() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 }
 
 // cachedBuild builds the Go packages of binaries (package → name) into
