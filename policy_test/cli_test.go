@@ -2,12 +2,15 @@ package policy_test
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -16,8 +19,19 @@ import (
 )
 
 // binDir holds the binaries the tests run, mcpx-policy and the Go test
-// servers (goServer): each built once per test process by cachedBuild.
+// servers (goServer): all built once per test process by cachedBuild.
 var binDir string
+
+// testBinaries are the Go packages TestMain builds, by the name each gets
+// in binDir: mcpx-policy and every Go MCP server of e2e/ a test runs
+// (goServer).
+var testBinaries = map[string]string{
+	"../cmd/mcpx-policy":   "mcpx-policy",
+	"../e2e/exitserver":    "server-exitserver",
+	"../e2e/hostileserver": "server-hostileserver",
+	"../e2e/notesserver":   "server-notesserver",
+	"../e2e/scriptserver":  "server-scriptserver",
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcpx-policy-bin")
@@ -26,22 +40,45 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	if err := cachedBuild("../cmd/mcpx-policy", "mcpx-policy"); err != nil {
-		fmt.Fprintln(os.Stderr, "building mcpx-policy:", err)
+	if err := cachedBuild(testBinaries); err != nil {
+		fmt.Fprintln(os.Stderr, "building the test binaries:", err)
 		os.Exit(1)
 	}
+	waitersOverlap()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// cachedBuild builds the Go package pkg into the repository's ignored
-// bin/test/ and copies the binary to binDir as name. The go command finds
-// a binary left by an earlier run up to date and skips the link (4 s of
-// CPU for mcpx-policy); the copy keeps a later run's relink from writing
-// a file this run executes. Test processes of one checkout build one at a
-// time (a lock file beside the binaries).
-func cachedBuild(pkg, name string) error {
+// waitersOverlap runs twice as many parallel tests as go test would
+// (-parallel defaults to GOMAXPROCS), unless -parallel was given. This
+// package's tests spend most of their time waiting — for the processes
+// they start (proxies, servers, node, chromium, stock OPA), for a server
+// to listen, for an approval to expire, for a deadline to stop a runaway
+// decision — and a test that waits holds its slot: with two slots on two
+// cores, a core often sat idle while tests that had work queued behind
+// the waiting ones.
+func waitersOverlap() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
+}
+
+// cachedBuild builds the Go packages of binaries (package → name) into
+// the repository's ignored bin/test/ with one go command, and copies each
+// binary to binDir under its name. The go command finds a binary left by
+// an earlier run up to date and skips the link (4 s of CPU for
+// mcpx-policy), and one command checks them all (each go command spends
+// half a second of CPU before it builds anything); the copies keep a
+// later run's relink from writing a file this run executes. Test
+// processes of one checkout build one at a time (a lock file beside the
+// binaries).
+func cachedBuild(binaries map[string]string) error {
 	cache, err := filepath.Abs(filepath.Join("..", "bin", "test"))
 	if err != nil {
 		return err
@@ -57,15 +94,24 @@ func cachedBuild(pkg, name string) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}
-	built := filepath.Join(cache, name)
-	if out, err := exec.Command("go", "build", "-o", built, pkg).CombinedOutput(); err != nil {
+	// go build -o DIR/ names each binary after its package's folder
+	args := []string{"build", "-o", cache + string(filepath.Separator)}
+	for _, pkg := range slices.Sorted(maps.Keys(binaries)) {
+		args = append(args, pkg)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("%v\n%s", err, out)
 	}
-	b, err := os.ReadFile(built)
-	if err != nil {
-		return err
+	for pkg, name := range binaries {
+		b, err := os.ReadFile(filepath.Join(cache, filepath.Base(pkg)))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(binDir, name), b, 0o755); err != nil {
+			return err
+		}
 	}
-	return os.WriteFile(filepath.Join(binDir, name), b, 0o755)
+	return nil
 }
 
 // TestCLI runs the testscript files in testdata/script against the built

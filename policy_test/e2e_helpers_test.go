@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -40,33 +39,16 @@ func npmServer(t testing.TB, bin string) string {
 	return p
 }
 
-// goServer builds a Go MCP server of the module (under e2e/) once per
-// test process into binDir beside mcpx-policy (cachedBuild), and returns
-// its binary: a build per test cost a link each time.
+// goServer returns the binary of a Go MCP server of the module (under
+// e2e/), which TestMain built into binDir with mcpx-policy (testBinaries,
+// cachedBuild).
 func goServer(t testing.TB, pkg string) string {
 	t.Helper()
-	v, _ := goServers.LoadOrStore(pkg, &goBuild{})
-	b := v.(*goBuild)
-	b.once.Do(func() {
-		name := "server-" + filepath.Base(pkg)
-		b.path = filepath.Join(binDir, name)
-		if err := cachedBuild(pkg, name); err != nil {
-			b.err = fmt.Errorf("building %s: %v", pkg, err)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
+	name, ok := testBinaries[pkg]
+	if !ok {
+		t.Fatalf("goServer(%q): not a package TestMain builds: add it to testBinaries", pkg)
 	}
-	return b.path
-}
-
-// goServers holds a *goBuild per package goServer was asked for.
-var goServers sync.Map
-
-type goBuild struct {
-	once sync.Once
-	path string
-	err  error
+	return filepath.Join(binDir, name)
 }
 
 // syncBuffer collects a process's stderr.
