@@ -559,7 +559,7 @@ func (e *Prepared) firstAnswer(call decision.Call, led *Ledger, in ast.Object, g
 	if !ok {
 		return nil, decision.Decision{}, false
 	}
-	e.plans.learn(plannedKeyOf(call, led), pl)
+	e.plans.planned.learn(plannedKeyOf(call, led), pl)
 	d, ok := e.refusals.buildPlanned(call, in, ga, pl)
 	return nil, d, ok
 }

@@ -71,9 +71,8 @@ func plannedKeyOf(call decision.Call, led *Ledger) plannedKey {
 // plannedAnswers keeps the planned answers met, and the common documents
 // met (commonAnswer), at most memoSize of each.
 type plannedAnswers struct {
-	mu     sync.RWMutex
-	m      map[plannedKey]planned
-	common map[plannedKey]commonAnswer
+	planned kept[planned]
+	common  kept[commonAnswer]
 }
 
 // commonAnswer is a common document met: the decision less its call, and
@@ -84,37 +83,30 @@ type commonAnswer struct {
 }
 
 func newPlannedAnswers() *plannedAnswers {
-	return &plannedAnswers{m: map[plannedKey]planned{}, common: map[plannedKey]commonAnswer{}}
+	return &plannedAnswers{planned: kept[planned]{m: map[plannedKey]planned{}}, common: kept[commonAnswer]{m: map[plannedKey]commonAnswer{}}}
 }
 
-func (p *plannedAnswers) getCommon(k plannedKey) (commonAnswer, bool) {
-	p.mu.RLock()
-	c, ok := p.common[k]
-	p.mu.RUnlock()
-	return c, ok
+// kept is a map of answers by plannedKey, safe for concurrent use; the
+// first answer learned for a key stays, and past memoSize keys nothing
+// more is learned.
+type kept[V any] struct {
+	mu sync.RWMutex
+	m  map[plannedKey]V
 }
 
-func (p *plannedAnswers) learnCommon(k plannedKey, c commonAnswer) {
-	p.mu.Lock()
-	if _, seen := p.common[k]; !seen && len(p.common) < memoSize {
-		p.common[k] = c
+func (k *kept[V]) get(key plannedKey) (V, bool) {
+	k.mu.RLock()
+	v, ok := k.m[key]
+	k.mu.RUnlock()
+	return v, ok
+}
+
+func (k *kept[V]) learn(key plannedKey, v V) {
+	k.mu.Lock()
+	if _, seen := k.m[key]; !seen && len(k.m) < memoSize {
+		k.m[key] = v
 	}
-	p.mu.Unlock()
-}
-
-func (p *plannedAnswers) get(k plannedKey) (planned, bool) {
-	p.mu.RLock()
-	pl, ok := p.m[k]
-	p.mu.RUnlock()
-	return pl, ok
-}
-
-func (p *plannedAnswers) learn(k plannedKey, pl planned) {
-	p.mu.Lock()
-	if _, seen := p.m[k]; !seen && len(p.m) < memoSize {
-		p.m[k] = pl
-	}
-	p.mu.Unlock()
+	k.mu.Unlock()
 }
 
 // ledgerIsEmpty reports whether led makes the input's ledger the one the
@@ -133,7 +125,7 @@ func (e *Prepared) decidePlanned(call decision.Call, led *Ledger, in ast.Object,
 	if e.plans == nil || !ledgerIsEmpty(led) {
 		return decision.Decision{}, false
 	}
-	pl, ok := e.plans.get(plannedKeyOf(call, led))
+	pl, ok := e.plans.planned.get(plannedKeyOf(call, led))
 	if !ok || !wellFormedCall(call) {
 		return decision.Decision{}, false
 	}
@@ -163,7 +155,7 @@ func (e *Prepared) learnCommon(call decision.Call, led *Ledger, ga *callArgs, d 
 		return
 	}
 	d.Call = decision.CallRef{}
-	e.plans.learnCommon(plannedKeyOf(call, led), commonAnswer{d: cloneDecision(d), facts: ga.commonFacts})
+	e.plans.common.learn(plannedKeyOf(call, led), commonAnswer{d: cloneDecision(d), facts: ga.commonFacts})
 }
 
 // decideCommon decides call (input in, without its arguments, which ga
@@ -178,7 +170,7 @@ func (e *Prepared) decideCommon(call decision.Call, led *Ledger, in ast.Object, 
 	if e.plans == nil || e.decisions == nil || !ledgerIsEmpty(led) {
 		return decision.Decision{}, false
 	}
-	c, ok := e.plans.getCommon(plannedKeyOf(call, led))
+	c, ok := e.plans.common.get(plannedKeyOf(call, led))
 	if !ok {
 		return decision.Decision{}, false
 	}
