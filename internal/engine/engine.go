@@ -457,11 +457,7 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 		return decision.Denied(ref, decision.InvalidInput, "invalid call: "+err.Error()), nil, err
 	}
 	ga := &callArgs{goArgs: call.Args, verdicts: verdicts{}}
-	d, ok := e.decideCommon(call, led, in, ga)
-	if !ok {
-		d, ok = e.decidePlanned(call, led, in, ga)
-	}
-	if ok {
+	if d, ok := e.decideKept(call, led, in, ga); ok {
 		if seen, ok := ctx.Value(builtKey{}).(*bool); ok {
 			*seen = true
 		}
@@ -533,7 +529,7 @@ func (e *Prepared) evaluate(ctx context.Context, call decision.Call, led *Ledger
 	if t == nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: the policy produced no decision; denied (fail closed)"), nil, errors.New("evaluate policy: undefined decision")
 	}
-	d, err = fromTerm(t.Value)
+	d, err := fromTerm(t.Value)
 	if err != nil {
 		return decision.Denied(ref, decision.PolicyError, "policy error: malformed decision; denied (fail closed)"), nil, err
 	}

@@ -121,11 +121,8 @@ func ledgerIsEmpty(led *Ledger) bool {
 // reads) from a planned answer met before, without an evaluation, when
 // the call has findings and everything is built exactly (planned.go);
 // otherwise ok is false and the call is evaluated.
-func (e *Prepared) decidePlanned(call decision.Call, led *Ledger, in ast.Object, ga *callArgs) (d decision.Decision, ok bool) {
-	if e.plans == nil || !ledgerIsEmpty(led) {
-		return decision.Decision{}, false
-	}
-	pl, ok := e.plans.planned.get(plannedKeyOf(call, led))
+func (e *Prepared) decidePlanned(call decision.Call, k plannedKey, in ast.Object, ga *callArgs) (d decision.Decision, ok bool) {
+	pl, ok := e.plans.planned.get(k)
 	if !ok || !wellFormedCall(call) {
 		return decision.Decision{}, false
 	}
@@ -166,11 +163,11 @@ func (e *Prepared) learnCommon(call decision.Call, led *Ledger, ga *callArgs, d 
 // would (docs/decisions/0040-common-calls-without-an-evaluation.md).
 // Otherwise ok is false, and what the builtin reached is kept for what
 // follows (callArgs).
-func (e *Prepared) decideCommon(call decision.Call, led *Ledger, in ast.Object, ga *callArgs) (d decision.Decision, ok bool) {
-	if e.plans == nil || e.decisions == nil || !ledgerIsEmpty(led) {
+func (e *Prepared) decideCommon(k plannedKey, in ast.Object, ga *callArgs) (d decision.Decision, ok bool) {
+	if e.decisions == nil {
 		return decision.Decision{}, false
 	}
-	c, ok := e.plans.common.get(plannedKeyOf(call, led))
+	c, ok := e.plans.common.get(k)
 	if !ok {
 		return decision.Decision{}, false
 	}
@@ -181,6 +178,20 @@ func (e *Prepared) decideCommon(call decision.Call, led *Ledger, in ast.Object, 
 		return decision.Decision{}, false
 	}
 	return cloneDecision(c.d), true
+}
+
+// decideKept decides call from what the engine kept, without an
+// evaluation: a common document (decideCommon), else a planned refusal
+// (decidePlanned), both only under an empty ledger and read by one key.
+func (e *Prepared) decideKept(call decision.Call, led *Ledger, in ast.Object, ga *callArgs) (decision.Decision, bool) {
+	if e.plans == nil || !ledgerIsEmpty(led) {
+		return decision.Decision{}, false
+	}
+	k := plannedKeyOf(call, led)
+	if d, ok := e.decideCommon(k, in, ga); ok {
+		return d, true
+	}
+	return e.decidePlanned(call, k, in, ga)
 }
 
 // unevaluatedKey notes on a context an *int that evaluate counts up when
