@@ -31,7 +31,8 @@ func TestInFlightBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.New(eng, server.Options{MaxInFlight: 4}))
+	h := server.New(eng, server.Options{MaxInFlight: 4})
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	status := func(c net.Conn) string {
@@ -42,25 +43,15 @@ func TestInFlightBounded(t *testing.T) {
 	}
 	for i := range 12 {
 		if i == 4 {
-			// The four may not be in their slots yet: a whole request (it
-			// frees any slot it gets at once) is sent until one is refused.
-			// Only then is the fifth sent: sent earlier, it could take the
-			// slot of a fourth still on its way, and wait for its body.
-			for deadline := time.Now().Add(30 * time.Second); ; {
-				p, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fmt.Fprintf(p, "POST /v1/decide HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", addr)
-				got := status(p)
-				p.Close()
-				if strings.Contains(got, " 503 ") {
-					break
-				}
+			// The fifth is sent only when the four hold their slots: sent
+			// earlier, it could take the slot of a fourth still on its way
+			// and wait for its body. Nothing else asks for a slot meanwhile
+			// (a probing request could take a slot a holder then misses).
+			for deadline := time.Now().Add(30 * time.Second); server.InFlight(h) < 4; {
 				if time.Now().After(deadline) {
-					t.Fatalf("four requests reading their bodies: a fifth is answered %q; want 503", got)
+					t.Fatalf("four requests reading their bodies: %d hold a slot after 30 s; want 4", server.InFlight(h))
 				}
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(time.Millisecond)
 			}
 		}
 		c, err := net.Dial("tcp", addr)
