@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,28 +99,10 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 		data  any
 		valid bool
 	}
-	type group struct {
-		rule  string
-		cases []suiteCase
-	}
-	var groups []group
-	for _, f := range jsonsuite.Files(t) {
-		for gi, g := range f.Groups {
-			tool := fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json"))
-			tool = strings.NewReplacer("-", "_", ".", "_").Replace(tool)
-			gr := group{rule: fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)}
-			for _, c := range g.Tests {
-				gr.cases = append(gr.cases, suiteCase{
-					name: fmt.Sprintf("%s/%s/%s", f.Name, g.Description, c.Description),
-					tool: tool, data: decodeNumbers(t, c.Data), valid: c.Valid,
-				})
-			}
-			groups = append(groups, gr)
-		}
-	}
+	groups := jsonsuite.Rules(t)
 	rules := make([]string, len(groups))
 	for i, g := range groups {
-		rules[i] = g.rule
+		rules[i] = g.YAML
 	}
 	dir := t.TempDir()
 	refusedRules := refusedSuiteRules(t, dir, rules)
@@ -130,15 +111,17 @@ func TestSuiteThroughTheRealPath(t *testing.T) {
 	nAccepted, refused := 0, 0
 	for i, g := range groups {
 		if refusedRules[i] {
-			refused += len(g.cases)
+			refused += len(g.Cases)
 			continue
 		}
-		nAccepted += len(g.cases)
-		accepted.WriteString(g.rule)
-		cases = append(cases, g.cases...)
+		nAccepted += len(g.Cases)
+		accepted.WriteString(g.YAML)
+		for _, c := range g.Cases {
+			cases = append(cases, suiteCase{name: c.Name, tool: g.Tool, data: c.Data, valid: c.Valid})
+		}
 	}
 	cfg := filepath.Join(dir, "suite.yaml")
-	config := "version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  s:\n    argumentRules:\n" + accepted.String()
+	config := jsonsuite.RuleHeader + accepted.String()
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}

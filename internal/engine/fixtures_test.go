@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -176,27 +175,7 @@ func suiteOf(t testing.TB) *jsonSuite {
 	if suite != nil {
 		return suite
 	}
-	type group struct {
-		rule  string
-		cases []suiteCase
-	}
-	var groups []group
-	for _, f := range jsonsuite.Files(t) {
-		for gi, g := range f.Groups {
-			tool := strings.NewReplacer("-", "_", ".", "_").Replace(fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json")))
-			gr := group{rule: fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema)}
-			for _, c := range g.Tests {
-				var v any
-				dec := json.NewDecoder(bytes.NewReader(c.Data))
-				dec.UseNumber()
-				if err := dec.Decode(&v); err != nil {
-					t.Fatal(err)
-				}
-				gr.cases = append(gr.cases, suiteCase{name: f.Name + "/" + g.Description + "/" + c.Description, tool: tool, data: v})
-			}
-			groups = append(groups, gr)
-		}
-	}
+	groups := jsonsuite.Rules(t)
 	dir, err := os.MkdirTemp("", "mcpx-engine-suite")
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +185,7 @@ func suiteOf(t testing.TB) *jsonSuite {
 	// error at its rule's path, and its rule is left out.
 	var all strings.Builder
 	for _, g := range groups {
-		all.WriteString(g.rule)
+		all.WriteString(g.YAML)
 	}
 	probe := filepath.Join(dir, "probe.yaml")
 	if err := os.WriteFile(probe, []byte("version: 1\nservers:\n  s:\n    argumentRules:\n"+all.String()), 0o644); err != nil {
@@ -231,12 +210,14 @@ func suiteOf(t testing.TB) *jsonSuite {
 	var rules strings.Builder
 	for i, g := range groups {
 		if !refused[i] {
-			rules.WriteString(g.rule)
-			s.cases = append(s.cases, g.cases...)
+			rules.WriteString(g.YAML)
+			for _, c := range g.Cases {
+				s.cases = append(s.cases, suiteCase{name: c.Name, tool: g.Tool, data: c.Data})
+			}
 		}
 	}
 	cfg := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(cfg, []byte("version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  s:\n    argumentRules:\n"+rules.String()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(jsonsuite.RuleHeader+rules.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s.pol = policyOf(t, cfg)

@@ -120,3 +120,50 @@ func Files(tb testing.TB) []File {
 	}
 	return files
 }
+
+// RuleHeader is the config text before a list of Rule items: one server
+// "s" whose argument rules they are.
+const RuleHeader = "version: 1\npolicy:\n  write: allow\n  unknownArgs: off\nservers:\n  s:\n    argumentRules:\n"
+
+// Rule is one suite group as an argument rule of server "s": the rule's
+// YAML list item (under RuleHeader), the tool it applies to (named after
+// the file and the group's index), and the group's cases as calls' values
+// of the rule's argument "v".
+type Rule struct {
+	YAML  string
+	Tool  string
+	Cases []Case
+}
+
+// Case is one case of a suite group: its name (file/group/case), its data
+// decoded with json.Number for numbers (so 1.0 and 1 stay as written),
+// and whether the suite holds it valid.
+type Case struct {
+	Name  string
+	Data  any
+	Valid bool
+}
+
+// Rules is every group of the suite as an argument rule (Files' order);
+// tb fails when the suite cannot be read.
+func Rules(tb testing.TB) []Rule {
+	tb.Helper()
+	var rules []Rule
+	for _, f := range Files(tb) {
+		for gi, g := range f.Groups {
+			tool := strings.NewReplacer("-", "_", ".", "_").Replace(fmt.Sprintf("g%d_%s", gi, strings.TrimSuffix(f.Name, ".json")))
+			r := Rule{YAML: fmt.Sprintf("      - id: %s\n        tools: [%q]\n        argument: v\n        schema: %s\n", tool, tool, g.Schema), Tool: tool}
+			for _, c := range g.Tests {
+				var v any
+				dec := json.NewDecoder(bytes.NewReader(c.Data))
+				dec.UseNumber()
+				if err := dec.Decode(&v); err != nil {
+					tb.Fatalf("%s/%s/%s: %v", f.Name, g.Description, c.Description, err)
+				}
+				r.Cases = append(r.Cases, Case{Name: f.Name + "/" + g.Description + "/" + c.Description, Data: v, Valid: c.Valid})
+			}
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
