@@ -61,9 +61,12 @@ e2e/node_modules: e2e/package.json e2e/package-lock.json
 # .ci/postgres.sh runs a throwaway cluster for the tests (apt-get install
 # postgresql provides it), or uses the one MCPX_POLICY_TEST_PG_DSN names.
 # Outside CI, MCPX_POLICY_TEST_PG_DSN=skip skips those tests instead.
+# -timeout 30m: with empty build caches policy_test builds the binaries
+# its pages and tests run, past go test's default of 10 minutes on a busy
+# 2-core machine; with warm caches it ends in about 3.
 test-go: e2e/node_modules
 	$(GO) vet ./...
-	@.ci/postgres.sh run -- $(GO) test -count=1 ./policy_test/ ./internal/engine/ ./...
+	@.ci/postgres.sh run -- $(GO) test -count=1 -timeout 30m ./policy_test/ ./internal/engine/ ./...
 
 # MCPX_POLICY_TEST_FULL=1: the sweeps decide every case (internal/sweep).
 test-go-full: e2e/node_modules
