@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"reflect"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// A long string or an array is not a scalar, so santhosh's verdict on it
+// is not kept (predicates.valid), and santhosh pays for every such value
+// per rule: a validator and a scope per schema and per item, and two
+// copies of every string it checks for a length (to count its runes, and
+// as the content it would decode). A write tool's call carries about 1 KB
+// of such values and meets a dozen rules on them.
+//
+// quickCheck is santhosh's verdict, computed directly, for the schemas made
+// of a few keywords only: type, minLength, maxLength, pattern, minItems,
+// maxItems, uniqueItems, items (draft 2020-12), not, and the annotations.
+// It is read from santhosh's own compiled schema (the same Regexp objects,
+// the same limits), and it decides only strings and arrays of what it
+// decides; on any other value, or a schema with any other keyword set, it
+// says it cannot tell and santhosh decides (TestQuickCheckIsSanthosh and
+// FuzzQuickCheck hold it to santhosh's verdict).
+type quickCheck struct {
+	typed        bool // a type keyword: only the types below are accepted
+	str, arr     bool // the type keyword accepts strings, arrays
+	minLen       int  // -1: none
+	maxLen       int  // -1: none
+	pattern      jsonschema.Regexp
+	minItems     int // -1: none
+	maxItems     int // -1: none
+	unique       bool
+	items        *quickCheck // nil: none
+	itemsUnknown bool        // an items schema quickCheck cannot read
+	not          *quickCheck
+}
+
+// quickFields are the fields of a compiled schema quickCheck reads or that
+// do not change a verdict (annotations, and santhosh's bookkeeping for the
+// keywords quickCheck refuses). Any other field set, including one a later
+// santhosh adds, makes quickOf refuse the schema.
+var quickFields = map[string]bool{
+	// read by quickCheck
+	"DraftVersion": true, "Types": true, "MinLength": true, "MaxLength": true, "Pattern": true,
+	"MinItems": true, "MaxItems": true, "UniqueItems": true, "Items2020": true, "Not": true,
+	// where the schema is and the resource it belongs to
+	"Location": true, "up": true, "resource": true,
+	// bookkeeping for $dynamicRef and the unevaluated* keywords, both refused
+	"dynamicAnchors": true, "allPropsEvaluated": true, "allItemsEvaluated": true, "numItemsEvaluated": true,
+	// annotations
+	"Title": true, "Description": true, "Default": true, "Comment": true,
+	"ReadOnly": true, "WriteOnly": true, "Examples": true, "Deprecated": true,
+}
+
+// quickDepth bounds how deep quickOf follows items and not.
+const quickDepth = 8
+
+// quickOf is the quickCheck of s, or nil when s has a keyword quickCheck
+// does not read (then santhosh decides every value).
+func quickOf(s *jsonschema.Schema) *quickCheck { return quickAt(s, 0) }
+
+func quickAt(s *jsonschema.Schema, depth int) *quickCheck {
+	if s == nil || depth > quickDepth || s.DraftVersion != 2020 {
+		return nil
+	}
+	v := reflect.ValueOf(s).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if !quickFields[v.Type().Field(i).Name] && !v.Field(i).IsZero() {
+			return nil
+		}
+	}
+	q := &quickCheck{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, pattern: s.Pattern, unique: s.UniqueItems}
+	if s.Types != nil && !s.Types.IsEmpty() {
+		q.typed = true
+		types := s.Types.ToStrings()
+		q.str = slices.Contains(types, "string")
+		q.arr = slices.Contains(types, "array")
+	}
+	for _, f := range []struct {
+		from *int
+		to   *int
+	}{{s.MinLength, &q.minLen}, {s.MaxLength, &q.maxLen}, {s.MinItems, &q.minItems}, {s.MaxItems, &q.maxItems}} {
+		if f.from != nil {
+			if *f.from < 0 {
+				return nil
+			}
+			*f.to = *f.from
+		}
+	}
+	if s.Items2020 != nil {
+		if q.items = quickAt(s.Items2020, depth+1); q.items == nil {
+			q.itemsUnknown = true
+		}
+	}
+	if s.Not != nil {
+		if q.not = quickAt(s.Not, depth+1); q.not == nil {
+			return nil
+		}
+	}
+	return q
+}
+
+// check is santhosh's verdict on v (valid), when known (decided).
+func (q *quickCheck) check(v any) (valid, decided bool) {
+	switch x := v.(type) {
+	case string:
+		if q.typed && !q.str {
+			return false, true
+		}
+		if q.minLen >= 0 || q.maxLen >= 0 {
+			n := utf8.RuneCountInString(x)
+			if (q.minLen >= 0 && n < q.minLen) || (q.maxLen >= 0 && n > q.maxLen) {
+				return false, true
+			}
+		}
+		if q.pattern != nil && !q.pattern.MatchString(x) {
+			return false, true
+		}
+	case []any:
+		if q.typed && !q.arr {
+			return false, true
+		}
+		if (q.minItems >= 0 && len(x) < q.minItems) || (q.maxItems >= 0 && len(x) > q.maxItems) {
+			return false, true
+		}
+		if q.unique && len(x) > 1 {
+			seen := make(map[string]struct{}, len(x))
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return false, false
+				}
+				if _, dup := seen[s]; dup {
+					return false, true
+				}
+				seen[s] = struct{}{}
+			}
+		}
+		if q.itemsUnknown && len(x) > 0 {
+			return false, false
+		}
+		if q.items != nil {
+			for _, e := range x {
+				ok, known := q.items.check(e)
+				if !known {
+					return false, false
+				}
+				if !ok {
+					return false, true
+				}
+			}
+		}
+	default:
+		return false, false
+	}
+	if q.not != nil {
+		ok, known := q.not.check(v)
+		if !known {
+			return false, false
+		}
+		if ok {
+			return false, true
+		}
+	}
+	return true, true
+}
