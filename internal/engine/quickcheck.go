@@ -17,15 +17,18 @@ import (
 //
 // quickCheck is santhosh's verdict, computed directly, for the schemas made
 // of a few keywords only: type, minLength, maxLength, pattern, minItems,
-// maxItems, uniqueItems, items (draft 2020-12), not, and the annotations.
+// maxItems, uniqueItems, items (draft 2020-12), minProperties,
+// maxProperties, required, dependentRequired, properties, propertyNames,
+// not, and the annotations.
 // It is read from santhosh's own compiled schema (the same Regexp objects,
-// the same limits), and it decides only strings and arrays of what it
-// decides; on any other value, or a schema with any other keyword set, it
+// the same limits), and it decides only strings, and arrays and objects
+// of what it decides; on any other value, or a schema with any other keyword set, it
 // says it cannot tell and santhosh decides (TestQuickCheckIsSanthosh and
 // FuzzQuickCheck hold it to santhosh's verdict).
 type quickCheck struct {
 	typed        bool // a type keyword: only the types below are accepted
 	str, arr     bool // the type keyword accepts strings, arrays
+	obj          bool // the type keyword accepts objects
 	minLen       int  // -1: none
 	maxLen       int  // -1: none
 	pattern      jsonschema.Regexp
@@ -34,6 +37,12 @@ type quickCheck struct {
 	unique       bool
 	items        *quickCheck // nil: none
 	itemsUnknown bool        // an items schema quickCheck cannot read
+	minProps     int         // -1: none
+	maxProps     int         // -1: none
+	required     []string
+	depRequired  map[string][]string
+	props        map[string]*quickCheck
+	propNames    *quickCheck
 	not          *quickCheck
 }
 
@@ -45,6 +54,8 @@ var quickFields = map[string]bool{
 	// read by quickCheck
 	"DraftVersion": true, "Types": true, "MinLength": true, "MaxLength": true, "Pattern": true,
 	"MinItems": true, "MaxItems": true, "UniqueItems": true, "Items2020": true, "Not": true,
+	"MinProperties": true, "MaxProperties": true, "Required": true, "DependentRequired": true,
+	"Properties": true, "PropertyNames": true,
 	// where the schema is and the resource it belongs to
 	"Location": true, "up": true, "resource": true,
 	// bookkeeping for $dynamicRef and the unevaluated* keywords, both refused
@@ -71,17 +82,20 @@ func quickAt(s *jsonschema.Schema, depth int) *quickCheck {
 			return nil
 		}
 	}
-	q := &quickCheck{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, pattern: s.Pattern, unique: s.UniqueItems}
+	q := &quickCheck{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1,
+		pattern: s.Pattern, unique: s.UniqueItems, required: s.Required, depRequired: s.DependentRequired}
 	if s.Types != nil && !s.Types.IsEmpty() {
 		q.typed = true
 		types := s.Types.ToStrings()
 		q.str = slices.Contains(types, "string")
 		q.arr = slices.Contains(types, "array")
+		q.obj = slices.Contains(types, "object")
 	}
 	for _, f := range []struct {
 		from *int
 		to   *int
-	}{{s.MinLength, &q.minLen}, {s.MaxLength, &q.maxLen}, {s.MinItems, &q.minItems}, {s.MaxItems, &q.maxItems}} {
+	}{{s.MinLength, &q.minLen}, {s.MaxLength, &q.maxLen}, {s.MinItems, &q.minItems}, {s.MaxItems, &q.maxItems},
+		{s.MinProperties, &q.minProps}, {s.MaxProperties, &q.maxProps}} {
 		if f.from != nil {
 			if *f.from < 0 {
 				return nil
@@ -97,6 +111,19 @@ func quickAt(s *jsonschema.Schema, depth int) *quickCheck {
 	if s.Not != nil {
 		if q.not = quickAt(s.Not, depth+1); q.not == nil {
 			return nil
+		}
+	}
+	if s.PropertyNames != nil {
+		if q.propNames = quickAt(s.PropertyNames, depth+1); q.propNames == nil {
+			return nil
+		}
+	}
+	if len(s.Properties) > 0 {
+		q.props = make(map[string]*quickCheck, len(s.Properties))
+		for name, sub := range s.Properties {
+			if q.props[name] = quickAt(sub, depth+1); q.props[name] == nil {
+				return nil
+			}
 		}
 	}
 	return q
@@ -152,6 +179,10 @@ func (q *quickCheck) check(v any) (valid, decided bool) {
 				}
 			}
 		}
+	case map[string]any:
+		if valid, decided := q.checkObject(x); !valid || !decided {
+			return valid, decided
+		}
 	default:
 		return false, false
 	}
@@ -165,4 +196,47 @@ func (q *quickCheck) check(v any) (valid, decided bool) {
 		}
 	}
 	return true, true
+}
+
+// checkObject is check on an object, without the not keyword.
+func (q *quickCheck) checkObject(x map[string]any) (valid, decided bool) {
+	if q.typed && !q.obj {
+		return false, true
+	}
+	if (q.minProps >= 0 && len(x) < q.minProps) || (q.maxProps >= 0 && len(x) > q.maxProps) {
+		return false, true
+	}
+	for _, name := range q.required {
+		if _, ok := x[name]; !ok {
+			return false, true
+		}
+	}
+	for name, reqd := range q.depRequired {
+		if _, ok := x[name]; !ok {
+			continue
+		}
+		for _, r := range reqd {
+			if _, ok := x[r]; !ok {
+				return false, true
+			}
+		}
+	}
+	known := true
+	for name, v := range x {
+		if q.propNames != nil {
+			ok, k := q.propNames.check(name)
+			if k && !ok {
+				return false, true
+			}
+			known = known && k
+		}
+		if sub := q.props[name]; sub != nil {
+			ok, k := sub.check(v)
+			if k && !ok {
+				return false, true
+			}
+			known = known && k
+		}
+	}
+	return known, known
 }

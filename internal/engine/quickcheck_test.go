@@ -17,7 +17,7 @@ func quickSchema(rng *rand.Rand, depth int) map[string]any {
 	s := map[string]any{}
 	maybe := func() bool { return rng.IntN(3) == 0 }
 	if maybe() {
-		types := [][]any{{"string"}, {"array"}, {"string", "array"}, {"integer"}, {"number", "string"}, {"object", "null"}}
+		types := [][]any{{"string"}, {"array"}, {"string", "array"}, {"integer"}, {"number", "string"}, {"object", "null"}, {"object"}}
 		t := types[rng.IntN(len(types))]
 		if len(t) == 1 && rng.IntN(2) == 0 {
 			s["type"] = t[0]
@@ -49,6 +49,28 @@ func quickSchema(rng *rand.Rand, depth int) map[string]any {
 	if depth < 2 && rng.IntN(5) == 0 {
 		s["not"] = quickSchema(rng, depth+1)
 	}
+	if maybe() {
+		s["minProperties"] = rng.IntN(3)
+	}
+	if maybe() {
+		s["maxProperties"] = rng.IntN(4)
+	}
+	if maybe() {
+		s["required"] = quickKeys[:rng.IntN(3)]
+	}
+	if maybe() {
+		s["dependentRequired"] = map[string]any{quickKeys[rng.IntN(len(quickKeys))].(string): []any{quickKeys[rng.IntN(len(quickKeys))]}}
+	}
+	if depth < 2 && maybe() {
+		props := map[string]any{}
+		for range 1 + rng.IntN(2) {
+			props[quickKeys[rng.IntN(len(quickKeys))].(string)] = quickSchema(rng, depth+1)
+		}
+		s["properties"] = props
+	}
+	if depth < 2 && rng.IntN(5) == 0 {
+		s["propertyNames"] = quickSchema(rng, depth+1)
+	}
 	if rng.IntN(4) == 0 {
 		s["description"] = "annotated"
 		s["title"] = "t"
@@ -57,7 +79,8 @@ func quickSchema(rng *rand.Rand, depth int) map[string]any {
 		other := []map[string]any{
 			{"const": "a"}, {"enum": []any{"a", "b"}}, {"prefixItems": []any{map[string]any{"type": "string"}}},
 			{"contains": map[string]any{"minLength": 2}}, {"format": "email"}, {"anyOf": []any{map[string]any{"maxLength": 1}}},
-			{"unevaluatedItems": false}, {"minimum": 3}, {"$ref": "#/$defs/x", "$defs": map[string]any{"x": map[string]any{"maxLength": 2}}},
+			{"unevaluatedItems": false}, {"minimum": 3}, {"additionalProperties": false},
+			{"patternProperties": map[string]any{"^a": map[string]any{"maxLength": 1}}}, {"dependentSchemas": map[string]any{"a": map[string]any{"required": []any{"b"}}}}, {"$ref": "#/$defs/x", "$defs": map[string]any{"x": map[string]any{"maxLength": 2}}},
 		}
 		for k, v := range other[rng.IntN(len(other))] {
 			s[k] = v
@@ -69,9 +92,20 @@ func quickSchema(rng *rand.Rand, depth int) map[string]any {
 	return s
 }
 
-// quickValue draws a value of any JSON type, mostly strings and arrays.
+// quickKeys are the property names quickSchema and quickValue use.
+var quickKeys = []any{"a", "b", "path", "é", "aaaaaaaaaaaaab"}
+
+// quickValue draws a value of any JSON type, mostly strings, arrays and
+// objects.
 func quickValue(rng *rand.Rand, depth int) any {
 	strs := []string{"", "a", "ab", "abc1", "b", "é", "éé", "x\xffy", "BEGIN RSA PRIVATE KEY", "zz9", "aaaaaaaaaaaaab", "X"}
+	if depth < 2 && rng.IntN(4) == 0 {
+		o := map[string]any{}
+		for range rng.IntN(4) {
+			o[quickKeys[rng.IntN(len(quickKeys))].(string)] = quickValue(rng, depth+1)
+		}
+		return o
+	}
 	switch n := rng.IntN(10); {
 	case n < 4:
 		s := strs[rng.IntN(len(strs))]
@@ -125,7 +159,7 @@ func quickAgrees(t *testing.T, schema map[string]any, v any) bool {
 func TestQuickCheckIsSanthosh(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 42))
 	decided := map[string]int{}
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 2000; i++ {
 		schema := quickSchema(rng, 0)
 		for range 8 {
 			v := quickValue(rng, 0)
@@ -134,12 +168,17 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 			}
 		}
 	}
-	if decided["string"] < 2000 || decided["[]interface {}"] < 2000 {
+	if decided["string"] < 2000 || decided["[]interface {}"] < 2000 || decided["map[string]interface {}"] < 1000 {
 		t.Fatalf("quickCheck decided too few values to test it: %v", decided)
+	}
+	if testing.Verbose() {
+		t.Logf("decided: %v", decided)
 	}
 	// refused: a keyword it does not read, another draft
 	for _, schema := range []map[string]any{
 		{"type": "string", "enum": []any{"a"}},
+		{"properties": map[string]any{"a": map[string]any{"minimum": 1}}},
+		{"additionalProperties": false},
 		{"type": "array", "contains": map[string]any{"minLength": 2}},
 		{"$schema": "http://json-schema.org/draft-07/schema#", "maxLength": 3},
 		{"maxLength": 3, "not": map[string]any{"const": "a"}},
@@ -152,9 +191,13 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 			t.Errorf("quickCheck reads %v", schema)
 		}
 	}
-	// the reference workloads' rules on a content and on tags
+	// the reference workloads' rules on a content, on tags, on the whole
+	// arguments
 	content := strings.Repeat("alpha beta ", 60)
 	tags := []any{"alpha0", "beta1", "gamma2", "delta3", "alpha4", "pi5", "rho6", "mu7"}
+	shape := map[string]any{"required": []any{"path"}, "dependentRequired": map[string]any{"content": []any{"path"}},
+		"minProperties": 1, "maxProperties": 22, "propertyNames": map[string]any{"maxLength": 64}}
+	inWorkspace := map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/(workspace|tmp)/", "maxLength": 4096}}}
 	for _, c := range []struct {
 		schema map[string]any
 		v      any
@@ -164,6 +207,11 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 		{map[string]any{"type": "string", "maxLength": 16388, "not": map[string]any{"pattern": "BEGIN [A-Z]* ?PRIVATE KEY"}}, "-----BEGIN RSA PRIVATE KEY-----\n" + content, false},
 		{map[string]any{"type": "array", "maxItems": 23, "uniqueItems": true, "items": map[string]any{"type": "string", "maxLength": 32, "minLength": 1}}, tags, true},
 		{map[string]any{"type": "array", "maxItems": 23, "uniqueItems": true, "items": map[string]any{"type": "string", "maxLength": 32, "minLength": 1}}, append(tags, "pi5"), false},
+		{shape, map[string]any{"path": "/workspace/a", "content": content, "tags": tags}, true},
+		{shape, map[string]any{"content": content, "tags": tags}, false},
+		{shape, map[string]any{"path": "/workspace/a", strings.Repeat("k", 65): 1}, false},
+		{inWorkspace, map[string]any{"path": "/workspace/a", "content": content, "tags": tags}, true},
+		{inWorkspace, map[string]any{"path": "/etc/passwd", "content": content}, false},
 	} {
 		s, err := schemarego.Validator(c.schema)
 		if err != nil {
@@ -195,5 +243,6 @@ func FuzzQuickCheck(f *testing.F) {
 		quickAgrees(t, schema, []any{str, str + "x"})
 		quickAgrees(t, schema, []any{str, quickValue(rng, 1), str})
 		quickAgrees(t, schema, quickValue(rng, 0))
+		quickAgrees(t, schema, map[string]any{str: str, "a": []any{str}})
 	})
 }
