@@ -17,9 +17,10 @@ import (
 //
 // quickCheck is santhosh's verdict, computed directly, for the schemas made
 // of a few keywords only: type, minLength, maxLength, pattern, minItems,
-// maxItems, uniqueItems, items (draft 2020-12), minProperties,
+// maxItems, uniqueItems, prefixItems, items (draft 2020-12), contains,
+// minContains, maxContains, minProperties,
 // maxProperties, required, dependentRequired, properties, propertyNames,
-// not, and the annotations.
+// allOf, anyOf, oneOf, not, and the annotations.
 // It is read from santhosh's own compiled schema (the same Regexp objects,
 // the same limits), and it decides only strings, and arrays and objects
 // of what it decides; on any other value, or a schema with any other keyword set, it
@@ -35,10 +36,17 @@ type quickCheck struct {
 	minItems     int // -1: none
 	maxItems     int // -1: none
 	unique       bool
+	prefix       []*quickCheck
 	items        *quickCheck // nil: none
 	itemsUnknown bool        // an items schema quickCheck cannot read
-	minProps     int         // -1: none
-	maxProps     int         // -1: none
+	contains     *quickCheck // nil: none
+	minContains  int         // -1: none
+	maxContains  int         // -1: none
+	allOf        []*quickCheck
+	anyOf        []*quickCheck
+	oneOf        []*quickCheck
+	minProps     int // -1: none
+	maxProps     int // -1: none
 	required     []string
 	depRequired  map[string][]string
 	props        map[string]*quickCheck
@@ -54,6 +62,8 @@ var quickFields = map[string]bool{
 	// read by quickCheck
 	"DraftVersion": true, "Types": true, "MinLength": true, "MaxLength": true, "Pattern": true,
 	"MinItems": true, "MaxItems": true, "UniqueItems": true, "Items2020": true, "Not": true,
+	"PrefixItems": true, "Contains": true, "MinContains": true, "MaxContains": true,
+	"AllOf": true, "AnyOf": true, "OneOf": true,
 	"MinProperties": true, "MaxProperties": true, "Required": true, "DependentRequired": true,
 	"Properties": true, "PropertyNames": true,
 	// where the schema is and the resource it belongs to
@@ -82,7 +92,7 @@ func quickAt(s *jsonschema.Schema, depth int) *quickCheck {
 			return nil
 		}
 	}
-	q := &quickCheck{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1,
+	q := &quickCheck{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1, minContains: -1, maxContains: -1,
 		pattern: s.Pattern, unique: s.UniqueItems, required: s.Required, depRequired: s.DependentRequired}
 	if s.Types != nil && !s.Types.IsEmpty() {
 		q.typed = true
@@ -95,7 +105,8 @@ func quickAt(s *jsonschema.Schema, depth int) *quickCheck {
 		from *int
 		to   *int
 	}{{s.MinLength, &q.minLen}, {s.MaxLength, &q.maxLen}, {s.MinItems, &q.minItems}, {s.MaxItems, &q.maxItems},
-		{s.MinProperties, &q.minProps}, {s.MaxProperties, &q.maxProps}} {
+		{s.MinProperties, &q.minProps}, {s.MaxProperties, &q.maxProps},
+		{s.MinContains, &q.minContains}, {s.MaxContains, &q.maxContains}} {
 		if f.from != nil {
 			if *f.from < 0 {
 				return nil
@@ -111,6 +122,23 @@ func quickAt(s *jsonschema.Schema, depth int) *quickCheck {
 	if s.Not != nil {
 		if q.not = quickAt(s.Not, depth+1); q.not == nil {
 			return nil
+		}
+	}
+	if s.Contains != nil {
+		if q.contains = quickAt(s.Contains, depth+1); q.contains == nil {
+			return nil
+		}
+	}
+	for _, l := range []struct {
+		from []*jsonschema.Schema
+		to   *[]*quickCheck
+	}{{s.PrefixItems, &q.prefix}, {s.AllOf, &q.allOf}, {s.AnyOf, &q.anyOf}, {s.OneOf, &q.oneOf}} {
+		for _, sub := range l.from {
+			qs := quickAt(sub, depth+1)
+			if qs == nil {
+				return nil
+			}
+			*l.to = append(*l.to, qs)
 		}
 	}
 	if s.PropertyNames != nil {
@@ -165,19 +193,8 @@ func (q *quickCheck) check(v any) (valid, decided bool) {
 				seen[s] = struct{}{}
 			}
 		}
-		if q.itemsUnknown && len(x) > 0 {
-			return false, false
-		}
-		if q.items != nil {
-			for _, e := range x {
-				ok, known := q.items.check(e)
-				if !known {
-					return false, false
-				}
-				if !ok {
-					return false, true
-				}
-			}
+		if valid, decided := q.checkItems(x); !valid || !decided {
+			return valid, decided
 		}
 	case map[string]any:
 		if valid, decided := q.checkObject(x); !valid || !decided {
@@ -185,6 +202,9 @@ func (q *quickCheck) check(v any) (valid, decided bool) {
 		}
 	default:
 		return false, false
+	}
+	if valid, decided := q.checkOf(v); !valid || !decided {
+		return valid, decided
 	}
 	if q.not != nil {
 		ok, known := q.not.check(v)
@@ -239,4 +259,89 @@ func (q *quickCheck) checkObject(x map[string]any) (valid, decided bool) {
 		}
 	}
 	return known, known
+}
+
+// checkItems is check of prefixItems, items and contains on an array.
+func (q *quickCheck) checkItems(x []any) (valid, decided bool) {
+	evaluated := min(len(q.prefix), len(x))
+	for i, e := range x[:evaluated] {
+		ok, known := q.prefix[i].check(e)
+		if !known {
+			return false, false
+		}
+		if !ok {
+			return false, true
+		}
+	}
+	if q.itemsUnknown && len(x) > evaluated {
+		return false, false
+	}
+	if q.items != nil {
+		for _, e := range x[evaluated:] {
+			ok, known := q.items.check(e)
+			if !known {
+				return false, false
+			}
+			if !ok {
+				return false, true
+			}
+		}
+	}
+	if q.contains != nil {
+		matched := 0
+		for _, e := range x {
+			ok, known := q.contains.check(e)
+			if !known {
+				return false, false
+			}
+			if ok {
+				matched++
+			}
+		}
+		if (q.minContains >= 0 && matched < q.minContains) || (q.minContains < 0 && matched == 0) ||
+			(q.maxContains >= 0 && matched > q.maxContains) {
+			return false, true
+		}
+	}
+	return true, true
+}
+
+// checkOf is check of allOf, anyOf and oneOf on v.
+func (q *quickCheck) checkOf(v any) (valid, decided bool) {
+	count := func(subs []*quickCheck) (n int, known bool) {
+		for _, sub := range subs {
+			ok, k := sub.check(v)
+			if !k {
+				return 0, false
+			}
+			if ok {
+				n++
+			}
+		}
+		return n, true
+	}
+	n, known := count(q.allOf)
+	if !known {
+		return false, false
+	}
+	if n < len(q.allOf) {
+		return false, true
+	}
+	if len(q.anyOf) > 0 {
+		if n, known = count(q.anyOf); !known {
+			return false, false
+		}
+		if n == 0 {
+			return false, true
+		}
+	}
+	if len(q.oneOf) > 0 {
+		if n, known = count(q.oneOf); !known {
+			return false, false
+		}
+		if n != 1 {
+			return false, true
+		}
+	}
+	return true, true
 }

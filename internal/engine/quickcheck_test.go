@@ -71,14 +71,38 @@ func quickSchema(rng *rand.Rand, depth int) map[string]any {
 	if depth < 2 && rng.IntN(5) == 0 {
 		s["propertyNames"] = quickSchema(rng, depth+1)
 	}
+	subs := func() []any {
+		var out []any
+		for range 1 + rng.IntN(3) {
+			out = append(out, quickSchema(rng, 2))
+		}
+		return out
+	}
+	if depth < 1 && rng.IntN(5) == 0 {
+		s["prefixItems"] = subs()
+	}
+	if depth < 1 && rng.IntN(5) == 0 {
+		s["contains"] = quickSchema(rng, depth+1)
+		if maybe() {
+			s["minContains"] = rng.IntN(3)
+		}
+		if maybe() {
+			s["maxContains"] = rng.IntN(4)
+		}
+	}
+	for _, of := range []string{"allOf", "anyOf", "oneOf"} {
+		if depth < 1 && rng.IntN(7) == 0 {
+			s[of] = subs()
+		}
+	}
 	if rng.IntN(4) == 0 {
 		s["description"] = "annotated"
 		s["title"] = "t"
 	}
 	if rng.IntN(8) == 0 { // a keyword quickCheck does not read
 		other := []map[string]any{
-			{"const": "a"}, {"enum": []any{"a", "b"}}, {"prefixItems": []any{map[string]any{"type": "string"}}},
-			{"contains": map[string]any{"minLength": 2}}, {"format": "email"}, {"anyOf": []any{map[string]any{"maxLength": 1}}},
+			{"const": "a"}, {"enum": []any{"a", "b"}}, {"if": map[string]any{"maxLength": 1}, "then": map[string]any{"pattern": "a"}},
+			{"format": "email"}, {"additionalItems": false},
 			{"unevaluatedItems": false}, {"minimum": 3}, {"additionalProperties": false},
 			{"patternProperties": map[string]any{"^a": map[string]any{"maxLength": 1}}}, {"dependentSchemas": map[string]any{"a": map[string]any{"required": []any{"b"}}}}, {"$ref": "#/$defs/x", "$defs": map[string]any{"x": map[string]any{"maxLength": 2}}},
 		}
@@ -159,7 +183,7 @@ func quickAgrees(t *testing.T, schema map[string]any, v any) bool {
 func TestQuickCheckIsSanthosh(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 42))
 	decided := map[string]int{}
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 1200; i++ {
 		schema := quickSchema(rng, 0)
 		for range 8 {
 			v := quickValue(rng, 0)
@@ -168,7 +192,7 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 			}
 		}
 	}
-	if decided["string"] < 2000 || decided["[]interface {}"] < 2000 || decided["map[string]interface {}"] < 1000 {
+	if decided["string"] < 1500 || decided["[]interface {}"] < 1000 || decided["map[string]interface {}"] < 1000 {
 		t.Fatalf("quickCheck decided too few values to test it: %v", decided)
 	}
 	if testing.Verbose() {
@@ -179,7 +203,8 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 		{"type": "string", "enum": []any{"a"}},
 		{"properties": map[string]any{"a": map[string]any{"minimum": 1}}},
 		{"additionalProperties": false},
-		{"type": "array", "contains": map[string]any{"minLength": 2}},
+		{"type": "array", "contains": map[string]any{"minimum": 2}},
+		{"oneOf": []any{map[string]any{"maxLength": 1}, map[string]any{"if": map[string]any{"maxLength": 1}}}},
 		{"$schema": "http://json-schema.org/draft-07/schema#", "maxLength": 3},
 		{"maxLength": 3, "not": map[string]any{"const": "a"}},
 	} {
@@ -197,6 +222,9 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 	tags := []any{"alpha0", "beta1", "gamma2", "delta3", "alpha4", "pi5", "rho6", "mu7"}
 	shape := map[string]any{"required": []any{"path"}, "dependentRequired": map[string]any{"content": []any{"path"}},
 		"minProperties": 1, "maxProperties": 22, "propertyNames": map[string]any{"maxLength": 64}}
+	sane := map[string]any{"type": "array", "prefixItems": []any{map[string]any{"type": "string", "pattern": "^[a-z]"}},
+		"contains": map[string]any{"type": "string", "minLength": 2}, "minContains": 1, "maxContains": 59,
+		"oneOf": []any{map[string]any{"maxItems": 30}, map[string]any{"minItems": 31}}}
 	inWorkspace := map[string]any{"properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/(workspace|tmp)/", "maxLength": 4096}}}
 	for _, c := range []struct {
 		schema map[string]any
@@ -212,6 +240,10 @@ func TestQuickCheckIsSanthosh(t *testing.T) {
 		{shape, map[string]any{"path": "/workspace/a", strings.Repeat("k", 65): 1}, false},
 		{inWorkspace, map[string]any{"path": "/workspace/a", "content": content, "tags": tags}, true},
 		{inWorkspace, map[string]any{"path": "/etc/passwd", "content": content}, false},
+		{sane, tags, true},
+		{sane, []any{"Alpha0", "beta1"}, false},
+		{sane, []any{"alpha0", "b"}, true},
+		{sane, []any{"a", "b"}, false},
 	} {
 		s, err := schemarego.Validator(c.schema)
 		if err != nil {
