@@ -118,11 +118,12 @@ type predicates struct {
 
 	mu       sync.RWMutex
 	compiled map[string]*jsonschema.Schema // nil: the schema did not compile
+	quick    map[string]*quickCheck        // nil: santhosh decides every value
 	scalars  map[scalarKey]bool            // verdicts on scalar values (valid)
 }
 
 func newPredicates(schemas map[string]any, secrets any) *predicates {
-	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]*jsonschema.Schema{}, scalars: map[scalarKey]bool{}}
+	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]*jsonschema.Schema{}, quick: map[string]*quickCheck{}, scalars: map[scalarKey]bool{}}
 }
 
 // options are the rego options that declare and implement the builtins.
@@ -214,26 +215,34 @@ func (p *predicates) held(pkg string) bool {
 
 // validator is pkg's compiled schema, or nil when there is none.
 func (p *predicates) validator(pkg string) *jsonschema.Schema {
+	s, _ := p.checkers(pkg)
+	return s
+}
+
+// checkers is pkg's compiled schema (nil when there is none) and its
+// quickCheck (nil when santhosh decides every value).
+func (p *predicates) checkers(pkg string) (*jsonschema.Schema, *quickCheck) {
 	p.mu.RLock()
 	s, ok := p.compiled[pkg]
+	q := p.quick[pkg]
 	p.mu.RUnlock()
 	if ok {
-		return s
+		return s, q
 	}
 	doc, ok := p.schemas[pkg]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	s = nil
 	if p.held(pkg) {
 		if v, err := schemarego.Validator(doc); err == nil {
-			s = v
+			s, q = v, quickOf(v)
 		}
 	}
 	p.mu.Lock()
-	p.compiled[pkg] = s
+	p.compiled[pkg], p.quick[pkg] = s, q
 	p.mu.Unlock()
-	return s
+	return s, q
 }
 
 var (

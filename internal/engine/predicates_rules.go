@@ -153,8 +153,10 @@ func (a argReader) knownValid(pkg string, i int) (valid, known bool) {
 // null) are kept per package: a gateway's calls repeat such values (a
 // mode, a flag, a small count), santhosh's verdict on them never changes,
 // and a validation costs allocations. At most memoSize verdicts are kept.
+// A value the package's quickCheck decides (a long string, an array of
+// strings, for a schema of a few keywords) is not given to santhosh.
 func (p *predicates) valid(pkg string, v any) bool {
-	s := p.validator(pkg)
+	s, q := p.checkers(pkg)
 	if s == nil {
 		return false
 	}
@@ -167,7 +169,13 @@ func (p *predicates) valid(pkg string, v any) bool {
 			return ok
 		}
 	}
-	ok := s.Validate(v) == nil
+	ok, known := false, false
+	if q != nil {
+		ok, known = q.check(v)
+	}
+	if !known {
+		ok = s.Validate(v) == nil
+	}
 	if keyed {
 		p.mu.Lock()
 		if len(p.scalars) < memoSize {
