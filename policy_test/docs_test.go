@@ -561,11 +561,36 @@ func (r *docRun) background(script, where string) {
 	}
 }
 
+// docCommandLimit is how long a page's command may run; a command that
+// builds the binary (make demo, make build, go install, go build) may run
+// docBuildLimit: on an empty build cache it compiles OPA, which README.md
+// says takes minutes (356 s measured on an idle 2-core machine, past 5
+// minutes on a busy one; the pages build with -trimpath, so the tests'
+// own builds do not warm it).
+const (
+	docCommandLimit = 5 * time.Minute
+	docBuildLimit   = 20 * time.Minute
+)
+
+// builds reports whether script builds the binary (docBuildLimit).
+func builds(script string) bool {
+	for _, c := range []string{"make demo", "make build", "make install", "go install ", "go build "} {
+		if strings.Contains(script, c) {
+			return true
+		}
+	}
+	return false
+}
+
 // bash runs script with bash -e -o pipefail in the repository copy, in its
-// own process group, killed after five minutes. combined sends stderr to
-// stdout, in order.
+// own process group, killed after docCommandLimit (docBuildLimit for a
+// script that builds). combined sends stderr to stdout, in order.
 func (r *docRun) bash(script string, combined bool) (string, string, int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	limit := docCommandLimit
+	if builds(script) {
+		limit = docBuildLimit
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir = r.repo
@@ -582,7 +607,7 @@ func (r *docRun) bash(script string, combined bool) (string, string, int, error)
 	}
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return out.String(), errOut.String(), -1, fmt.Errorf("timed out after 5 minutes: %s", script)
+		return out.String(), errOut.String(), -1, fmt.Errorf("timed out after %v: %s", limit, script)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
