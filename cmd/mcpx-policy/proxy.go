@@ -255,8 +255,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	defer held.close()
+	watcher := watchConfig(configs, logger)
 	eng, err = mcpxpolicy.New(ctx, engOpts)
 	if err != nil {
+		if watcher != nil {
+			watcher.Close()
+		}
 		return fail(stderr, err, "run '"+checkCommand(configs)+"' to see every config problem")
 	}
 	if !slices.Contains(eng.Servers(), *name) {
@@ -276,7 +280,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	} else if n > 0 {
 		fmt.Fprintf(stderr, "mcpx-policy: warning: %d write(s) of a process that died are now unknown outcomes: see '%s'\n", n, cmds.Writes())
 	}
-	reloadOnChange(ctx, eng, configs, logger)
+	reloadOnChange(ctx, eng, watcher, logger)
 	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	onDecision, err := record.open(eng, logger)
 	if err != nil {
@@ -434,10 +438,14 @@ func (w watched) Write(ctx context.Context, m jsonrpc.Message) error { return w.
 
 func (w watched) Close() error { return w.up.Close() }
 
-// reloadOnChange reloads the config on a change to any of paths and on
+// reloadOnChange reloads the config on a change to any of the files
+// watcher watches (made by watchConfig before the config was read) and on
 // SIGHUP, keeping the old policy when the new one fails to load, until ctx
 // ends. SIGHUP is caught from the moment it returns.
-func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string, logger *slog.Logger) {
+func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, watcher *server.Watcher, logger *slog.Logger) {
+	if watcher == nil {
+		return // watchConfig logged why
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	hupc := make(chan struct{}, 1)
@@ -451,10 +459,22 @@ func reloadOnChange(ctx context.Context, eng *mcpxpolicy.Engine, paths []string,
 	}()
 	go func() {
 		defer signal.Stop(hup)
-		if err := server.Watch(ctx, eng, paths, hupc, logger, nil); err != nil {
+		if err := watcher.Run(ctx, eng, hupc, logger, nil); err != nil {
 			logger.Error("config watch failed; reload with SIGHUP", "err", err)
 		}
 	}()
+}
+
+// watchConfig starts watching paths before the config is read, so that a
+// change made while it loads is reloaded, not missed; nil (logged) when
+// the files cannot be watched.
+func watchConfig(paths []string, logger *slog.Logger) *server.Watcher {
+	w, err := server.NewWatcher(paths)
+	if err != nil {
+		logger.Error("config watch failed; changes to the config are not reloaded", "err", err)
+		return nil
+	}
+	return w
 }
 
 // serveProxyHTTP serves the proxy over Streamable HTTP at /mcp on ln: each

@@ -151,8 +151,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err, "")
 	}
 	defer held.close()
+	watchPaths := append([]string(nil), configs...)
+	if *catalog != "" {
+		watchPaths = append(watchPaths, *catalog)
+	}
+	watcher := watchConfig(watchPaths, logger)
 	eng, err = mcpxpolicy.New(ctx, opts)
 	if err != nil {
+		if watcher != nil {
+			watcher.Close()
+		}
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
 	defer eng.Close()
@@ -182,11 +190,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	watchPaths := append([]string(nil), configs...)
-	if *catalog != "" {
-		watchPaths = append(watchPaths, *catalog)
-	}
-	reloadOnChange(ctx, eng, watchPaths, logger)
+	reloadOnChange(ctx, eng, watcher, logger)
 	watchLedger(ctx, eng, logger, ledgerCheckEvery)
 	logger.Info("serving decisions", "addr", ln.Addr().String(), "revision", eng.Revision(), "clear", token != "")
 	if page != nil {

@@ -28,11 +28,59 @@ type Reloader interface {
 // reload, and how long the files' contents must then stay the same.
 const DefaultDebounce = 200 * time.Millisecond
 
-// Watch reloads r when one of files changes or a value arrives on hup,
-// until ctx ends. It watches the files' directories (editors replace a
+// Watcher watches a config's files: their directories (editors replace a
 // file by renaming over it, which a watch on the file itself loses) plus
-// conf.d beside the first file, and reacts to events on those files and
-// on conf.d/*.yaml only.
+// conf.d beside the first file. Made before the config is read (serve and
+// the proxy make it before they load), it misses no change made after the
+// read: a change between the two is reloaded as any other.
+type Watcher struct {
+	w       *fsnotify.Watcher
+	watched map[string]bool
+	order   []string
+	confd   string
+}
+
+// NewWatcher starts watching files. Run it, or Close it.
+func NewWatcher(files []string) (*Watcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	cw := &Watcher{w: w, watched: map[string]bool{}}
+	dirs := map[string]bool{}
+	for i, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		if !cw.watched[abs] {
+			cw.order = append(cw.order, abs)
+		}
+		cw.watched[abs] = true
+		dirs[filepath.Dir(abs)] = true
+		if i == 0 {
+			cw.confd = filepath.Join(filepath.Dir(abs), "conf.d")
+		}
+	}
+	for d := range dirs {
+		if err := w.Add(d); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	if cw.confd != "" {
+		_ = w.Add(cw.confd)
+	}
+	return cw, nil
+}
+
+// Close stops watching (Run closes the watcher when it returns).
+func (cw *Watcher) Close() error { return cw.w.Close() }
+
+// Run reloads r when one of the watched files changes or a value arrives
+// on hup, until ctx ends. It reacts to events on the files and on
+// conf.d/*.yaml only.
 //
 // A reload waits until the files are stable: after the quiet period it
 // hashes every watched file and waits another quiet period, again and
@@ -44,39 +92,9 @@ const DefaultDebounce = 200 * time.Millisecond
 // succeeds logs the new revision and every warning of the config (such as
 // a setting a later layer loosened). Each reload result is also sent to
 // done when it is non-nil (tests wait on it).
-func Watch(ctx context.Context, r Reloader, files []string, hup <-chan struct{}, log *slog.Logger, done chan<- error) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
+func (cw *Watcher) Run(ctx context.Context, r Reloader, hup <-chan struct{}, log *slog.Logger, done chan<- error) error {
+	w, watched, order, confd := cw.w, cw.watched, cw.order, cw.confd
 	defer w.Close()
-	watched := map[string]bool{}
-	var order []string
-	dirs := map[string]bool{}
-	var confd string
-	for i, f := range files {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return err
-		}
-		if !watched[abs] {
-			order = append(order, abs)
-		}
-		watched[abs] = true
-		dirs[filepath.Dir(abs)] = true
-		if i == 0 {
-			confd = filepath.Join(filepath.Dir(abs), "conf.d")
-		}
-	}
-	for d := range dirs {
-		if err := w.Add(d); err != nil {
-			return err
-		}
-	}
-	if confd != "" {
-		// conf.d is optional; a missing one is not watched.
-		_ = w.Add(confd)
-	}
 	relevant := func(name string) bool {
 		abs, err := filepath.Abs(name)
 		if err != nil {

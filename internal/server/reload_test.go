@@ -115,8 +115,11 @@ func TestReloadNeverLoadsATruncatedFile(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 8)
-	go server.Watch(ctx, eng, []string{conf}, nil, slog.New(slog.DiscardHandler), done)
-	time.Sleep(100 * time.Millisecond) // let the watch start
+	watcher, err := server.NewWatcher([]string{conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go watcher.Run(ctx, eng, nil, slog.New(slog.DiscardHandler), done)
 
 	stop := make(chan struct{})
 	wait := hammer(t, eng, stop)
@@ -175,7 +178,11 @@ func TestReloadWaitsForStableFiles(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 8)
 	hup := make(chan struct{}, 1)
-	go server.Watch(ctx, eng, []string{conf}, hup, slog.New(slog.DiscardHandler), done)
+	watcher, err := server.NewWatcher([]string{conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go watcher.Run(ctx, eng, hup, slog.New(slog.DiscardHandler), done)
 	time.Sleep(100 * time.Millisecond)
 
 	// A writer replaces the file every 20 ms for 15 quiet periods, each
@@ -253,7 +260,11 @@ func TestReloadLogsLoosening(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 8)
 	log := &syncBuffer{}
-	go server.Watch(ctx, eng, []string{conf}, nil, slog.New(slog.NewTextHandler(log, nil)), done)
+	watcher, err := server.NewWatcher([]string{conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go watcher.Run(ctx, eng, nil, slog.New(slog.NewTextHandler(log, nil)), done)
 	time.Sleep(100 * time.Millisecond)
 	dev := filepath.Join(dir, "conf.d", "50-dev.yaml")
 	if err := os.WriteFile(dev, []byte("version: 1\nservers:\n  fs:\n    writePolicy: allow\n"), 0o644); err != nil {
@@ -263,5 +274,44 @@ func TestReloadLogsLoosening(t *testing.T) {
 	want := fmt.Sprintf("%s:4: servers.fs.writePolicy: loosened from deny (%s:4) to allow by a later layer", dev, conf)
 	if !strings.Contains(log.String(), "config warning") || !strings.Contains(log.String(), want) {
 		t.Errorf("reload log lacks %q:\n%s", want, log.String())
+	}
+}
+
+// TestWatcherSeesAChangeMadeWhileLoading: serve and the proxy make the
+// Watcher before they read the config; a change made after that and
+// before the watch runs (while the engine loads) is reloaded, not missed
+// until the next change.
+func TestWatcherSeesAChangeMadeWhileLoading(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mcpx-policy.yaml")
+	if err := os.WriteFile(conf, []byte(strictConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := server.NewWatcher([]string{conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := strictEngine(t, conf)
+	old := eng.Revision()
+	// an editor's save while the engine loaded: a new file renamed over it
+	tmp := conf + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strictConfig+"    writeTools: [exec_*]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, conf); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go watcher.Run(ctx, eng, nil, slog.New(slog.DiscardHandler), done)
+	select {
+	case err := <-done:
+		if err != nil || eng.Revision() == old {
+			t.Fatalf("the reload of the change made while loading: %v, revision %s (old %s)", err, eng.Revision(), old)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a change made between the watch's start and its run was never reloaded")
 	}
 }

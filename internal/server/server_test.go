@@ -233,8 +233,11 @@ func TestWatchReloadsAndKeepsOldPolicyOnError(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 4)
 	hup := make(chan struct{})
-	go server.Watch(ctx, f.eng, []string{f.conf}, hup, slog.New(slog.DiscardHandler), done)
-	time.Sleep(100 * time.Millisecond) // let the watch start
+	watcher, err := server.NewWatcher([]string{f.conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go watcher.Run(ctx, f.eng, hup, slog.New(slog.DiscardHandler), done)
 	first := f.eng.Revision()
 	deny := strings.Replace(config, "writePolicy: allow", "writePolicy: deny", 1)
 	replaceFile(t, f.conf, deny)
