@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -64,8 +65,22 @@ func opaServer(t *testing.T, bundle string, extra ...string) string {
 }
 
 // startOPAServer is opaServer for a server that outlives one test: stop
-// kills it.
+// kills it. The port is picked free and then bound by OPA, and another
+// process can take it in between (any outgoing connection's port): a
+// start that loses its port is tried again on another.
 func startOPAServer(opa, bundle string, extra ...string) (base string, stop func(), err error) {
+	for attempt := 1; ; attempt++ {
+		base, stop, err = startOPAServerOnce(opa, bundle, extra...)
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			return base, stop, err
+		}
+	}
+}
+
+// errPortTaken: the port picked for a server was taken before it bound it.
+var errPortTaken = errors.New("the port was taken before the server bound it")
+
+func startOPAServerOnce(opa, bundle string, extra ...string) (base string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -74,8 +89,8 @@ func startOPAServer(opa, bundle string, extra ...string) (base string, stop func
 	l.Close()
 	args := append([]string{"run", "--server", "--addr", addr, "--log-level", "error", "--disable-telemetry", "--bundle", bundle}, extra...)
 	cmd := exec.Command(opa, args...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
@@ -87,14 +102,20 @@ func startOPAServer(opa, bundle string, extra ...string) (base string, stop func
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(base + "/health?bundles=true")
+		// checked after the answer: a server that lost its port may have
+		// reached the one that took it
+		if strings.Contains(stderr.String(), "address already in use") {
+			if err == nil {
+				resp.Body.Close()
+			}
+			stop()
+			return "", nil, fmt.Errorf("%w: %s", errPortTaken, stderr.String())
+		}
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return base, stop, nil
 			}
-		}
-		if cmd.ProcessState != nil {
-			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
