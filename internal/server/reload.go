@@ -31,8 +31,8 @@ const DefaultDebounce = 200 * time.Millisecond
 // Watcher watches a config's files: their directories (editors replace a
 // file by renaming over it, which a watch on the file itself loses) plus
 // conf.d beside the first file. Made before the config is read (serve and
-// the proxy make it before they load), it misses no change made after the
-// read: a change between the two is reloaded as any other.
+// the proxy make it before they load), it sees every change from then on:
+// one saved while the config loads is reloaded as any other.
 type Watcher struct {
 	w       *fsnotify.Watcher
 	watched map[string]bool
