@@ -258,9 +258,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	watcher := watchConfig(configs, logger)
 	eng, err = mcpxpolicy.New(ctx, engOpts)
 	if err != nil {
-		if watcher != nil {
-			watcher.Close()
-		}
+		watcher.Close()
 		return fail(stderr, err, "run '"+checkCommand(configs)+"' to see every config problem")
 	}
 	if !slices.Contains(eng.Servers(), *name) {

@@ -158,9 +158,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	watcher := watchConfig(watchPaths, logger)
 	eng, err = mcpxpolicy.New(ctx, opts)
 	if err != nil {
-		if watcher != nil {
-			watcher.Close()
-		}
+		watcher.Close()
 		return fail(stderr, err, "run 'mcpx-policy check --config …' to see every config problem")
 	}
 	defer eng.Close()

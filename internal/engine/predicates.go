@@ -117,13 +117,12 @@ type predicates struct {
 	secrets  *secretTable   // data.mcpx.secrets read in Go
 
 	mu       sync.RWMutex
-	compiled map[string]*jsonschema.Schema // nil: the schema did not compile
-	quick    map[string]*quickCheck        // nil: santhosh decides every value
-	scalars  map[scalarKey]bool            // verdicts on scalar values (valid)
+	compiled map[string]checker // per package, made on first use
+	scalars  map[scalarKey]bool // verdicts on scalar values (valid)
 }
 
 func newPredicates(schemas map[string]any, secrets any) *predicates {
-	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]*jsonschema.Schema{}, quick: map[string]*quickCheck{}, scalars: map[scalarKey]bool{}}
+	return &predicates{schemas: schemas, secrets: newSecretTable(secrets), compiled: map[string]checker{}, scalars: map[scalarKey]bool{}}
 }
 
 // options are the rego options that declare and implement the builtins.
@@ -219,30 +218,34 @@ func (p *predicates) validator(pkg string) *jsonschema.Schema {
 	return s
 }
 
-// checkers is pkg's compiled schema (nil when there is none) and its
-// quickCheck (nil when santhosh decides every value).
+// checker is a package's compiled schema (nil: none, or it did not
+// compile) and its quickCheck (nil: santhosh decides every value).
+type checker struct {
+	s *jsonschema.Schema
+	q *quickCheck
+}
+
+// checkers is pkg's checker, made on first use.
 func (p *predicates) checkers(pkg string) (*jsonschema.Schema, *quickCheck) {
 	p.mu.RLock()
-	s, ok := p.compiled[pkg]
-	q := p.quick[pkg]
+	c, ok := p.compiled[pkg]
 	p.mu.RUnlock()
 	if ok {
-		return s, q
+		return c.s, c.q
 	}
 	doc, ok := p.schemas[pkg]
 	if !ok {
 		return nil, nil
 	}
-	s = nil
 	if p.held(pkg) {
 		if v, err := schemarego.Validator(doc); err == nil {
-			s, q = v, quickOf(v)
+			c = checker{s: v, q: quickOf(v)}
 		}
 	}
 	p.mu.Lock()
-	p.compiled[pkg], p.quick[pkg] = s, q
+	p.compiled[pkg] = c
 	p.mu.Unlock()
-	return s, q
+	return c.s, c.q
 }
 
 var (

@@ -75,8 +75,14 @@ func NewWatcher(files []string) (*Watcher, error) {
 	return cw, nil
 }
 
-// Close stops watching (Run closes the watcher when it returns).
-func (cw *Watcher) Close() error { return cw.w.Close() }
+// Close stops watching (Run closes the watcher when it returns); a nil
+// Watcher (none could be made) has nothing to close.
+func (cw *Watcher) Close() error {
+	if cw == nil {
+		return nil
+	}
+	return cw.w.Close()
+}
 
 // Run reloads r when one of the watched files changes or a value arrives
 // on hup, until ctx ends. It reacts to events on the files and on
